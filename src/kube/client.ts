@@ -1,0 +1,186 @@
+// The real Informer, on @kubernetes/client-node ~1.4 (pinned: 2.x crashes on Node 20). All
+// use of client-node's informer machinery is in this file. It adds what client-node's
+// ListWatch lacks: restart with backoff after any list/watch error (client-node stops), relist
+// after 410 Gone, plain wire-JSON objects (client-node turns timestamps into Date), old objects
+// on update, and a synced signal.
+
+import * as k8s from '@kubernetes/client-node';
+// Not re-exported by the package index in 1.4; the package has no exports map, so the deep
+// import is stable for the pinned ~1.4 line.
+import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
+import type { Informer, InformerHandlers } from './informer.js';
+import type { EndpointSlice, KubeObject, Node, Pod, Service } from './types.js';
+import { objectKey } from './types.js';
+
+/** Loads a kubeconfig file (or the default locations when path is undefined). */
+export function loadKubeConfig(path?: string): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  if (path !== undefined) kc.loadFromFile(path);
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export interface ResourceSpec {
+  /** Watch path, e.g. `/api/v1/services`. */
+  readonly path: string;
+  /** client-node model name for (de)serialising list items, e.g. `V1Service`. */
+  readonly model: string;
+  readonly list: (kc: k8s.KubeConfig, labelSelector?: string, fieldSelector?: string) => Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
+}
+
+export const SERVICES: ResourceSpec = {
+  path: '/api/v1/services',
+  model: 'V1Service',
+  list: (kc, labelSelector, fieldSelector) =>
+    kc.makeApiClient(k8s.CoreV1Api).listServiceForAllNamespaces({ ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) }),
+};
+
+export const ENDPOINT_SLICES: ResourceSpec = {
+  path: '/apis/discovery.k8s.io/v1/endpointslices',
+  model: 'V1EndpointSlice',
+  list: (kc, labelSelector, fieldSelector) =>
+    kc.makeApiClient(k8s.DiscoveryV1Api).listEndpointSliceForAllNamespaces({ ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) }),
+};
+
+export const NODES: ResourceSpec = {
+  path: '/api/v1/nodes',
+  model: 'V1Node',
+  list: (kc, labelSelector, fieldSelector) =>
+    kc.makeApiClient(k8s.CoreV1Api).listNode({ ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) }),
+};
+
+export const PODS: ResourceSpec = {
+  path: '/api/v1/pods',
+  model: 'V1Pod',
+  list: (kc, labelSelector, fieldSelector) =>
+    kc.makeApiClient(k8s.CoreV1Api).listPodForAllNamespaces({ ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) }),
+};
+
+export interface InformerOptions {
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  /** First retry delay after an error; doubles up to maxBackoffMs. */
+  readonly initialBackoffMs?: number;
+  readonly maxBackoffMs?: number;
+}
+
+type WireObject = KubeObject & k8s.KubernetesObject;
+
+class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
+  private readonly handlers: InformerHandlers<T>[] = [];
+  private readonly cache = new Map<string, T>();
+  private readonly lw: k8s.ListWatch<WireObject>;
+  private synced = false;
+  private stopped = false;
+  private backoffMs: number;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly opts: InformerOptions;
+
+  constructor(kc: k8s.KubeConfig, spec: ResourceSpec, opts: InformerOptions) {
+    this.opts = opts;
+    this.backoffMs = opts.initialBackoffMs ?? 500;
+    const listFn = async (): Promise<k8s.KubernetesListObject<WireObject>> => {
+      const list = await spec.list(kc, opts.labelSelector, opts.fieldSelector);
+      // Back to wire JSON: client-node's models carry Date objects for timestamps.
+      const items = list.items.map((i) => ObjectSerializer.serialize(i, spec.model) as WireObject);
+      const metadata = new k8s.V1ListMeta();
+      metadata.resourceVersion = list.metadata?.resourceVersion ?? '';
+      return { items, metadata };
+    };
+    this.lw = new k8s.ListWatch<WireObject>(spec.path, new k8s.Watch(kc), listFn, false, opts.labelSelector, opts.fieldSelector);
+    this.lw.on(k8s.ADD, (o) => {
+      this.apply(o as unknown as T);
+    });
+    this.lw.on(k8s.UPDATE, (o) => {
+      this.apply(o as unknown as T);
+    });
+    this.lw.on(k8s.DELETE, (o) => {
+      const key = objectKey(o);
+      const old = this.cache.get(key) ?? (o as unknown as T);
+      this.cache.delete(key);
+      for (const h of this.handlers) h.onDelete?.(old);
+    });
+    this.lw.on(k8s.ERROR, (err) => {
+      for (const h of this.handlers) h.onError?.(err);
+      this.scheduleRestart();
+    });
+  }
+
+  private apply(obj: T): void {
+    const key = objectKey(obj);
+    const old = this.cache.get(key);
+    // A relist re-delivers unchanged objects; suppress those no-op updates.
+    if (old?.metadata?.resourceVersion !== undefined && old.metadata.resourceVersion === obj.metadata?.resourceVersion) return;
+    this.cache.set(key, obj);
+    for (const h of this.handlers) {
+      if (old === undefined) h.onAdd?.(obj);
+      else h.onUpdate?.(old, obj);
+    }
+  }
+
+  private scheduleRestart(): void {
+    if (this.stopped || this.retryTimer) return;
+    const delay = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxBackoffMs ?? 30_000);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.lw.start().then(
+        () => {
+          this.backoffMs = this.opts.initialBackoffMs ?? 500;
+        },
+        () => {
+          this.scheduleRestart();
+        },
+      );
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  addHandlers(h: InformerHandlers<T>): void {
+    this.handlers.push(h);
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    // ListWatch.start() resolves after the list and the watch request are made; a failed
+    // list is reported through ERROR (and retried), so wait for the first good list.
+    await new Promise<void>((resolve) => {
+      const check = (): void => {
+        if (this.lw.latestResourceVersion() !== '' || this.stopped) {
+          resolve();
+          return;
+        }
+        setTimeout(check, 50).unref();
+      };
+      void this.lw.start().finally(check);
+    });
+    if (!this.synced) {
+      this.synced = true;
+      for (const h of this.handlers) h.onSynced?.();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    await this.lw.stop();
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  list(): T[] {
+    return [...this.cache.values()];
+  }
+
+  get(key: string): T | undefined {
+    return this.cache.get(key);
+  }
+}
+
+export function createInformer<T extends KubeObject>(kc: k8s.KubeConfig, spec: ResourceSpec, opts: InformerOptions = {}): Informer<T> {
+  return new ClientNodeInformer<T>(kc, spec, opts);
+}
+
+export type { Service, EndpointSlice, Node, Pod };

@@ -1,0 +1,246 @@
+// The Kubernetes API objects svcnet reads, as plain JSON-shaped types (fields as the API
+// spells them; everything optional that the API leaves optional). These are wire shapes:
+// nothing here is defaulted or validated — see manifest.ts and validate.ts for that.
+
+export interface ObjectMeta {
+  name?: string;
+  generateName?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: OwnerReference[];
+  finalizers?: string[];
+  managedFields?: unknown[];
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export interface TypeMeta {
+  apiVersion?: string;
+  kind?: string;
+}
+
+/** Any object with type and object metadata; the common denominator of manifests. */
+export interface KubeObject extends TypeMeta {
+  metadata?: ObjectMeta;
+}
+
+export type Protocol = 'TCP' | 'UDP' | 'SCTP';
+export type IPFamilyName = 'IPv4' | 'IPv6';
+export type ServiceType = 'ClusterIP' | 'NodePort' | 'LoadBalancer' | 'ExternalName';
+export type TrafficPolicy = 'Cluster' | 'Local';
+export type IPFamilyPolicy = 'SingleStack' | 'PreferDualStack' | 'RequireDualStack';
+
+export interface ServicePort {
+  name?: string;
+  protocol?: Protocol;
+  appProtocol?: string;
+  port: number;
+  targetPort?: number | string;
+  nodePort?: number;
+}
+
+export interface SessionAffinityConfig {
+  clientIP?: { timeoutSeconds?: number };
+}
+
+export interface ServiceSpec {
+  type?: ServiceType;
+  selector?: Record<string, string>;
+  ports?: ServicePort[];
+  clusterIP?: string;
+  clusterIPs?: string[];
+  ipFamilies?: IPFamilyName[];
+  ipFamilyPolicy?: IPFamilyPolicy;
+  externalIPs?: string[];
+  externalName?: string;
+  externalTrafficPolicy?: TrafficPolicy;
+  internalTrafficPolicy?: TrafficPolicy;
+  healthCheckNodePort?: number;
+  loadBalancerIP?: string;
+  loadBalancerSourceRanges?: string[];
+  loadBalancerClass?: string;
+  allocateLoadBalancerNodePorts?: boolean;
+  sessionAffinity?: 'None' | 'ClientIP';
+  sessionAffinityConfig?: SessionAffinityConfig;
+  publishNotReadyAddresses?: boolean;
+  trafficDistribution?: string;
+}
+
+export interface LoadBalancerIngress {
+  ip?: string;
+  hostname?: string;
+  ipMode?: 'VIP' | 'Proxy';
+  ports?: { port: number; protocol: Protocol; error?: string }[];
+}
+
+export interface ServiceStatus {
+  loadBalancer?: { ingress?: LoadBalancerIngress[] };
+  conditions?: unknown[];
+}
+
+export interface Service extends KubeObject {
+  kind?: 'Service';
+  spec?: ServiceSpec;
+  status?: ServiceStatus;
+}
+
+export interface EndpointConditions {
+  ready?: boolean;
+  serving?: boolean;
+  terminating?: boolean;
+}
+
+export interface EndpointHints {
+  forZones?: { name: string }[];
+  forNodes?: { name: string }[];
+}
+
+export interface Endpoint {
+  addresses: string[];
+  conditions?: EndpointConditions;
+  hostname?: string;
+  targetRef?: ObjectReference;
+  nodeName?: string;
+  zone?: string;
+  hints?: EndpointHints;
+}
+
+export interface EndpointPort {
+  name?: string;
+  protocol?: Protocol;
+  port?: number;
+  appProtocol?: string;
+}
+
+export type AddressType = 'IPv4' | 'IPv6' | 'FQDN';
+
+export interface EndpointSlice extends KubeObject {
+  kind?: 'EndpointSlice';
+  addressType: AddressType;
+  endpoints?: Endpoint[];
+  ports?: EndpointPort[];
+}
+
+export interface ObjectReference {
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  uid?: string;
+  resourceVersion?: string;
+}
+
+export interface NodeAddress {
+  type: 'InternalIP' | 'ExternalIP' | 'Hostname' | 'InternalDNS' | 'ExternalDNS';
+  address: string;
+}
+
+export interface Node extends KubeObject {
+  kind?: 'Node';
+  spec?: { podCIDR?: string; podCIDRs?: string[]; unschedulable?: boolean; taints?: unknown[] };
+  status?: {
+    addresses?: NodeAddress[];
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  };
+}
+
+export interface ContainerPort {
+  name?: string;
+  containerPort: number;
+  protocol?: Protocol;
+  hostPort?: number;
+}
+
+export interface Probe {
+  httpGet?: { path?: string; port: number | string; scheme?: string };
+  tcpSocket?: { port: number | string };
+  exec?: { command?: string[] };
+  initialDelaySeconds?: number;
+  periodSeconds?: number;
+  timeoutSeconds?: number;
+  successThreshold?: number;
+  failureThreshold?: number;
+}
+
+export interface Container {
+  name: string;
+  image?: string;
+  command?: string[];
+  args?: string[];
+  ports?: ContainerPort[];
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  env?: { name: string; value?: string }[];
+}
+
+export interface PodSpec {
+  containers: Container[];
+  nodeName?: string;
+  hostname?: string;
+  subdomain?: string;
+  hostNetwork?: boolean;
+  dnsPolicy?: string;
+  terminationGracePeriodSeconds?: number;
+  restartPolicy?: string;
+}
+
+export interface PodCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  lastTransitionTime?: string;
+}
+
+export interface Pod extends KubeObject {
+  kind?: 'Pod';
+  spec?: PodSpec;
+  status?: {
+    phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+    podIP?: string;
+    podIPs?: { ip: string }[];
+    hostIP?: string;
+    conditions?: PodCondition[];
+    startTime?: string;
+  };
+}
+
+export interface EndpointAddress {
+  ip: string;
+  hostname?: string;
+  nodeName?: string;
+  targetRef?: ObjectReference;
+}
+
+export interface Endpoints extends KubeObject {
+  kind?: 'Endpoints';
+  subsets?: {
+    addresses?: EndpointAddress[];
+    notReadyAddresses?: EndpointAddress[];
+    ports?: { name?: string; port: number; protocol?: Protocol; appProtocol?: string }[];
+  }[];
+}
+
+/** `namespace/name` key of a namespaced object (or just `name` when cluster-scoped). */
+export function objectKey(obj: KubeObject): string {
+  const ns = obj.metadata?.namespace;
+  const name = obj.metadata?.name ?? '';
+  return ns === undefined || ns === '' ? name : `${ns}/${name}`;
+}
+
+/** How errors name an object: `Service default/web`. */
+export function describeObject(obj: KubeObject): string {
+  const key = objectKey(obj);
+  return `${obj.kind ?? 'object'} ${key === '' ? '(unnamed)' : key}`;
+}
