@@ -25,35 +25,59 @@ export interface ResourceSpec {
   readonly path: string;
   /** client-node model name for (de)serialising list items, e.g. `V1Service`. */
   readonly model: string;
-  readonly list: (kc: k8s.KubeConfig, labelSelector?: string, fieldSelector?: string) => Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
+  readonly list: (
+    kc: k8s.KubeConfig,
+    labelSelector?: string,
+    fieldSelector?: string,
+  ) => Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
 }
 
 export const SERVICES: ResourceSpec = {
   path: '/api/v1/services',
   model: 'V1Service',
   list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.CoreV1Api).listServiceForAllNamespaces({ ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) }),
+    kc
+      .makeApiClient(k8s.CoreV1Api)
+      .listServiceForAllNamespaces({
+        ...(labelSelector ? { labelSelector } : {}),
+        ...(fieldSelector ? { fieldSelector } : {}),
+      }),
 };
 
 export const ENDPOINT_SLICES: ResourceSpec = {
   path: '/apis/discovery.k8s.io/v1/endpointslices',
   model: 'V1EndpointSlice',
   list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.DiscoveryV1Api).listEndpointSliceForAllNamespaces({ ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) }),
+    kc
+      .makeApiClient(k8s.DiscoveryV1Api)
+      .listEndpointSliceForAllNamespaces({
+        ...(labelSelector ? { labelSelector } : {}),
+        ...(fieldSelector ? { fieldSelector } : {}),
+      }),
 };
 
 export const NODES: ResourceSpec = {
   path: '/api/v1/nodes',
   model: 'V1Node',
   list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.CoreV1Api).listNode({ ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) }),
+    kc
+      .makeApiClient(k8s.CoreV1Api)
+      .listNode({
+        ...(labelSelector ? { labelSelector } : {}),
+        ...(fieldSelector ? { fieldSelector } : {}),
+      }),
 };
 
 export const PODS: ResourceSpec = {
   path: '/api/v1/pods',
   model: 'V1Pod',
   list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.CoreV1Api).listPodForAllNamespaces({ ...(labelSelector ? { labelSelector } : {}), ...(fieldSelector ? { fieldSelector } : {}) }),
+    kc
+      .makeApiClient(k8s.CoreV1Api)
+      .listPodForAllNamespaces({
+        ...(labelSelector ? { labelSelector } : {}),
+        ...(fieldSelector ? { fieldSelector } : {}),
+      }),
 };
 
 export interface InformerOptions {
@@ -87,7 +111,14 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
       metadata.resourceVersion = list.metadata?.resourceVersion ?? '';
       return { items, metadata };
     };
-    this.lw = new k8s.ListWatch<WireObject>(spec.path, new k8s.Watch(kc), listFn, false, opts.labelSelector, opts.fieldSelector);
+    this.lw = new k8s.ListWatch<WireObject>(
+      spec.path,
+      new k8s.Watch(kc),
+      listFn,
+      false,
+      opts.labelSelector,
+      opts.fieldSelector,
+    );
     this.lw.on(k8s.ADD, (o) => {
       this.apply(o as unknown as T);
     });
@@ -110,7 +141,11 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
     const key = objectKey(obj);
     const old = this.cache.get(key);
     // A relist re-delivers unchanged objects; suppress those no-op updates.
-    if (old?.metadata?.resourceVersion !== undefined && old.metadata.resourceVersion === obj.metadata?.resourceVersion) return;
+    if (
+      old?.metadata?.resourceVersion !== undefined &&
+      old.metadata.resourceVersion === obj.metadata?.resourceVersion
+    )
+      return;
     this.cache.set(key, obj);
     for (const h of this.handlers) {
       if (old === undefined) h.onAdd?.(obj);
@@ -179,7 +214,11 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
   }
 }
 
-export function createInformer<T extends KubeObject>(kc: k8s.KubeConfig, spec: ResourceSpec, opts: InformerOptions = {}): Informer<T> {
+export function createInformer<T extends KubeObject>(
+  kc: k8s.KubeConfig,
+  spec: ResourceSpec,
+  opts: InformerOptions = {},
+): Informer<T> {
   return new ClientNodeInformer<T>(kc, spec, opts);
 }
 
