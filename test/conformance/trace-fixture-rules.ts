@@ -73,7 +73,7 @@ export function renderFixtureRules(
 ): { text: string } | { unavailable: string } {
   const services = new ServiceChangeTracker(profile.ipFamily);
   const endpoints = new EndpointsChangeTracker(profile.ipFamily, profile.nodeName);
-  for (const s of objects.services) services.update(undefined, s as unknown as Service);
+  for (const s of objects.services) services.update(undefined, s);
   for (const e of objects.endpointSlices)
     endpoints.update(undefined, e as unknown as EndpointSlice);
   const snap = takeSnapshot(services, endpoints);
