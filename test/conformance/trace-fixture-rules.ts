@@ -3,7 +3,7 @@
 // (src/proxy/iptables/plan.ts, one full sync) with the fixture's proxier profile, as the
 // iptables-restore text kube-proxy would apply.
 
-import type { EndpointSlice, Service } from '../../src/kube/types.js';
+import type { EndpointSlice } from '../../src/kube/types.js';
 import { renderDocument } from '../../src/netfilter/iptables/render.js';
 import { planIptables } from '../../src/proxy/iptables/plan.js';
 import {
