@@ -37,7 +37,6 @@ export type StepEffect =
   | 'mark'
   | 'log'
   | 'match'
-  | 'random-taken'
   | 'random-not-taken'
   | 'policy'
   | 'unsupported'
@@ -143,6 +142,8 @@ class Walker {
   private readonly compiled = new Map<Rule, CompiledRule>();
   private readonly unsupported = new Map<Rule, UnsupportedRule>();
   readonly notes = new Set<string>();
+  /** Text for the next step: set when a random rule was taken, consumed by its target step. */
+  private pendingPrefix = '';
 
   private readonly view: RulesetView;
   private readonly packet: Packet;
@@ -204,13 +205,15 @@ class Walker {
     rule?: { r: Rule; index: number; comment: string | undefined },
   ): void {
     const objects = objectsFromComment(rule?.comment);
+    const prefix = this.pendingPrefix;
+    this.pendingPrefix = '';
     s.path.push({
       hook,
       table,
       chain,
       depth,
       effect,
-      detail,
+      detail: prefix + detail,
       ...(rule
         ? {
             rule: rule.index + 1,
@@ -224,7 +227,10 @@ class Walker {
     });
   }
 
-  /** Runs `chain` of `table` from rule `from`; returns every way the packet leaves it. */
+  /**
+   * Runs `chain` of `table` from rule `from`; returns every way the packet leaves it. Where
+   * a random rule forks the walk, the branch that takes it comes first.
+   */
   runChain(
     hook: Hook,
     table: IptablesTableName,
@@ -232,6 +238,20 @@ class Walker {
     from: number,
     state: State,
     depth: number,
+  ): Exit[] {
+    const notTaken: Exit[] = [];
+    const exits = this.runChainFrom(hook, table, chain, from, state, depth, notTaken);
+    return [...exits, ...notTaken];
+  }
+
+  private runChainFrom(
+    hook: Hook,
+    table: IptablesTableName,
+    chain: string,
+    from: number,
+    state: State,
+    depth: number,
+    notTaken: Exit[],
   ): Exit[] {
     const cv = this.view.tables.get(table)?.chains.get(chain);
     const rules = cv?.rules ?? [];
@@ -285,23 +305,14 @@ class Walker {
             chain,
             depth,
             'random-not-taken',
-            `random choice not taken (probability ${fmtP(1 - p)})`,
+            `not chosen at random (probability ${fmtP(1 - p)})`,
             ref,
           );
-          exits.push(...this.runChain(hook, table, chain, i + 1, other, depth));
+          notTaken.push(...this.runChain(hook, table, chain, i + 1, other, depth));
         }
         if (p <= 0) return exits;
         s.probability *= p;
-        this.step(
-          s,
-          hook,
-          table,
-          chain,
-          depth,
-          'random-taken',
-          `random choice taken (probability ${fmtP(p)})`,
-          ref,
-        );
+        this.pendingPrefix = `chosen at random (probability ${fmtP(p)}): `;
       }
       switch (t.kind) {
         case 'none':
