@@ -99,8 +99,8 @@ test('targets are parsed with their options', () => {
     mask: 0xffffffffn,
   });
   const dnat = compileRule(splitArgs('-p tcp -j DNAT --to-destination [fd00::1]:8080')).target;
-  assert.equal(dnat.kind, 'DNAT');
-  assert.equal(dnat.kind === 'DNAT' ? dnat.port : 0, 8080);
+  assert.ok(dnat.kind === 'DNAT');
+  assert.equal(dnat.port, 8080);
   assert.deepEqual(compileRule(splitArgs('-j REJECT --reject-with tcp-reset')).target, {
     kind: 'REJECT',
     rejectWith: 'tcp-reset',

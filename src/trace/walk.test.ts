@@ -275,7 +275,9 @@ test('a real kube-proxy dump (upstream TestOverallIPTablesRules output) traced a
   assert.match(text, /\[1\] 50%\s+DNAT to 10\.180\.0\.4:80 — Service ns4\/svc4:p80/);
   assert.match(text, /chosen at random \(probability 0\.5\): jump to KUBE-SEP-UKSFD7AGPMPPLUHC/);
   const json = JSON.parse(JSON.stringify(traceToJSON(r))) as {
-    outcomes: { probability: number; dnat: string; path: { chain: string; rule: number }[] }[];
+    outcomes: (
+      { probability: number; dnat: string; path: { chain: string; rule: number }[] } | undefined
+    )[];
   };
   assert.equal(json.outcomes[1]?.dnat, '10.180.0.5:80');
   assert.deepEqual(
