@@ -269,7 +269,7 @@ test('a real kube-proxy dump (upstream TestOverallIPTablesRules output) traced a
   // The path names the objects behind each step.
   const r = trace(rules, '10.0.0.2', '172.30.0.44:80', 'pod');
   assert.equal(r.outcomes[0]?.servicePort, 'ns4/svc4:p80');
-  assert.equal(r.outcomes[0]?.endpoint, '10.180.0.4:80');
+  assert.equal(r.outcomes[0].endpoint, '10.180.0.4:80');
   const text = formatTraceText(r);
   assert.match(text, /2 possible outcomes/);
   assert.match(text, /\[1\] 50%\s+DNAT to 10\.180\.0\.4:80 — Service ns4\/svc4:p80/);
@@ -281,7 +281,7 @@ test('a real kube-proxy dump (upstream TestOverallIPTablesRules output) traced a
   };
   assert.equal(json.outcomes[1]?.dnat, '10.180.0.5:80');
   assert.deepEqual(
-    json.outcomes[1]?.path.filter((s) => s.chain.startsWith('KUBE-SVC')).map((s) => s.rule),
+    json.outcomes[1].path.filter((s) => s.chain.startsWith('KUBE-SVC')).map((s) => s.rule),
     [2, 3],
   );
 });
