@@ -82,6 +82,12 @@ test('addrtype, mark, conntrack (incl. the DNAT virtual state), recent, nfacct a
       false,
     ],
     ['-m recent --name KUBE-SEP-A --set -p tcp -j DNAT --to-destination 10.1.1.1:80', {}, true],
+    // As iptables-save prints it back.
+    [
+      '-m recent --rcheck --seconds 10800 --reap --name KUBE-SEP-A --mask 255.255.255.255 --rsource -j X',
+      { recentAge: () => 1 },
+      true,
+    ],
     ['-m nfacct --nfacct-name localhost_nps_accepted_pkts -j X', {}, true],
     ['-m statistic --mode random --probability 0.2500000000 -j X', {}, { probability: 0.25 }],
     ['-m statistic --mode nth --every 4 --packet 0 -j X', {}, { probability: 0.25 }],

@@ -427,8 +427,14 @@ function compileModule(
       const seconds = secondsOpt ? Number(one(secondsOpt)) : undefined;
       const rdest = opts.some((o) => o.name === '--rdest');
       const cmd = opts.find((o) => ['--set', '--rcheck', '--update', '--remove'].includes(o.name));
-      if (opts.some((o) => o.name === '--hitcount' || o.name === '--rttl' || o.name === '--mask')) {
-        bad('recent --hitcount/--rttl/--mask are not supported');
+      // iptables-save prints the default `--mask 255.255.255.255` (a whole address).
+      const mask = opts.find((o) => o.name === '--mask');
+      const fullMask =
+        mask === undefined ||
+        one(mask) === '255.255.255.255' ||
+        /^ffff(:ffff){7}$/i.test(one(mask));
+      if (opts.some((o) => o.name === '--hitcount' || o.name === '--rttl') || !fullMask) {
+        bad('recent --hitcount, --rttl and partial --mask are not supported');
         return out;
       }
       if (!cmd) {

@@ -6,7 +6,11 @@
 import type { ManifestSet } from '../kube/manifest.js';
 import type { IptablesDocument, Rule, TableDoc } from '../netfilter/iptables/model.js';
 import { planIptables } from '../proxy/iptables/plan.js';
-import { DEFAULT_OPTIONS, type LocalDetector } from '../proxy/iptables/options.js';
+import {
+  DEFAULT_OPTIONS,
+  type IptablesProxierOptions,
+  type LocalDetector,
+} from '../proxy/iptables/options.js';
 import { EndpointsChangeTracker } from '../proxy/model/endpoints-change-tracker.js';
 import { ServiceChangeTracker } from '../proxy/model/service-change-tracker.js';
 import { takeSnapshot } from '../proxy/model/snapshot.js';
@@ -22,6 +26,8 @@ export interface NodeSettings {
   readonly localAddresses: readonly string[];
   /** Pod CIDR for kube-proxy's ClusterCIDR local-traffic detector; none when empty. */
   readonly clusterCIDR: string;
+  /** Other proxier options (e.g. no nfacct counters on a host without them). */
+  readonly options?: Partial<IptablesProxierOptions>;
 }
 
 export interface ManifestRules {
@@ -49,6 +55,7 @@ export function rulesFromManifests(set: ManifestSet, node: NodeSettings): Manife
       nodeIP: node.nodeIP,
       localDetector: detector,
       localAddresses: [node.family === 'IPv4' ? '127.0.0.1/8' : '::1/128', ...node.localAddresses],
+      ...node.options,
     },
   });
   warnings.push(...plan.warnings);
