@@ -1,0 +1,212 @@
+// Helpers for the tracer's kernel-agreement test: network namespaces with a per-run prefix
+// (`svcnet-tr<pid>-…`, swept at start when their run is gone), ptp-style pod links to a node
+// namespace, and tiny node agents started inside namespaces: a server that answers TCP and
+// UDP with "<its address>:<port> <client address>", and a client that makes connections on
+// request (JSON lines on stdin/stdout) and reports reply / refused / timeout. Everything runs
+// through `ip netns exec`; nothing touches the namespace the test runs in.
+
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+export const PREFIX = `svcnet-tr${process.pid}-`;
+
+/** Why the kernel test cannot run here, or undefined when it can. */
+export function missingPrerequisite(): string | undefined {
+  if (process.getuid?.() !== 0) return 'needs root';
+  for (const tool of ['ip', 'iptables-restore', 'iptables-save']) {
+    const r = spawnSync(tool, ['--version']);
+    if (r.error) return `${tool} not found`;
+  }
+  const probe = spawnSync('ip', ['netns', 'list']);
+  if (probe.status !== 0) return `ip netns unavailable: ${probe.stderr.toString().trim()}`;
+  return undefined;
+}
+
+export function sh(cmd: string, args: readonly string[], input?: string): string {
+  const r = spawnSync(cmd, args, { input, encoding: 'utf8' });
+  if (r.status !== 0)
+    throw new Error(`${cmd} ${args.join(' ')}: exit ${r.status ?? r.signal}: ${r.stderr.trim()}`);
+  return r.stdout;
+}
+
+export function inNs(ns: string, cmd: string, args: readonly string[], input?: string): string {
+  return sh('ip', ['netns', 'exec', ns, cmd, ...args], input);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Removes namespaces left by earlier runs of this test whose process is gone. */
+export function sweepStale(): void {
+  const names = sh('ip', ['netns', 'list'])
+    .split('\n')
+    .map((l) => l.split(' ')[0] ?? '');
+  for (const n of names) {
+    const m = /^svcnet-tr(\d+)-/.exec(n);
+    if (m && !isAlive(Number(m[1]))) spawnSync('ip', ['netns', 'del', n]);
+  }
+}
+
+export function addNs(short: string): string {
+  const name = PREFIX + short;
+  sh('ip', ['netns', 'add', name]);
+  inNs(name, 'ip', ['link', 'set', 'lo', 'up']);
+  return name;
+}
+
+/** Deletes every namespace of this run. */
+export function removeAll(): void {
+  const names = sh('ip', ['netns', 'list'])
+    .split('\n')
+    .map((l) => l.split(' ')[0] ?? '')
+    .filter((n) => n.startsWith(PREFIX));
+  for (const n of names) spawnSync('ip', ['netns', 'del', n]);
+}
+
+let linkSeq = 0;
+
+/**
+ * Connects a pod namespace to the node namespace the way the CNI ptp plugin does: a veth
+ * whose node end carries the gateway 169.254.1.1/32 and a /32 route to the pod address.
+ */
+export function linkPod(node: string, pod: string, podIP: string): void {
+  const host = `vtr${linkSeq++}`;
+  sh('ip', ['-n', node, 'link', 'add', host, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', pod]);
+  sh('ip', ['-n', node, 'addr', 'add', '169.254.1.1/32', 'dev', host]);
+  sh('ip', ['-n', node, 'link', 'set', host, 'up']);
+  sh('ip', ['-n', node, 'route', 'add', `${podIP}/32`, 'dev', host]);
+  sh('ip', ['-n', pod, 'addr', 'add', `${podIP}/32`, 'dev', 'eth0']);
+  sh('ip', ['-n', pod, 'link', 'set', 'eth0', 'up']);
+  sh('ip', ['-n', pod, 'route', 'add', '169.254.1.1', 'dev', 'eth0', 'scope', 'link']);
+  sh('ip', ['-n', pod, 'route', 'add', 'default', 'via', '169.254.1.1', 'dev', 'eth0']);
+}
+
+// A TCP server learns the (DNATed) local address from the socket; a UDP server on 0.0.0.0
+// cannot, so UDP binds the pod address itself and answers with it.
+const SERVER = `
+const net = require('node:net'); const dgram = require('node:dgram');
+const [addr, tcpList, udpList] = process.argv.slice(1);
+const tcp = tcpList.split(',').filter(Boolean).map(Number);
+const udp = udpList.split(',').filter(Boolean).map(Number);
+let pending = tcp.length + udp.length;
+const ready = () => { if (--pending === 0) process.stdout.write('ready\\n'); };
+if (pending === 0) process.stdout.write('ready\\n');
+for (const p of tcp) net.createServer((c) => {
+  c.end(c.localAddress + ':' + c.localPort + ' ' + c.remoteAddress + '\\n');
+}).listen(p, '0.0.0.0', ready);
+for (const p of udp) { const s = dgram.createSocket('udp4');
+  s.on('message', (m, r) => s.send(addr + ':' + p + ' ' + r.address + '\\n', r.port, r.address));
+  s.bind(p, addr, ready); }
+`;
+
+const CLIENT = `
+const net = require('node:net'); const dgram = require('node:dgram');
+const rl = require('node:readline').createInterface({ input: process.stdin });
+const out = (o) => process.stdout.write(JSON.stringify(o) + '\\n');
+rl.on('line', (line) => {
+  const q = JSON.parse(line); let done = false;
+  const finish = (r) => { if (!done) { done = true; clearTimeout(t); out({ id: q.id, ...r }); } };
+  const parse = (text) => { const [server, client] = text.trim().split(' '); return { kind: 'reply', server, client }; };
+  let t;
+  if (q.proto === 'tcp') {
+    const c = net.connect({ host: q.dst, port: q.port, ...(q.src ? { localAddress: q.src } : {}) });
+    let buf = '';
+    c.on('data', (d) => { buf += d; });
+    c.on('end', () => finish(parse(buf)));
+    c.on('error', (e) => finish(e.code === 'ECONNREFUSED' ? { kind: 'refused' } : { kind: 'error', code: e.code }));
+    t = setTimeout(() => { c.destroy(); finish({ kind: 'timeout' }); }, q.timeoutMs);
+  } else {
+    const s = dgram.createSocket('udp4');
+    const close = () => { try { s.close(); } catch {} };
+    s.on('message', (m) => { close(); finish(parse(String(m))); });
+    s.on('error', (e) => { close(); finish(e.code === 'ECONNREFUSED' ? { kind: 'refused' } : { kind: 'error', code: e.code }); });
+    s.bind(0, q.src || undefined, () => s.connect(q.port, q.dst, (err) => {
+      if (err) { close(); finish({ kind: 'error', code: err.code }); return; }
+      s.send('hello');
+    }));
+    t = setTimeout(() => { close(); finish({ kind: 'timeout' }); }, q.timeoutMs);
+  }
+});
+`;
+
+const started: ChildProcessWithoutNullStreams[] = [];
+
+function startAgent(
+  ns: string,
+  script: string,
+  args: readonly string[],
+): ChildProcessWithoutNullStreams {
+  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', script, '--', ...args]);
+  started.push(child);
+  return child;
+}
+
+/** Starts a server in `ns` answering on the TCP and UDP ports; resolves once it listens. */
+export async function startServer(
+  ns: string,
+  podIP: string,
+  tcpPorts: readonly number[],
+  udpPorts: readonly number[],
+): Promise<void> {
+  const child = startAgent(ns, SERVER, [podIP, tcpPorts.join(','), udpPorts.join(',')]);
+  await new Promise<void>((resolve, reject) => {
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout.once('data', () => {
+      resolve();
+    });
+    child.once('exit', (code) => {
+      reject(new Error(`server in ${ns} exited ${code}: ${err}`));
+    });
+  });
+}
+
+export type Observation =
+  | { readonly kind: 'reply'; readonly server: string; readonly client: string }
+  | { readonly kind: 'refused' | 'timeout' }
+  | { readonly kind: 'error'; readonly code: string };
+
+export interface Request {
+  readonly proto: 'tcp' | 'udp';
+  readonly dst: string;
+  readonly port: number;
+  readonly src?: string;
+  readonly timeoutMs: number;
+}
+
+/** A client agent in one namespace. */
+export class Client {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly waiting = new Map<number, (o: Observation) => void>();
+  private seq = 0;
+
+  constructor(ns: string) {
+    this.child = startAgent(ns, CLIENT, []);
+    createInterface({ input: this.child.stdout }).on('line', (line) => {
+      const o = JSON.parse(line) as Observation & { id: number };
+      this.waiting.get(o.id)?.(o);
+      this.waiting.delete(o.id);
+    });
+  }
+
+  send(req: Request): Promise<Observation> {
+    const id = this.seq++;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.child.stdin.write(JSON.stringify({ id, ...req }) + '\n');
+    });
+  }
+}
+
+/** Stops every agent this run started (by PID). */
+export function stopAgents(): void {
+  for (const c of started.splice(0)) {
+    if (c.pid !== undefined && c.exitCode === null) c.kill('SIGKILL');
+  }
+}

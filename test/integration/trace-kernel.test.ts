@@ -1,0 +1,585 @@
+// The tracer agrees with the kernel. Services and EndpointSlices (addresses as in kube-proxy's
+// test fixtures: node 192.168.0.2, pods 10.180.x.y, ClusterIPs 172.30.0.x) are rendered by
+// our iptables planner, loaded with the real iptables-restore into a node namespace, read
+// back with iptables-save, and traced. Then real TCP and UDP connections from namespaces
+// arranged as a pod, the node itself and an external client reach servers in one namespace
+// per endpoint, which answer with their address and the client address they saw. Whatever
+// the kernel did — which endpoint answered, whether the source was masqueraded, refused or
+// dropped — must be one of the traced outcomes.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseManifests } from '../../src/kube/manifest.js';
+import { parseDocument } from '../../src/netfilter/iptables/parse.js';
+import { renderDocument } from '../../src/netfilter/iptables/render.js';
+import { rulesFromManifests } from '../../src/trace/from-manifests.js';
+import {
+  defaultContext,
+  parsePacketSpec,
+  type Origin,
+  type RecentEntry,
+} from '../../src/trace/packet.js';
+import { tracePacket, type Outcome, type TraceResult } from '../../src/trace/walk.js';
+import type { IptablesDocument } from '../../src/netfilter/iptables/model.js';
+import { parseIP, type ParsedIP } from '../../src/util/ip.js';
+import {
+  Client,
+  addNs,
+  inNs,
+  linkPod,
+  missingPrerequisite,
+  removeAll,
+  sh,
+  startServer,
+  stopAgents,
+  sweepStale,
+  type Observation,
+} from './lib/trace-netns.js';
+
+const skip = missingPrerequisite();
+
+function svc(name: string, spec: string): string {
+  return `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}, namespace: ns}\nspec:\n${spec}`;
+}
+
+function slice(name: string, port: string, endpoints: [string, string][]): string {
+  const eps = endpoints.map(([ip, node]) => `- addresses: [${ip}]\n  nodeName: ${node}`).join('\n');
+  return `apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: ${name}-1\n  namespace: ns\n  labels: {kubernetes.io/service-name: ${name}}\naddressType: IPv4\nendpoints:\n${eps}\nports: ${port}`;
+}
+
+const TCP80 = '[{name: p80, port: 80, protocol: TCP}]';
+const LOCAL = 'test-node';
+const REMOTE = 'remote';
+
+const MANIFESTS = [
+  svc(
+    'svc1',
+    `  clusterIP: 172.30.0.41\n  ports: [{name: p80, port: 80, protocol: TCP}, {name: dns, port: 53, protocol: UDP}]\n`,
+  ),
+  slice('svc1', '[{name: p80, port: 80, protocol: TCP}, {name: dns, port: 53, protocol: UDP}]', [
+    ['10.180.0.1', LOCAL],
+    ['10.180.1.1', REMOTE],
+  ]),
+  svc(
+    'svc2',
+    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.42\n  externalIPs: [192.168.99.22]\n  healthCheckNodePort: 30000\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\nstatus: {loadBalancer: {ingress: [{ip: 1.2.3.4}]}}\n`,
+  ),
+  slice('svc2', TCP80, [
+    ['10.180.0.2', LOCAL],
+    ['10.180.1.2', REMOTE],
+  ]),
+  svc(
+    'svc3',
+    `  type: NodePort\n  clusterIP: 172.30.0.43\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3003}]\n`,
+  ),
+  slice('svc3', TCP80, [['10.180.0.3', LOCAL]]),
+  svc(
+    'svc4',
+    `  clusterIP: 172.30.0.44\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
+  ),
+  slice('svc4', TCP80, [
+    ['10.180.0.4', LOCAL],
+    ['10.180.1.4', REMOTE],
+  ]),
+  svc(
+    'svc5',
+    `  type: LoadBalancer\n  clusterIP: 172.30.0.45\n  loadBalancerSourceRanges: [203.0.113.0/25]\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 10800}}\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3002}]\nstatus: {loadBalancer: {ingress: [{ip: 5.6.7.8}]}}\n`,
+  ),
+  slice('svc5', TCP80, [
+    ['10.180.0.5', LOCAL],
+    ['10.180.1.5', REMOTE],
+  ]),
+  svc(
+    'svc6',
+    `  clusterIP: 172.30.0.46\n  ports: [{name: p80, port: 80, protocol: TCP}, {name: dns, port: 53, protocol: UDP}]\n`,
+  ),
+  svc(
+    'svc7',
+    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.47\n  healthCheckNodePort: 30007\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3007}]\nstatus: {loadBalancer: {ingress: [{ip: 9.10.11.12}]}}\n`,
+  ),
+  slice('svc7', TCP80, [['10.180.1.7', REMOTE]]),
+  svc(
+    'svc8',
+    `  clusterIP: 172.30.0.48\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
+  ),
+  slice('svc8', TCP80, [['10.180.1.8', REMOTE]]),
+].join('\n---\n');
+
+const BACKENDS: { ip: string; udp: number[] }[] = [
+  { ip: '10.180.0.1', udp: [53] },
+  { ip: '10.180.1.1', udp: [53] },
+  { ip: '10.180.0.2', udp: [] },
+  { ip: '10.180.1.2', udp: [] },
+  { ip: '10.180.0.3', udp: [] },
+  { ip: '10.180.0.4', udp: [] },
+  { ip: '10.180.1.4', udp: [] },
+  { ip: '10.180.0.5', udp: [] },
+  { ip: '10.180.1.5', udp: [] },
+  { ip: '10.180.1.7', udp: [] },
+  { ip: '10.180.1.8', udp: [] },
+];
+
+const NODE_IPS = ['192.168.0.2', '203.0.113.1', '169.254.1.1'];
+
+type ClientName = 'pod' | 'node' | 'ext' | 'hairpin';
+
+interface Scenario {
+  readonly name: string;
+  readonly client: ClientName;
+  readonly src: string;
+  /** Bind the client socket to `src` (a second address of the client). */
+  readonly bind?: boolean;
+  readonly dst: string;
+  readonly proto: 'tcp' | 'udp';
+  readonly attempts: number;
+  /** What the scenario is about, checked besides agreement (e.g. `drop`, `masq`). */
+  readonly expect: (o: readonly Outcome[]) => void;
+}
+
+const ORIGIN: Record<ClientName, Origin> = {
+  pod: 'pod',
+  hairpin: 'pod',
+  node: 'node',
+  ext: 'external',
+};
+
+const dnats = (o: readonly Outcome[]): string[] => o.map((x) => x.dnat ?? x.verdict).sort();
+const only =
+  (...want: string[]) =>
+  (o: readonly Outcome[]): void => {
+    assert.deepEqual(dnats(o), [...want].sort());
+  };
+const masq =
+  (m: boolean, ...want: string[]) =>
+  (o: readonly Outcome[]): void => {
+    only(...want)(o);
+    assert.ok(
+      o.every((x) => x.masquerade === m),
+      `masquerade should be ${m}`,
+    );
+  };
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: 'ClusterIP from a pod (2 endpoints)',
+    client: 'pod',
+    src: '10.0.0.2',
+    dst: '172.30.0.41:80',
+    proto: 'tcp',
+    attempts: 6,
+    expect: masq(false, '10.180.0.1:80', '10.180.1.1:80'),
+  },
+  {
+    name: 'ClusterIP UDP from a pod',
+    client: 'pod',
+    src: '10.0.0.2',
+    dst: '172.30.0.41:53',
+    proto: 'udp',
+    attempts: 6,
+    expect: masq(false, '10.180.0.1:53', '10.180.1.1:53'),
+  },
+  {
+    name: 'ClusterIP from the node (masquerade: not from a pod)',
+    client: 'node',
+    src: '192.168.0.2',
+    dst: '172.30.0.41:80',
+    proto: 'tcp',
+    attempts: 4,
+    expect: masq(true, '10.180.0.1:80', '10.180.1.1:80'),
+  },
+  {
+    name: 'ClusterIP from outside the node',
+    client: 'ext',
+    src: '203.0.113.2',
+    dst: '172.30.0.41:80',
+    proto: 'tcp',
+    attempts: 4,
+    expect: masq(true, '10.180.0.1:80', '10.180.1.1:80'),
+  },
+  {
+    name: 'hairpin: an endpoint reaches itself via its ClusterIP',
+    client: 'hairpin',
+    src: '10.180.0.3',
+    dst: '172.30.0.43:80',
+    proto: 'tcp',
+    attempts: 2,
+    expect: masq(true, '10.180.0.3:80'),
+  },
+  {
+    name: 'NodePort from a pod',
+    client: 'pod',
+    src: '10.0.0.2',
+    dst: '192.168.0.2:3003',
+    proto: 'tcp',
+    attempts: 2,
+    expect: masq(true, '10.180.0.3:80'),
+  },
+  {
+    name: 'NodePort from outside',
+    client: 'ext',
+    src: '203.0.113.2',
+    dst: '192.168.0.2:3003',
+    proto: 'tcp',
+    attempts: 2,
+    expect: masq(true, '10.180.0.3:80'),
+  },
+  {
+    name: 'NodePort on localhost from the node',
+    client: 'node',
+    src: '127.0.0.1',
+    dst: '127.0.0.1:3003',
+    proto: 'tcp',
+    attempts: 2,
+    expect: masq(true, '10.180.0.3:80'),
+  },
+  {
+    name: 'LoadBalancer eTP=Local from outside: local endpoint, source kept',
+    client: 'ext',
+    src: '203.0.113.2',
+    dst: '1.2.3.4:80',
+    proto: 'tcp',
+    attempts: 3,
+    expect: masq(false, '10.180.0.2:80'),
+  },
+  {
+    name: 'NodePort eTP=Local from outside',
+    client: 'ext',
+    src: '203.0.113.2',
+    dst: '192.168.0.2:3001',
+    proto: 'tcp',
+    attempts: 3,
+    expect: masq(false, '10.180.0.2:80'),
+  },
+  {
+    name: 'externalIP eTP=Local from outside',
+    client: 'ext',
+    src: '203.0.113.2',
+    dst: '192.168.99.22:80',
+    proto: 'tcp',
+    attempts: 3,
+    expect: masq(false, '10.180.0.2:80'),
+  },
+  {
+    name: 'LoadBalancer eTP=Local from a pod: all endpoints',
+    client: 'pod',
+    src: '10.0.0.2',
+    dst: '1.2.3.4:80',
+    proto: 'tcp',
+    attempts: 6,
+    expect: masq(false, '10.180.0.2:80', '10.180.1.2:80'),
+  },
+  {
+    name: 'LoadBalancer eTP=Local from the node: all endpoints, masqueraded',
+    client: 'node',
+    src: '192.168.0.2',
+    dst: '1.2.3.4:80',
+    proto: 'tcp',
+    attempts: 4,
+    expect: masq(true, '10.180.0.2:80', '10.180.1.2:80'),
+  },
+  {
+    name: 'LoadBalancer source range: allowed client',
+    client: 'ext',
+    src: '203.0.113.2',
+    dst: '5.6.7.8:80',
+    proto: 'tcp',
+    attempts: 4,
+    expect: masq(true, '10.180.0.5:80', '10.180.1.5:80'),
+  },
+  {
+    name: 'LoadBalancer source range: blocked client is dropped',
+    client: 'ext',
+    src: '203.0.113.130',
+    bind: true,
+    dst: '5.6.7.8:80',
+    proto: 'tcp',
+    attempts: 1,
+    expect: only('drop'),
+  },
+  {
+    name: 'NodePort ignores loadBalancerSourceRanges',
+    client: 'ext',
+    src: '203.0.113.130',
+    bind: true,
+    dst: '192.168.0.2:3002',
+    proto: 'tcp',
+    attempts: 2,
+    expect: masq(true, '10.180.0.5:80', '10.180.1.5:80'),
+  },
+  {
+    name: 'no endpoints: TCP rejected',
+    client: 'pod',
+    src: '10.0.0.2',
+    dst: '172.30.0.46:80',
+    proto: 'tcp',
+    attempts: 1,
+    expect: only('reject'),
+  },
+  {
+    name: 'no endpoints: UDP rejected',
+    client: 'pod',
+    src: '10.0.0.2',
+    dst: '172.30.0.46:53',
+    proto: 'udp',
+    attempts: 1,
+    expect: only('reject'),
+  },
+  {
+    name: 'no endpoints, from the node',
+    client: 'node',
+    src: '192.168.0.2',
+    dst: '172.30.0.46:80',
+    proto: 'tcp',
+    attempts: 1,
+    expect: only('reject'),
+  },
+  {
+    name: 'eTP=Local without local endpoints: LoadBalancer dropped',
+    client: 'ext',
+    src: '203.0.113.2',
+    dst: '9.10.11.12:80',
+    proto: 'tcp',
+    attempts: 1,
+    expect: only('drop'),
+  },
+  {
+    name: 'eTP=Local without local endpoints: NodePort dropped',
+    client: 'ext',
+    src: '203.0.113.2',
+    dst: '192.168.0.2:3007',
+    proto: 'tcp',
+    attempts: 1,
+    expect: only('drop'),
+  },
+  {
+    name: 'iTP=Local from a pod: local endpoint only',
+    client: 'pod',
+    src: '10.0.0.2',
+    dst: '172.30.0.44:80',
+    proto: 'tcp',
+    attempts: 3,
+    expect: masq(false, '10.180.0.4:80'),
+  },
+  {
+    name: 'iTP=Local from the node',
+    client: 'node',
+    src: '192.168.0.2',
+    dst: '172.30.0.44:80',
+    proto: 'tcp',
+    attempts: 2,
+    expect: masq(true, '10.180.0.4:80'),
+  },
+  {
+    name: 'iTP=Local without local endpoints: dropped',
+    client: 'pod',
+    src: '10.0.0.2',
+    dst: '172.30.0.48:80',
+    proto: 'tcp',
+    attempts: 1,
+    expect: only('drop'),
+  },
+];
+
+let rules: IptablesDocument | undefined;
+const clients = new Map<ClientName, Client>();
+
+function ip(s: string): ParsedIP {
+  const p = parseIP(s);
+  if (!p) throw new Error(s);
+  return p;
+}
+
+function traceScenario(
+  s: Pick<Scenario, 'src' | 'dst' | 'proto' | 'client'>,
+  recent: RecentEntry[] = [],
+): TraceResult {
+  if (!rules) throw new Error('rules not loaded');
+  const packet = parsePacketSpec({ src: s.src, dst: `${s.dst}/${s.proto}` });
+  return tracePacket(rules, packet, defaultContext(ORIGIN[s.client], NODE_IPS.map(ip), { recent }));
+}
+
+/** Whether a kernel observation is what this outcome predicts. */
+function agrees(o: Outcome, ob: Observation, src: string): boolean {
+  switch (ob.kind) {
+    case 'reply':
+      return o.verdict === 'accept' && o.dnat === ob.server && o.masquerade === (ob.client !== src);
+    case 'refused':
+      return o.verdict === 'reject';
+    case 'timeout':
+      return o.verdict === 'drop';
+    case 'error':
+      return false;
+  }
+}
+
+function describe(ob: Observation): string {
+  return ob.kind === 'reply'
+    ? `reply from ${ob.server} seeing client ${ob.client}`
+    : ob.kind === 'error'
+      ? `error ${ob.code}`
+      : ob.kind;
+}
+
+async function observe(s: Scenario): Promise<Observation> {
+  const client = clients.get(s.client);
+  if (!client) throw new Error(`no client ${s.client}`);
+  const [dst = '', port = '0'] = s.dst.split(':');
+  const dropExpected = s.attempts === 1;
+  return client.send({
+    proto: s.proto,
+    dst,
+    port: Number(port),
+    ...(s.bind ? { src: s.src } : {}),
+    timeoutMs: dropExpected ? 1500 : 4000,
+  });
+}
+
+before(async () => {
+  if (skip) return;
+  sweepStale();
+  const node = addNs('node');
+  const ext = addNs('ext');
+  sh('ip', [
+    '-n',
+    node,
+    'link',
+    'add',
+    'eth0',
+    'type',
+    'veth',
+    'peer',
+    'name',
+    'eth0',
+    'netns',
+    ext,
+  ]);
+  for (const a of ['192.168.0.2/24', '203.0.113.1/24'])
+    sh('ip', ['-n', node, 'addr', 'add', a, 'dev', 'eth0']);
+  sh('ip', ['-n', node, 'link', 'set', 'eth0', 'up']);
+  for (const a of ['203.0.113.2/24', '203.0.113.130/24'])
+    sh('ip', ['-n', ext, 'addr', 'add', a, 'dev', 'eth0']);
+  sh('ip', ['-n', ext, 'link', 'set', 'eth0', 'up']);
+  sh('ip', ['-n', ext, 'route', 'add', 'default', 'via', '203.0.113.1']);
+  // Like a kind node's default route; the source stays the node IP.
+  sh('ip', [
+    '-n',
+    node,
+    'route',
+    'add',
+    'default',
+    'via',
+    '203.0.113.2',
+    'dev',
+    'eth0',
+    'src',
+    '192.168.0.2',
+  ]);
+  inNs(node, 'sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
+  inNs(node, 'sysctl', ['-q', '-w', 'net.ipv4.conf.all.route_localnet=1']);
+
+  const pod = addNs('pod');
+  linkPod(node, pod, '10.0.0.2');
+  for (const b of BACKENDS) {
+    const ns = addNs(`p${b.ip.replace(/\./g, '-')}`);
+    linkPod(node, ns, b.ip);
+    await startServer(ns, b.ip, [80], b.udp);
+    if (b.ip === '10.180.0.3') clients.set('hairpin', new Client(ns));
+  }
+  clients.set('pod', new Client(pod));
+  clients.set('node', new Client(node));
+  clients.set('ext', new Client(ext));
+
+  const rendered = rulesFromManifests(
+    parseManifests([{ path: 'services.yaml', text: MANIFESTS }]),
+    {
+      family: 'IPv4',
+      nodeName: LOCAL,
+      nodeIP: '192.168.0.2',
+      localAddresses: ['192.168.0.2/24', '203.0.113.1/24', '169.254.1.1/32'],
+      clusterCIDR: '10.0.0.0/8',
+      // This host has no nfacct objects; kube-proxy leaves the match out then.
+      options: { nfacct: { ctStateInvalidDropped: false, localhostNodePortsAccepted: false } },
+    },
+  );
+  inNs(node, 'iptables-restore', [], renderDocument(rendered.document));
+  // Trace what the kernel holds, as a user would: the node's own iptables-save.
+  rules = parseDocument(inNs(node, 'iptables-save', []));
+});
+
+after(() => {
+  stopAgents();
+  if (!skip) removeAll();
+});
+
+test(
+  'the rules loaded into the kernel trace without unsupported matches or assumptions',
+  { skip },
+  () => {
+    const r = traceScenario({
+      client: 'pod',
+      src: '10.0.0.2',
+      dst: '172.30.0.41:80',
+      proto: 'tcp',
+    });
+    assert.deepEqual(r.unsupported, []);
+    assert.ok(!r.notes.some((n) => n.includes('assumed')), r.notes.join('\n'));
+  },
+);
+
+test(
+  `the kernel does one of the traced outcomes (${SCENARIOS.length} scenarios)`,
+  { skip },
+  async () => {
+    assert.ok(SCENARIOS.length >= 20);
+    const failures: string[] = [];
+    for (const s of SCENARIOS) {
+      const trace = traceScenario(s);
+      try {
+        s.expect(trace.outcomes);
+      } catch (e) {
+        failures.push(`${s.name}: tracer: ${e instanceof Error ? e.message : String(e)}`);
+        continue;
+      }
+      for (let i = 0; i < s.attempts; i++) {
+        const ob = await observe(s);
+        if (!trace.outcomes.some((o) => agrees(o, ob, s.src)))
+          failures.push(
+            `${s.name}: kernel: ${describe(ob)}; traced: ${trace.outcomes.map((o) => `${o.verdict} ${o.dnat ?? ''} masq=${o.masquerade}`).join(' | ')}`,
+          );
+      }
+    }
+    assert.deepEqual(failures, []);
+  },
+);
+
+test(
+  'session affinity: after the first connection the trace with that affinity is what the kernel does',
+  { skip },
+  async () => {
+    const s: Scenario = {
+      name: 'affinity',
+      client: 'pod',
+      src: '10.0.0.2',
+      dst: '172.30.0.45:80',
+      proto: 'tcp',
+      attempts: 4,
+      expect: () => undefined,
+    };
+    const fresh = traceScenario(s);
+    assert.equal(fresh.outcomes.length, 2);
+    const first = await observe(s);
+    const chosen = fresh.outcomes.find((o) => agrees(o, first, s.src));
+    assert.ok(chosen, `first connection: ${describe(first)}`);
+    const sep = chosen.path.find((p) => p.effect === 'dnat')?.chain ?? '';
+    assert.match(sep, /^KUBE-SEP-/);
+    const sticky = traceScenario(s, [{ name: sep, ageSeconds: 1 }]);
+    assert.deepEqual(dnats(sticky.outcomes), [chosen.dnat]);
+    for (let i = 0; i < s.attempts; i++) {
+      const ob = await observe(s);
+      assert.ok(
+        sticky.outcomes.some((o) => agrees(o, ob, s.src)),
+        `later connection: ${describe(ob)}`,
+      );
+    }
+  },
+);
