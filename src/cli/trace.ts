@@ -48,6 +48,7 @@ interface TraceFlags {
   mode: string;
   assumeHooks: boolean;
   json?: boolean;
+  verbose?: boolean;
 }
 
 function parseAffinity(values: readonly string[], errors: FieldError[]): RecentEntry[] {
@@ -173,7 +174,9 @@ async function runTrace(flags: TraceFlags): Promise<string> {
       `origin inferred from the source address: ${origin} (override with --from-pod/--from-node/--from-external)`,
     );
   const full = { ...result, notes };
-  return flags.json ? JSON.stringify(traceToJSON(full), null, 2) : formatTraceText(full);
+  return flags.json
+    ? JSON.stringify(traceToJSON(full), null, 2)
+    : formatTraceText(full, flags.verbose === true);
 }
 
 /** Registers `svcnet trace`. */
@@ -234,5 +237,6 @@ export function registerTraceCommand(program: Command): void {
       "do not add kube-proxy's built-in-chain jumps when the input has none",
     )
     .option('--json', 'print JSON instead of the readable tree')
+    .option('--verbose', 'print the rule text of every step, also of jumps where nothing matched')
     .action(action('trace', runTrace));
 }

@@ -60,6 +60,7 @@ function stepLine(s: TraceStep): string {
     const purpose = chainPurpose(target);
     if (purpose !== undefined) what += ` — ${purpose}`;
   }
+  if (s.empty === true) what += ' — no rule matched there';
   const objects: string[] = [];
   if (s.servicePort !== undefined) objects.push(`Service ${s.servicePort}`);
   if (s.endpoint !== undefined) objects.push(`endpoint ${s.endpoint}`);
@@ -67,8 +68,18 @@ function stepLine(s: TraceStep): string {
   return `${where}: ${what}${objects.length > 0 ? `  [${objects.join(', ')}]` : ''}`;
 }
 
-/** The readable tree. */
-export function formatTraceText(r: TraceResult): string {
+/** Rule text is shown for steps that did something (all steps when verbose). */
+function showText(s: TraceStep, verbose: boolean): boolean {
+  if (s.text === undefined || s.assumed === true) return false;
+  if (verbose) return true;
+  return s.empty !== true && s.effect !== 'return';
+}
+
+/**
+ * The readable tree. `verbose` also prints the rule text of jumps that found nothing and of
+ * RETURNs.
+ */
+export function formatTraceText(r: TraceResult, verbose = false): string {
   const p = r.packet;
   const ctx = r.context;
   const lines: string[] = [];
@@ -96,7 +107,7 @@ export function formatTraceText(r: TraceResult): string {
       }
       const pad = '      ' + '  '.repeat(s.depth);
       lines.push(pad + stepLine(s));
-      if (s.text !== undefined && s.assumed !== true) lines.push(`${pad}    ${s.text}`);
+      if (showText(s, verbose)) lines.push(`${pad}    ${s.text ?? ''}`);
     }
   });
   if (r.unsupported.length > 0) {

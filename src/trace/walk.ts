@@ -64,6 +64,8 @@ export interface TraceStep {
   readonly servicePort?: string;
   readonly endpoint?: string;
   readonly role?: string;
+  /** A jump into a chain where no rule matched (the walk came straight back). */
+  readonly empty?: boolean;
 }
 
 export type Verdict = 'accept' | 'drop' | 'reject';
@@ -405,8 +407,12 @@ class Walker {
             `${t.goto ? 'goto' : 'jump to'} ${t.chain}`,
             ref,
           );
+          const at = s.path.length - 1;
           const sub = this.runChain(hook, table, t.chain, 0, s, depth + 1);
           for (const e of sub) {
+            const jumpStep = e.state.path[at];
+            if (e.kind === 'return' && e.state.path.length === at + 1 && jumpStep)
+              e.state.path[at] = { ...jumpStep, empty: true };
             if (e.kind === 'verdict') exits.push(e);
             else if (t.goto) exits.push(e);
             else exits.push(...this.runChain(hook, table, chain, i + 1, e.state, depth));
