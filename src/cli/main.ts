@@ -4,7 +4,8 @@
 // 0 ok, 1 runtime failure, 2 bad usage or bad input.
 
 import { Command, CommanderError } from 'commander';
-import { EXIT_USAGE } from './run.js';
+import { EXIT_USAGE, exitCodeFor } from './run.js';
+import { registerNetexecCommand } from './netexec.js';
 
 export function buildProgram(): Command {
   const program = new Command('svcnet')
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride();
+  registerNetexecCommand(program);
   return program;
 }
 
@@ -26,7 +28,8 @@ async function main(argv: string[]): Promise<void> {
       process.exitCode = e.exitCode === 0 ? 0 : EXIT_USAGE;
       return;
     }
-    throw e;
+    process.stderr.write(`svcnet: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = exitCodeFor(e);
   }
 }
 
