@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { EXIT_USAGE, exitCodeFor } from './run.js';
 import { registerNetexecCommand } from './netexec.js';
+import { registerLabCommand } from './lab.js';
 
 export function buildProgram(): Command {
   const program = new Command('svcnet')
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerNetexecCommand(program);
+  registerLabCommand(program);
   return program;
 }
 
