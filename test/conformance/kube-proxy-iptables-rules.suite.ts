@@ -186,7 +186,10 @@ function expectChain(ctx: RunContext, table: string, chain: string, text: string
 
 function expectNatMetrics(ctx: RunContext, step: FixtureStep, name: string): void {
   const plan = ctx.proxier.lastPlan;
-  if (!plan) { record(ctx, name, 'no sync ran'); return; }
+  if (!plan) {
+    record(ctx, name, 'no sync ran');
+    return;
+  }
   ctx.natT ??= plan.counts.natRulesTotal;
   const m = /^T(?:\s*\+\s*(\d+))?/.exec((step.total ?? '').trim());
   const problems: string[] = [];
@@ -205,7 +208,10 @@ function expectNatMetrics(ctx: RunContext, step: FixtureStep, name: string): voi
 function expectMetricRuleCount(ctx: RunContext, step: FixtureStep, name: string): void {
   const plan = ctx.proxier.lastPlan;
   const table = step.labels?.table ?? 'nat';
-  if (!plan) { record(ctx, name, 'no sync ran'); return; }
+  if (!plan) {
+    record(ctx, name, 'no sync ran');
+    return;
+  }
   const metric = table === 'filter' ? plan.counts.filterRules : plan.counts.natRulesTotal;
   const want = countRules(ctx.proxier.lastRestoreText, table);
   record(ctx, name, metric === want ? undefined : `metric ${metric}, restore has ${want} rules`);
@@ -215,14 +221,22 @@ function runStep(ctx: RunContext, step: FixtureStep, index: number): void {
   const p = ctx.proxier;
   const name = `${ctx.fixture.file} step ${index + 1} ${step.action}`;
   switch (step.action) {
-    case 'upsertServices':
-      { p.upsertServices(asServices(step)); return; }
-    case 'deleteServices':
-      { p.deleteServices(asRefs(step)); return; }
-    case 'upsertEndpointSlices':
-      { p.upsertSlices(asEndpointSlices(step)); return; }
-    case 'deleteEndpointSlices':
-      { p.deleteSlices(asRefs(step)); return; }
+    case 'upsertServices': {
+      p.upsertServices(asServices(step));
+      return;
+    }
+    case 'deleteServices': {
+      p.deleteServices(asRefs(step));
+      return;
+    }
+    case 'upsertEndpointSlices': {
+      p.upsertSlices(asEndpointSlices(step));
+      return;
+    }
+    case 'deleteEndpointSlices': {
+      p.deleteSlices(asRefs(step));
+      return;
+    }
     case 'sync': {
       ctx.counterBeforeSync = p.partialRestoreFailures;
       p.sync();
@@ -241,14 +255,22 @@ function runStep(ctx: RunContext, step: FixtureStep, index: number): void {
       return;
     }
     case 'expectRuleset':
-    case 'expectRestoreInput':
-      { expectRules(ctx, step, name); return; }
-    case 'expectChain':
-      { expectChain(ctx, step.table ?? '', step.chain ?? '', step.text ?? '', name); return; }
-    case 'expectNatRuleMetrics':
-      { expectNatMetrics(ctx, step, name); return; }
-    case 'expectMetricEqualsRuleCount':
-      { expectMetricRuleCount(ctx, step, name); return; }
+    case 'expectRestoreInput': {
+      expectRules(ctx, step, name);
+      return;
+    }
+    case 'expectChain': {
+      expectChain(ctx, step.table ?? '', step.chain ?? '', step.text ?? '', name);
+      return;
+    }
+    case 'expectNatRuleMetrics': {
+      expectNatMetrics(ctx, step, name);
+      return;
+    }
+    case 'expectMetricEqualsRuleCount': {
+      expectMetricRuleCount(ctx, step, name);
+      return;
+    }
     case 'injectKernelRule': {
       const args = splitArgs(step.rule ?? '');
       p.ipt.ensureRuleSync(
@@ -259,19 +281,22 @@ function runStep(ctx: RunContext, step: FixtureStep, index: number): void {
       );
       return;
     }
-    case 'expectNeedFullSync':
-      { record(
+    case 'expectNeedFullSync': {
+      record(
         ctx,
         name,
         p.needFullSync === step.value ? undefined : `needFullSync = ${p.needFullSync}`,
-      ); return; }
+      );
+      return;
+    }
     case 'expectCounterDelta': {
       const delta = p.partialRestoreFailures - ctx.counterBeforeSync;
       record(
         ctx,
         name,
         delta === step.delta ? undefined : `delta ${delta}, want ${String(step.delta)}`,
-      ); return;
+      );
+      return;
     }
     default:
       return; // servicesSynced, packetFlow, ...: not rule text
