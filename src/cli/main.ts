@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { EXIT_USAGE, exitCodeFor } from './run.js';
 import { registerNetexecCommand } from './netexec.js';
 import { registerLabCommand } from './lab.js';
+import { registerRenderCommand } from './render.js';
 
 export function buildProgram(): Command {
   const program = new Command('svcnet')
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerNetexecCommand(program);
   registerLabCommand(program);
+  registerRenderCommand(program);
   return program;
 }
 
