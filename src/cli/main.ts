@@ -8,6 +8,7 @@ import { EXIT_USAGE, exitCodeFor } from './run.js';
 import { registerNetexecCommand } from './netexec.js';
 import { registerLabCommand } from './lab.js';
 import { registerRenderCommand } from './render.js';
+import { registerTraceCommand } from './trace.js';
 
 export function buildProgram(): Command {
   const program = new Command('svcnet')
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
   registerNetexecCommand(program);
   registerLabCommand(program);
   registerRenderCommand(program);
+  registerTraceCommand(program);
   return program;
 }
 

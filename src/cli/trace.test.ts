@@ -1,0 +1,137 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const main = join(import.meta.dirname, 'main.ts');
+
+function svcnet(args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', main, ...args], { encoding: 'utf8' });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+const RULES = `*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-SVC-A - [0:0]
+:KUBE-SEP-1 - [0:0]
+:KUBE-SEP-2 - [0:0]
+-A KUBE-SERVICES -m comment --comment "default/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 -j KUBE-SVC-A
+-A KUBE-SVC-A -m comment --comment "default/web:http -> 10.244.1.2:8080" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-1
+-A KUBE-SVC-A -m comment --comment "default/web:http -> 10.244.2.2:8080" -j KUBE-SEP-2
+-A KUBE-SEP-1 -m comment --comment default/web:http -m tcp -p tcp -j DNAT --to-destination 10.244.1.2:8080
+-A KUBE-SEP-2 -m comment --comment default/web:http -m tcp -p tcp -j DNAT --to-destination 10.244.2.2:8080
+COMMIT
+`;
+
+const MANIFESTS = `apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  clusterIP: 10.96.0.20
+  ports: [{name: http, port: 80, protocol: TCP, targetPort: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-1
+  namespace: default
+  labels: {kubernetes.io/service-name: web}
+addressType: IPv4
+endpoints:
+- addresses: [10.244.1.2]
+- addresses: [10.244.2.2]
+ports: [{name: http, port: 8080, protocol: TCP}]
+`;
+
+test('svcnet trace: tree, --json, -f manifests, and exit 2 naming the bad field or line', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-trace-'));
+  try {
+    const rules = join(dir, 'rules');
+    writeFileSync(rules, RULES);
+    const tree = svcnet([
+      'trace',
+      '--rules',
+      rules,
+      '--src',
+      '10.244.0.5',
+      '--dst',
+      '10.96.0.20:80',
+    ]);
+    assert.equal(tree.code, 0, tree.stderr);
+    assert.match(tree.stdout, /2 possible outcomes/);
+    assert.match(tree.stdout, /\[1\] 50%\s+DNAT to 10\.244\.1\.2:8080 — Service default\/web:http/);
+
+    const json = svcnet([
+      'trace',
+      '--rules',
+      rules,
+      '--src',
+      '10.244.0.5',
+      '--dst',
+      '10.96.0.20:80/tcp',
+      '--json',
+    ]);
+    assert.equal(json.code, 0, json.stderr);
+    const doc = JSON.parse(json.stdout) as { outcomes: { dnat: string; probability: number }[] };
+    assert.deepEqual(
+      doc.outcomes.map((o) => [o.dnat, o.probability]),
+      [
+        ['10.244.1.2:8080', 0.5],
+        ['10.244.2.2:8080', 0.5],
+      ],
+    );
+
+    const manifests = join(dir, 'web.yaml');
+    writeFileSync(manifests, MANIFESTS);
+    const rendered = svcnet([
+      'trace',
+      '-f',
+      manifests,
+      '--src',
+      '10.244.0.5',
+      '--dst',
+      '10.96.0.20:80',
+      '--pod-cidr',
+      '10.244.0.0/16',
+      '--json',
+    ]);
+    assert.equal(rendered.code, 0, rendered.stderr);
+    const r2 = JSON.parse(rendered.stdout) as { outcomes: { dnat: string; masquerade: boolean }[] };
+    assert.deepEqual(r2.outcomes.map((o) => o.dnat).sort(), ['10.244.1.2:8080', '10.244.2.2:8080']);
+
+    const badArgs = svcnet([
+      'trace',
+      '--rules',
+      rules,
+      '--src',
+      '10.244.0.300',
+      '--dst',
+      '10.96.0.20:99999/icmp',
+    ]);
+    assert.equal(badArgs.code, 2);
+    assert.equal(badArgs.stdout, '');
+    assert.match(badArgs.stderr, /--src: not an IP address: "10\.244\.0\.300"/);
+    assert.match(badArgs.stderr, /--dst: protocol must be tcp, udp or sctp/);
+    assert.match(badArgs.stderr, /--dst: port must be 1-65535/);
+
+    writeFileSync(
+      rules,
+      '*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -m comment --comment "open\nCOMMIT\n',
+    );
+    const badFile = svcnet([
+      'trace',
+      '--rules',
+      rules,
+      '--src',
+      '10.244.0.5',
+      '--dst',
+      '10.96.0.20:80',
+    ]);
+    assert.equal(badFile.code, 2);
+    assert.match(badFile.stderr, /rules: line 3: unterminated quote/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

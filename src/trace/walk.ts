@@ -1,0 +1,685 @@
+// The packet walker: follows one packet (the first of its connection, unless the context says
+// otherwise) through an iptables ruleset the way netfilter does, and returns every possible
+// outcome with its probability. Random choices (`-m statistic`) fork the walk; each branch
+// carries its own path (hook, table, chain, rule number, rule text, the Service/endpoint its
+// comment names), verdict, DNAT and masquerade.
+//
+// kernel mode: from a pod or outside the node, PREROUTING (raw, mangle, nat) then routing on
+// the (possibly DNATed) destination: INPUT (mangle, nat, filter, security) when it is a node
+// address, else FORWARD (mangle, filter, security) + POSTROUTING (mangle, nat). From the node
+// itself, OUTPUT (raw, mangle, nat, filter, security) + POSTROUTING (mangle, nat), and, for a
+// node address, back in over lo: PREROUTING and INPUT without nat (NAT is decided once, on
+// the first packet). nat tables are consulted only for NEW connections.
+//
+// fixture-compatible mode reproduces kube-proxy's unit-test tracer on the same walker (see
+// TraceMode in packet.ts). Pure: no I/O.
+
+import type { IptablesDocument, IptablesTableName, Rule } from '../netfilter/iptables/model.js';
+import { renderRule } from '../netfilter/iptables/render.js';
+import { formatIP, type ParsedIP } from '../util/ip.js';
+import { compileRule, evaluateMatches, type CompiledRule, type MatchEnv } from './compile.js';
+import { objectsFromComment } from './explain.js';
+import { buildView, type RulesetView } from './hooks.js';
+import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from './packet.js';
+
+export type Hook = 'PREROUTING' | 'INPUT' | 'FORWARD' | 'OUTPUT' | 'POSTROUTING';
+
+export type StepEffect =
+  | 'jump'
+  | 'goto'
+  | 'return'
+  | 'accept'
+  | 'drop'
+  | 'reject'
+  | 'dnat'
+  | 'snat'
+  | 'masquerade'
+  | 'mark'
+  | 'log'
+  | 'match'
+  | 'random-not-taken'
+  | 'policy'
+  | 'unsupported'
+  | 'skip-nat';
+
+/** One thing that happened to the packet. */
+export interface TraceStep {
+  readonly hook: Hook;
+  readonly table: IptablesTableName;
+  readonly chain: string;
+  /** 1-based position of the rule in its chain (absent for policies and notes). */
+  readonly rule?: number;
+  /** `-A CHAIN ...` as it would be saved. */
+  readonly text?: string;
+  /** Line in the input, when the rule came from it. */
+  readonly line?: number;
+  /** The rule is one of kube-proxy's built-in-chain jumps assumed to be installed. */
+  readonly assumed?: boolean;
+  /** Call depth (0 = built-in chain). */
+  readonly depth: number;
+  readonly effect: StepEffect;
+  /** Human text: `jump KUBE-SVC-…`, `DNAT to 10.180.0.1:80`, `chosen with probability 0.33`. */
+  readonly detail: string;
+  readonly comment?: string;
+  readonly servicePort?: string;
+  readonly endpoint?: string;
+  readonly role?: string;
+}
+
+export type Verdict = 'accept' | 'drop' | 'reject';
+
+export interface Outcome {
+  /** Probability of this outcome among all outcomes (they sum to 1). */
+  readonly probability: number;
+  readonly verdict: Verdict;
+  /** How the verdict was reached: a rule, a chain policy, or the end of the path. */
+  readonly verdictBy: 'rule' | 'policy' | 'end';
+  /** The destination after DNAT, when a rule translated it. */
+  readonly dnat?: string;
+  /** The source after SNAT/MASQUERADE (`masquerade` = the outgoing interface's address). */
+  readonly snat?: string;
+  /** Whether the source is rewritten (kernel: SNAT/MASQUERADE applied; fixture: marked). */
+  readonly masquerade: boolean;
+  /** Where an accepted packet goes: a process on the node, or out of the node. */
+  readonly delivery?: 'local' | 'forward';
+  /** The Service port and endpoint the path went through (from rule comments). */
+  readonly servicePort?: string;
+  readonly endpoint?: string;
+  readonly path: readonly TraceStep[];
+}
+
+export interface UnsupportedRule {
+  readonly table: IptablesTableName;
+  readonly chain: string;
+  readonly rule: number;
+  readonly text: string;
+  readonly line?: number;
+  readonly reasons: readonly string[];
+}
+
+export interface TraceResult {
+  readonly packet: Packet;
+  readonly context: TraceContext;
+  readonly outcomes: readonly Outcome[];
+  /** Rules met on the way that the walker could not evaluate (assumed not to match). */
+  readonly unsupported: readonly UnsupportedRule[];
+  /** Remarks: assumed hooks, skipped nat, lenient parsing. */
+  readonly notes: readonly string[];
+}
+
+export interface TraceOptions {
+  /** Add kube-proxy's built-in-chain jumps when the input has none (default true). */
+  readonly assumeKubeProxyHooks?: boolean;
+}
+
+interface State {
+  src: ParsedIP;
+  dst: ParsedIP;
+  srcPort: number;
+  dstPort: number;
+  mark: bigint;
+  markedForMasquerade: boolean;
+  dnat: string | undefined;
+  snat: string | undefined;
+  probability: number;
+  path: TraceStep[];
+  inInterface: string | undefined;
+  outInterface: string | undefined;
+}
+
+type Exit =
+  | { readonly kind: 'return'; readonly state: State }
+  | { readonly kind: 'verdict'; readonly verdict: Verdict | 'nat'; readonly state: State };
+
+const MAX_DEPTH = 64;
+
+function cloneState(s: State): State {
+  return { ...s, path: [...s.path] };
+}
+
+/** The walker over one ruleset view; one instance per trace. */
+class Walker {
+  private readonly compiled = new Map<Rule, CompiledRule>();
+  private readonly unsupported = new Map<Rule, UnsupportedRule>();
+  readonly notes = new Set<string>();
+  /** Text for the next step: set when a random rule was taken, consumed by its target step. */
+  private pendingPrefix = '';
+
+  private readonly view: RulesetView;
+  private readonly packet: Packet;
+  private readonly ctx: TraceContext;
+
+  constructor(view: RulesetView, packet: Packet, ctx: TraceContext) {
+    this.view = view;
+    this.packet = packet;
+    this.ctx = ctx;
+  }
+
+  unsupportedRules(): UnsupportedRule[] {
+    return [...this.unsupported.values()];
+  }
+
+  private compile(r: Rule): CompiledRule {
+    let c = this.compiled.get(r);
+    if (!c) {
+      c = compileRule(r.args);
+      for (const n of c.notes) this.notes.add(`line ${r.line ?? '?'}: ${n}`);
+      this.compiled.set(r, c);
+    }
+    return c;
+  }
+
+  private env(s: State): MatchEnv {
+    const ctx = this.ctx;
+    const recent = new Map<string, number>();
+    for (const e of ctx.recent) recent.set(e.name, e.ageSeconds);
+    const src = this.packet.src;
+    return {
+      src: s.src,
+      dst: s.dst,
+      protocol: this.packet.protocol,
+      srcPort: s.srcPort,
+      dstPort: s.dstPort,
+      inInterface: s.inInterface,
+      outInterface: s.outInterface,
+      mark: s.mark,
+      ctState: ctx.ctState,
+      dnatDone: s.dnat !== undefined,
+      snatDone: s.snat !== undefined,
+      isLocal: (ip) => isLocalAddress(ctx, ip),
+      // The recent lists the user described hold the client's (original) source address.
+      recentAge: (name, ip) =>
+        ip.family === src.family && ip.value === src.value ? recent.get(name) : undefined,
+      neverMatchStateful: ctx.mode === 'fixture-compatible',
+    };
+  }
+
+  private step(
+    s: State,
+    hook: Hook,
+    table: IptablesTableName,
+    chain: string,
+    depth: number,
+    effect: StepEffect,
+    detail: string,
+    rule?: { r: Rule; index: number; comment: string | undefined },
+  ): void {
+    const objects = objectsFromComment(rule?.comment);
+    const prefix = this.pendingPrefix;
+    this.pendingPrefix = '';
+    s.path.push({
+      hook,
+      table,
+      chain,
+      depth,
+      effect,
+      detail: prefix + detail,
+      ...(rule
+        ? {
+            rule: rule.index + 1,
+            text: renderRule({ chain: rule.r.chain, args: rule.r.args }),
+            ...(rule.r.line !== undefined ? { line: rule.r.line } : {}),
+            ...(this.view.assumed.has(rule.r) ? { assumed: true } : {}),
+            ...(rule.comment !== undefined ? { comment: rule.comment } : {}),
+          }
+        : {}),
+      ...objects,
+    });
+  }
+
+  /**
+   * Runs `chain` of `table` from rule `from`; returns every way the packet leaves it. Where
+   * a random rule forks the walk, the branch that takes it comes first.
+   */
+  runChain(
+    hook: Hook,
+    table: IptablesTableName,
+    chain: string,
+    from: number,
+    state: State,
+    depth: number,
+  ): Exit[] {
+    const notTaken: Exit[] = [];
+    const exits = this.runChainFrom(hook, table, chain, from, state, depth, notTaken);
+    return [...exits, ...notTaken];
+  }
+
+  private runChainFrom(
+    hook: Hook,
+    table: IptablesTableName,
+    chain: string,
+    from: number,
+    state: State,
+    depth: number,
+    notTaken: Exit[],
+  ): Exit[] {
+    const cv = this.view.tables.get(table)?.chains.get(chain);
+    const rules = cv?.rules ?? [];
+    const s = state;
+    const exits: Exit[] = [];
+    for (let i = from; i < rules.length; i++) {
+      const r = rules[i];
+      if (!r) continue;
+      const c = this.compile(r);
+      const ref = { r, index: i, comment: c.comment };
+      const reasons = [...c.unsupported];
+      const t = c.target;
+      if (t.kind === 'chain' && !this.view.tables.get(table)?.chains.has(t.chain))
+        reasons.push(
+          `target ${t.chain} is neither a chain of table ${table} nor a supported target`,
+        );
+      if (t.kind === 'chain' && depth >= MAX_DEPTH) reasons.push('jumps nested too deep (a loop?)');
+      if (reasons.length > 0) {
+        if (!this.unsupported.has(r))
+          this.unsupported.set(r, {
+            table,
+            chain,
+            rule: i + 1,
+            text: renderRule({ chain: r.chain, args: r.args }),
+            ...(r.line !== undefined ? { line: r.line } : {}),
+            reasons,
+          });
+        this.step(
+          s,
+          hook,
+          table,
+          chain,
+          depth,
+          'unsupported',
+          `not evaluated (${reasons.join('; ')}); assumed not to match`,
+          ref,
+        );
+        continue;
+      }
+      const m = evaluateMatches(c, this.env(s));
+      if (m === false) continue;
+      if (m !== true) {
+        const p = m.probability;
+        if (p < 1) {
+          const other = cloneState(s);
+          other.probability *= 1 - p;
+          this.step(
+            other,
+            hook,
+            table,
+            chain,
+            depth,
+            'random-not-taken',
+            `not chosen at random (probability ${fmtP(1 - p)})`,
+            ref,
+          );
+          notTaken.push(...this.runChain(hook, table, chain, i + 1, other, depth));
+        }
+        if (p <= 0) return exits;
+        s.probability *= p;
+        this.pendingPrefix = `chosen at random (probability ${fmtP(p)}): `;
+      }
+      switch (t.kind) {
+        case 'none':
+          this.step(s, hook, table, chain, depth, 'match', 'matched; no target (counts only)', ref);
+          continue;
+        case 'LOG':
+          this.step(
+            s,
+            hook,
+            table,
+            chain,
+            depth,
+            'log',
+            `logged${t.prefix ? ` with prefix ${JSON.stringify(t.prefix)}` : ''}`,
+            ref,
+          );
+          continue;
+        case 'MARK': {
+          const before = s.mark;
+          s.mark = applyMark(s.mark, t.op, t.value, t.mask);
+          if ((s.mark & this.ctx.masqueradeMark) !== 0n) s.markedForMasquerade = true;
+          this.step(
+            s,
+            hook,
+            table,
+            chain,
+            depth,
+            'mark',
+            `mark 0x${before.toString(16)} -> 0x${s.mark.toString(16)}`,
+            ref,
+          );
+          continue;
+        }
+        case 'ACCEPT':
+          this.step(s, hook, table, chain, depth, 'accept', 'ACCEPT', ref);
+          exits.push({ kind: 'verdict', verdict: 'accept', state: s });
+          return exits;
+        case 'DROP':
+          this.step(s, hook, table, chain, depth, 'drop', 'DROP', ref);
+          exits.push({ kind: 'verdict', verdict: 'drop', state: s });
+          return exits;
+        case 'REJECT':
+          this.step(s, hook, table, chain, depth, 'reject', `REJECT (${t.rejectWith})`, ref);
+          exits.push({ kind: 'verdict', verdict: 'reject', state: s });
+          return exits;
+        case 'RETURN':
+          this.step(s, hook, table, chain, depth, 'return', 'RETURN', ref);
+          exits.push({ kind: 'return', state: s });
+          return exits;
+        case 'DNAT': {
+          const ip = t.ip ?? s.dst;
+          // kube-proxy's own tracer rewrites the address only (fixtures README).
+          const port = this.ctx.mode === 'fixture-compatible' ? s.dstPort : (t.port ?? s.dstPort);
+          s.dst = ip;
+          s.dstPort = port;
+          s.dnat = formatHostPort(ip, t.port ?? port);
+          this.step(s, hook, table, chain, depth, 'dnat', `DNAT to ${t.text}`, ref);
+          exits.push({ kind: 'verdict', verdict: 'nat', state: s });
+          return exits;
+        }
+        case 'SNAT':
+          if (t.ip) s.src = t.ip;
+          if (t.port !== undefined) s.srcPort = t.port;
+          s.snat = t.text;
+          this.step(s, hook, table, chain, depth, 'snat', `SNAT to ${t.text}`, ref);
+          exits.push({ kind: 'verdict', verdict: 'nat', state: s });
+          return exits;
+        case 'MASQUERADE':
+          s.snat = 'masquerade';
+          this.step(
+            s,
+            hook,
+            table,
+            chain,
+            depth,
+            'masquerade',
+            "MASQUERADE (source becomes the outgoing interface's address)",
+            ref,
+          );
+          exits.push({ kind: 'verdict', verdict: 'nat', state: s });
+          return exits;
+        case 'chain': {
+          this.step(
+            s,
+            hook,
+            table,
+            chain,
+            depth,
+            t.goto ? 'goto' : 'jump',
+            `${t.goto ? 'goto' : 'jump to'} ${t.chain}`,
+            ref,
+          );
+          const sub = this.runChain(hook, table, t.chain, 0, s, depth + 1);
+          for (const e of sub) {
+            if (e.kind === 'verdict') exits.push(e);
+            else if (t.goto) exits.push(e);
+            else exits.push(...this.runChain(hook, table, chain, i + 1, e.state, depth));
+          }
+          return exits;
+        }
+      }
+    }
+    exits.push({ kind: 'return', state: s });
+    return exits;
+  }
+
+  /** Runs a built-in chain; falling off its end applies its policy. */
+  runBuiltin(hook: Hook, table: IptablesTableName, state: State): Exit[] {
+    const tv = this.view.tables.get(table);
+    const cv = tv?.chains.get(hook);
+    if (!cv) return [{ kind: 'return', state }];
+    return this.runChain(hook, table, hook, 0, state, 0).map((e) => {
+      if (e.kind === 'verdict') return e;
+      if (cv.policy === 'DROP') {
+        const s = e.state;
+        this.step(s, hook, table, hook, 0, 'policy', `end of built-in chain: policy ${cv.policy}`);
+        return { kind: 'verdict', verdict: 'drop', state: s } as const;
+      }
+      return e;
+    });
+  }
+}
+
+function fmtP(p: number): string {
+  return Number(p.toFixed(10)).toString();
+}
+
+function applyMark(mark: bigint, op: string, value: bigint, mask: bigint): bigint {
+  const m32 = 0xffffffffn;
+  switch (op) {
+    case 'set':
+      return value & m32;
+    case 'xset':
+      return ((mark & ~mask) ^ value) & m32;
+    case 'or':
+      return (mark | value) & m32;
+    case 'and':
+      return mark & value & m32;
+    default:
+      return (mark ^ value) & m32;
+  }
+}
+
+type Stage =
+  | { readonly kind: 'hook'; readonly hook: Hook; readonly tables: readonly IptablesTableName[] }
+  | {
+      readonly kind: 'chain';
+      readonly hook: Hook;
+      readonly table: IptablesTableName;
+      readonly chain: string;
+    }
+  | { readonly kind: 'route'; readonly after: 'prerouting' | 'output' }
+  | { readonly kind: 'deliver'; readonly where: 'local' | 'forward' };
+
+interface Done {
+  readonly state: State;
+  readonly verdict: Verdict;
+  readonly by: 'rule' | 'policy' | 'end';
+  readonly delivery?: 'local' | 'forward';
+}
+
+/**
+ * Traces `packet` through the rules of `doc` in `ctx`. Never throws for rules it cannot
+ * evaluate: they are listed in `unsupported` and assumed not to match.
+ */
+export function tracePacket(
+  doc: IptablesDocument,
+  packet: Packet,
+  ctx: TraceContext,
+  options: TraceOptions = {},
+): TraceResult {
+  const view = buildView(doc, options.assumeKubeProxyHooks ?? true);
+  const walker = new Walker(view, packet, ctx);
+  const notes: string[] = [];
+  if (view.assumedChains.length > 0)
+    notes.push(
+      `the input has no jumps from ${view.assumedChains.join(', ')} into kube-proxy's chains; assumed the ones kube-proxy installs (marked "assumed")`,
+    );
+  const isNew = ctx.ctState === 'NEW';
+  if (!isNew)
+    notes.push(
+      `conntrack state ${ctx.ctState}: nat tables are not consulted (NAT is decided on a connection's first packet)`,
+    );
+  const initial: State = {
+    src: packet.src,
+    dst: packet.dst,
+    srcPort: packet.srcPort,
+    dstPort: packet.dstPort,
+    mark: ctx.mark,
+    markedForMasquerade: (ctx.mark & ctx.masqueradeMark) !== 0n,
+    dnat: undefined,
+    snat: undefined,
+    probability: 1,
+    path: [],
+    inInterface: ctx.origin === 'node' ? undefined : ctx.inInterface,
+    outInterface: undefined,
+  };
+
+  const done: Done[] = [];
+  const natTables = (tables: IptablesTableName[]): IptablesTableName[] =>
+    isNew ? tables : tables.filter((t) => t !== 'nat');
+
+  const run = (stages: readonly Stage[], state: State): void => {
+    const [stage, ...rest] = stages;
+    if (!stage) {
+      done.push({ state, verdict: 'accept', by: 'end' });
+      return;
+    }
+    if (stage.kind === 'deliver') {
+      done.push({ state, verdict: 'accept', by: 'end', delivery: stage.where });
+      return;
+    }
+    if (stage.kind === 'route') {
+      const local = isLocalAddress(ctx, state.dst);
+      if (stage.after === 'prerouting') {
+        if (local) {
+          state.outInterface = undefined;
+          run(
+            [
+              {
+                kind: 'hook',
+                hook: 'INPUT',
+                tables: natTables(['mangle', 'nat', 'filter', 'security']),
+              },
+              ...deliver('local'),
+            ],
+            state,
+          );
+        } else {
+          state.outInterface = ctx.outInterface;
+          run(
+            [
+              { kind: 'hook', hook: 'FORWARD', tables: ['mangle', 'filter', 'security'] },
+              { kind: 'hook', hook: 'POSTROUTING', tables: natTables(['mangle', 'nat']) },
+              ...deliver('forward'),
+            ],
+            state,
+          );
+        }
+        return;
+      }
+      // After OUTPUT + POSTROUTING: a node address loops back in over lo.
+      if (local) {
+        state.inInterface = 'lo';
+        state.outInterface = undefined;
+        run(
+          [
+            { kind: 'hook', hook: 'PREROUTING', tables: ['raw', 'mangle'] },
+            { kind: 'hook', hook: 'INPUT', tables: ['mangle', 'filter', 'security'] },
+            ...deliver('local'),
+          ],
+          state,
+        );
+      } else run(deliver('forward'), state);
+      return;
+    }
+    // In a hook, ACCEPT ends only this table's walk; in fixture-compatible chain stages it is
+    // the verdict (kube-proxy's tracer records it as the output).
+    const acceptEnds = stage.kind === 'chain';
+    const runOne = (exits: Exit[], next: (s: State) => void): void => {
+      for (const e of exits) {
+        if (e.kind === 'return' || e.verdict === 'nat' || (e.verdict === 'accept' && !acceptEnds)) {
+          // ACCEPT ends this table's chain for this hook; the next table still sees the packet.
+          next(e.state);
+        } else {
+          const last = e.state.path.at(-1);
+          done.push({
+            state: e.state,
+            verdict: e.verdict,
+            by: last?.effect === 'policy' ? 'policy' : 'rule',
+          });
+        }
+      }
+    };
+    if (stage.kind === 'chain') {
+      const exits = walker.runChain(stage.hook, stage.table, stage.chain, 0, state, 0);
+      runOne(exits, (s) => {
+        run(rest, s);
+      });
+      return;
+    }
+    const [table, ...moreTables] = stage.tables;
+    if (table === undefined) {
+      run(rest, state);
+      return;
+    }
+    if (table === 'nat' && !isNew) {
+      run([{ ...stage, tables: moreTables }, ...rest], state);
+      return;
+    }
+    // With the packet's interfaces as this hook sees them.
+    const s = state;
+    if (stage.hook === 'POSTROUTING' && s.outInterface === undefined)
+      s.outInterface = ctx.outInterface;
+    const exits = walker.runBuiltin(stage.hook, table, s);
+    runOne(exits, (next) => {
+      run([{ ...stage, tables: moreTables }, ...rest], next);
+    });
+  };
+
+  const deliver = (where: 'local' | 'forward'): Stage[] => [{ kind: 'deliver', where }];
+
+  const runAll = (stages: readonly Stage[]): void => {
+    run(stages, initial);
+  };
+
+  if (ctx.mode === 'fixture-compatible') {
+    runAll([
+      { kind: 'hook', hook: 'PREROUTING', tables: ['nat'] },
+      { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-SERVICES' },
+      { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-EXTERNAL-SERVICES' },
+      { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-NODEPORTS' },
+      { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-PROXY-FIREWALL' },
+    ]);
+  } else if (ctx.origin === 'node') {
+    runAll([
+      {
+        kind: 'hook',
+        hook: 'OUTPUT',
+        tables: natTables(['raw', 'mangle', 'nat', 'filter', 'security']),
+      },
+      { kind: 'hook', hook: 'POSTROUTING', tables: natTables(['mangle', 'nat']) },
+      { kind: 'route', after: 'output' },
+    ]);
+  } else {
+    runAll([
+      { kind: 'hook', hook: 'PREROUTING', tables: natTables(['raw', 'mangle', 'nat']) },
+      { kind: 'route', after: 'prerouting' },
+    ]);
+  }
+
+  const outcomes = done.map((d) => toOutcome(d, ctx));
+  return {
+    packet,
+    context: ctx,
+    outcomes,
+    unsupported: walker.unsupportedRules(),
+    notes: [...notes, ...walker.notes],
+  };
+}
+
+function toOutcome(d: Done, ctx: TraceContext): Outcome {
+  const s = d.state;
+  const named = [...s.path].reverse();
+  const endpoint =
+    named.find((p) => p.endpoint !== undefined)?.endpoint ??
+    (s.dnat !== undefined ? s.dnat : undefined);
+  const servicePort = named.find(
+    (p) => p.servicePort !== undefined && p.effect !== 'random-not-taken',
+  )?.servicePort;
+  const masquerade =
+    ctx.mode === 'fixture-compatible' ? s.markedForMasquerade : s.snat !== undefined;
+  return {
+    probability: Number(s.probability.toFixed(12)),
+    verdict: d.verdict,
+    verdictBy: d.by,
+    ...(s.dnat !== undefined ? { dnat: s.dnat } : {}),
+    ...(s.snat !== undefined ? { snat: s.snat } : {}),
+    masquerade,
+    ...(d.delivery !== undefined ? { delivery: d.delivery } : {}),
+    ...(servicePort !== undefined ? { servicePort } : {}),
+    ...(endpoint !== undefined && s.dnat !== undefined ? { endpoint } : {}),
+    path: s.path,
+  };
+}
+
+/** The address text used in outputs. */
+export function addressText(ip: ParsedIP): string {
+  return formatIP(ip);
+}
