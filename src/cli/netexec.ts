@@ -17,6 +17,16 @@ function port(flag: string, allowDisabled: boolean): (v: string) => number {
   };
 }
 
+function parseExtraPort(v: string): { port: number; protocol: 'tcp' | 'udp' } {
+  const m = /^(\d{1,5})\/(tcp|udp)$/i.exec(v);
+  const n = m ? Number(m[1]) : NaN;
+  if (!m || n < 1 || n > 65535)
+    throw new InvalidArgumentError(
+      `--extra-port: must be PORT/tcp or PORT/udp, got ${JSON.stringify(v)}`,
+    );
+  return { port: n, protocol: (m[2] ?? 'tcp').toLowerCase() as 'tcp' | 'udp' };
+}
+
 export function registerNetexecCommand(program: Command): void {
   program
     .command('netexec')
@@ -34,6 +44,14 @@ export function registerNetexecCommand(program: Command): void {
       0,
     )
     .option('--enable-shell', 'enable /shell (runs /bin/sh -c; lab only)', false)
+    .option(
+      '--extra-port <port/proto>',
+      'also serve PORT/tcp (HTTP) or PORT/udp; repeatable (a Pod with several ports)',
+      (v: string, prev: { port: number; protocol: 'tcp' | 'udp' }[] | undefined) => [
+        ...(prev ?? []),
+        parseExtraPort(v),
+      ],
+    )
     .action(
       async (o: {
         httpPort: number;
@@ -42,27 +60,40 @@ export function registerNetexecCommand(program: Command): void {
         listenAddress?: string;
         delayShutdown: number;
         enableShell: boolean;
+        extraPort?: { port: number; protocol: 'tcp' | 'udp' }[];
       }) => {
-        const server = await startNetexec({
-          httpPort: o.httpPort,
-          udpPort: o.udpPort,
+        const common = {
           hostname: o.hostname ?? process.env.POD_NAME ?? hostname(),
           enableShell: o.enableShell,
           ...(o.listenAddress !== undefined ? { host: o.listenAddress } : {}),
-        });
+        };
+        const servers = [
+          await startNetexec({ ...common, httpPort: o.httpPort, udpPort: o.udpPort }),
+        ];
+        for (const extra of o.extraPort ?? []) {
+          servers.push(
+            await startNetexec({
+              ...common,
+              httpPort: extra.protocol === 'tcp' ? extra.port : -1,
+              udpPort: extra.protocol === 'udp' ? extra.port : -1,
+            }),
+          );
+        }
+        const tcp = servers.flatMap((s) => (s.httpPort !== undefined ? [s.httpPort] : []));
+        const udp = servers.flatMap((s) => (s.udpPort !== undefined ? [s.udpPort] : []));
         process.stderr.write(
-          `netexec: serving HTTP on ${server.httpPort}${server.udpPort !== undefined ? `, UDP on ${server.udpPort}` : ''}\n`,
+          `netexec: serving HTTP on ${tcp.join(',') || '-'}, UDP on ${udp.join(',') || '-'}\n`,
         );
         const stop = async (code: number): Promise<void> => {
-          await server.close();
+          await Promise.all(servers.map((s) => s.close()));
           process.exit(code);
         };
         process.once('SIGTERM', () => {
-          server.markTerminating();
+          for (const s of servers) s.markTerminating();
           setTimeout(() => void stop(0), Math.max(0, o.delayShutdown) * 1000);
         });
         process.once('SIGINT', () => void stop(0));
-        void server.exitRequested.then((code) => stop(code));
+        void Promise.race(servers.map((s) => s.exitRequested)).then((code) => stop(code));
       },
     );
 }

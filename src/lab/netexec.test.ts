@@ -11,7 +11,7 @@ const server = await startNetexec({
   dialTimeoutMs: 500,
 });
 after(() => server.close());
-const base = `http://127.0.0.1:${server.httpPort}`;
+const base = `http://127.0.0.1:${server.httpPort!}`;
 
 async function get(path: string): Promise<{ status: number; body: string }> {
   const res = await fetch(`${base}${path}`, { redirect: 'manual' });
@@ -36,13 +36,13 @@ test('HTTP endpoints answer as agnhost netexec does', async () => {
   assert.deepEqual(await get('/echo?msg=hi&code=418'), { status: 418, body: 'hi' });
   assert.equal((await get('/healthz')).status, 200);
   assert.equal((await get('/shell?cmd=id')).status, 404);
-  assert.equal((await get('/serverport')).body, String(server.httpPort));
+  assert.equal((await get('/serverport')).body, String(server.httpPort!));
 });
 
 test('/readyz fails once terminating while traffic is still served', async () => {
   const s = await startNetexec({ httpPort: 0, udpPort: -1, hostname: 'x', host: '127.0.0.1' });
   try {
-    const url = `http://127.0.0.1:${s.httpPort}`;
+    const url = `http://127.0.0.1:${s.httpPort!}`;
     assert.equal((await fetch(`${url}/readyz`)).status, 200);
     s.markTerminating();
     assert.equal((await fetch(`${url}/readyz`)).status, 503);
@@ -61,7 +61,7 @@ test('UDP answers hostname, echo and clientip; unknown commands get no answer', 
 
 test('/dial reports responses and errors with 200 or 417, and 400 on bad parameters', async () => {
   const ok = await get(
-    `/dial?host=127.0.0.1&port=${server.httpPort}&request=hostname&protocol=http&tries=2`,
+    `/dial?host=127.0.0.1&port=${server.httpPort!}&request=hostname&protocol=http&tries=2`,
   );
   assert.equal(ok.status, 200);
   assert.deepEqual(JSON.parse(ok.body), { responses: ['web-0', 'web-0'], errors: [] });

@@ -21,7 +21,7 @@ import { execFile } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 
 export interface NetexecOptions {
-  /** TCP port for HTTP (0 picks a free one). */
+  /** TCP port for HTTP (0 picks a free one, -1 disables). */
   readonly httpPort: number;
   /** UDP port, or -1 to disable (0 picks a free one). */
   readonly udpPort: number;
@@ -36,7 +36,7 @@ export interface NetexecOptions {
 }
 
 export interface Netexec {
-  readonly httpPort: number;
+  readonly httpPort: number | undefined;
   readonly udpPort: number | undefined;
   /** Makes /readyz fail (as after SIGTERM) while still serving traffic. */
   markTerminating(): void;
@@ -255,13 +255,16 @@ export async function startNetexec(opts: NetexecOptions): Promise<Netexec> {
       send(res, 500, e instanceof Error ? e.message : String(e));
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    http.once('error', reject);
-    http.listen(opts.httpPort, opts.host, () => {
-      resolve();
+  let httpPort: number | undefined;
+  if (opts.httpPort >= 0) {
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(opts.httpPort, opts.host, () => {
+        resolve();
+      });
     });
-  });
-  const httpPort = (http.address() as AddressInfo).port;
+    httpPort = (http.address() as AddressInfo).port;
+  }
 
   let udpPort: number | undefined;
   if (opts.udpPort >= 0) {
@@ -287,12 +290,14 @@ export async function startNetexec(opts: NetexecOptions): Promise<Netexec> {
       terminating = true;
     },
     close: async () => {
-      http.closeAllConnections();
-      await new Promise<void>((resolve) =>
-        http.close(() => {
-          resolve();
-        }),
-      );
+      if (http.listening) {
+        http.closeAllConnections();
+        await new Promise<void>((resolve) =>
+          http.close(() => {
+            resolve();
+          }),
+        );
+      }
       const u = udp;
       if (u)
         await new Promise<void>((resolve) =>
