@@ -4,7 +4,10 @@
 // 0 ok, 1 runtime failure, 2 bad usage or bad input.
 
 import { Command, CommanderError } from 'commander';
-import { EXIT_USAGE } from './run.js';
+import { EXIT_USAGE, exitCodeFor } from './run.js';
+import { registerNetexecCommand } from './netexec.js';
+import { registerLabCommand } from './lab.js';
+import { registerRenderCommand } from './render.js';
 import { registerTraceCommand } from './trace.js';
 
 export function buildProgram(): Command {
@@ -15,6 +18,9 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride();
+  registerNetexecCommand(program);
+  registerLabCommand(program);
+  registerRenderCommand(program);
   registerTraceCommand(program);
   return program;
 }
@@ -28,7 +34,8 @@ async function main(argv: string[]): Promise<void> {
       process.exitCode = e.exitCode === 0 ? 0 : EXIT_USAGE;
       return;
     }
-    throw e;
+    process.stderr.write(`svcnet: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = exitCodeFor(e);
   }
 }
 

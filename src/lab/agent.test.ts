@@ -1,0 +1,174 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeInformer } from '../kube/informer.js';
+import type { Pod, Probe } from '../kube/types.js';
+import { NodeAgent, type AgentClock, type PodRuntime, type PodStatusWriter } from './agent.js';
+
+class FakeClock implements AgentClock {
+  t = Date.parse('2026-01-01T00:00:00Z');
+  timers: { fn: () => void; ms: number; next: number; cancelled: boolean }[] = [];
+  now(): Date {
+    return new Date(this.t);
+  }
+  setInterval(fn: () => void, ms: number): { cancel(): void } {
+    const timer = { fn, ms, next: this.t + ms, cancelled: false };
+    this.timers.push(timer);
+    return { cancel: () => (timer.cancelled = true) };
+  }
+  advance(ms: number): void {
+    const end = this.t + ms;
+    for (;;) {
+      const due = this.timers
+        .filter((x) => !x.cancelled && x.next <= end)
+        .sort((a, b) => a.next - b.next)[0];
+      if (!due) break;
+      this.t = due.next;
+      due.next += due.ms;
+      due.fn();
+    }
+    this.t = end;
+  }
+}
+
+class FakeRuntime implements PodRuntime {
+  events: string[] = [];
+  probeResult = true;
+  start(pod: Pod) {
+    this.events.push(`start ${pod.metadata?.name}`);
+    return Promise.resolve({
+      ip: `10.244.1.${this.events.length + 1}`,
+      startedAt: '2026-01-01T00:00:00.000Z',
+    });
+  }
+  stop(key: string, grace: number) {
+    this.events.push(`stop ${key} grace=${grace}`);
+    return Promise.resolve();
+  }
+  probe(_pod: Pod, ip: string, _p: Probe) {
+    this.events.push(`probe ${ip}`);
+    return Promise.resolve(this.probeResult);
+  }
+}
+
+class FakeStatus implements PodStatusWriter {
+  updates: { name: string; ready: boolean; ip: string | undefined }[] = [];
+  deleted: string[] = [];
+  updateStatus(pod: Pod, status: NonNullable<Pod['status']>) {
+    const ready = status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+    this.updates.push({ name: pod.metadata?.name ?? '', ready, ip: status.podIP });
+    return Promise.resolve();
+  }
+  finalizeDelete(pod: Pod) {
+    this.deleted.push(pod.metadata?.name ?? '');
+    return Promise.resolve();
+  }
+}
+
+function pod(
+  name: string,
+  node: string,
+  probe?: Probe,
+  extra: Partial<NonNullable<Pod['metadata']>> = {},
+): Pod {
+  return {
+    metadata: { name, namespace: 'default', uid: `uid-${name}`, ...extra },
+    spec: {
+      nodeName: node,
+      containers: [
+        { name: 'c', ports: [{ containerPort: 80 }], ...(probe ? { readinessProbe: probe } : {}) },
+      ],
+    },
+  };
+}
+
+function setup() {
+  const informer = new FakeInformer<Pod>();
+  const runtime = new FakeRuntime();
+  const status = new FakeStatus();
+  const clock = new FakeClock();
+  const agent = new NodeAgent({
+    nodeName: 'n1',
+    hostIP: '172.18.0.3',
+    pods: informer,
+    runtime,
+    status,
+    clock,
+  });
+  return { informer, runtime, status, clock, agent };
+}
+
+test('a Pod bound to this node is started and reported Running and Ready with its IP', async () => {
+  const { informer, runtime, status, agent } = setup();
+  await informer.start();
+  informer.upsert(pod('web-1', 'n1'));
+  informer.upsert(pod('other', 'n2'));
+  await agent.idle();
+  assert.deepEqual(runtime.events, ['start web-1']);
+  assert.deepEqual(status.updates, [{ name: 'web-1', ready: true, ip: '10.244.1.2' }]);
+});
+
+test('readiness follows the probe with success and failure thresholds', async () => {
+  const { informer, runtime, status, clock, agent } = setup();
+  await informer.start();
+  informer.upsert(
+    pod('web-1', 'n1', {
+      httpGet: { path: '/readyz', port: 80 },
+      periodSeconds: 2,
+      failureThreshold: 2,
+    }),
+  );
+  await agent.idle();
+  assert.deepEqual(
+    status.updates.map((u) => u.ready),
+    [false, true],
+  ); // reported unready, then the first probe passed
+  runtime.probeResult = false;
+  clock.advance(2000);
+  await agent.idle();
+  assert.equal(status.updates.length, 2, 'one failure is below the threshold');
+  clock.advance(2000);
+  await agent.idle();
+  assert.deepEqual(
+    status.updates.map((u) => u.ready),
+    [false, true, false],
+  );
+});
+
+test('deletion honours the grace period, then tears down and makes the final delete', async () => {
+  const { informer, runtime, status, agent } = setup();
+  await informer.start();
+  informer.upsert(pod('web-1', 'n1'));
+  await agent.idle();
+  informer.upsert(
+    pod('web-1', 'n1', undefined, {
+      deletionTimestamp: '2026-01-01T00:00:05Z',
+      deletionGracePeriodSeconds: 7,
+    }),
+  );
+  await agent.idle();
+  assert.deepEqual(runtime.events, ['start web-1', 'stop default/web-1 grace=7']);
+  assert.deepEqual(status.deleted, ['web-1']);
+  // A Pod removed from the API without us (force delete) is torn down at once.
+  informer.upsert(pod('web-2', 'n1'));
+  await agent.idle();
+  informer.delete('default/web-2');
+  await agent.idle();
+  assert.equal(runtime.events.at(-1), 'stop default/web-2 grace=0');
+});
+
+test('a failing runtime is logged and counted; the agent keeps serving other Pods', async () => {
+  const { informer, runtime, status, agent } = setup();
+  await informer.start();
+  runtime.start = (p: Pod) =>
+    p.metadata?.name === 'bad'
+      ? Promise.reject(new Error('cni: no IP'))
+      : FakeRuntime.prototype.start.call(runtime, p);
+  informer.upsert(pod('bad', 'n1'));
+  informer.upsert(pod('good', 'n1'));
+  await agent.idle();
+  assert.equal(agent.errors, 1);
+  assert.deepEqual(
+    status.updates.map((u) => u.name),
+    ['good'],
+  );
+});

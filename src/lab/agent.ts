@@ -1,0 +1,248 @@
+// The lab's node agent: the kubelet of a lab node. It watches the Pods bound to its node and,
+// for each, creates the Pod's sandbox (network namespace + CNI ADD, resolv.conf and hosts),
+// starts the Pod's server (pod-servers.ts), runs its readiness probe, and reports status
+// (phase, IPs, conditions, container statuses) to the API server. When a Pod is deleted it
+// signals the server, honours the grace period, tears the sandbox down (CNI DEL) and makes
+// the final delete, as the kubelet does. The effects are behind PodRuntime and
+// PodStatusWriter, so the decisions are tested with Fakes.
+
+import type { Informer } from '../kube/informer.js';
+import type { Pod, PodCondition, Probe } from '../kube/types.js';
+import { objectKey } from '../kube/types.js';
+
+export interface StartedPod {
+  readonly ip: string;
+  readonly startedAt: string;
+}
+
+/** The node-local effects: sandboxes and processes. */
+export interface PodRuntime {
+  /** Creates the sandbox and starts the Pod's server; resolves once it listens. */
+  start(pod: Pod): Promise<StartedPod>;
+  /** SIGTERM, wait up to graceSeconds for exit, then SIGKILL; then removes the sandbox. Idempotent. */
+  stop(key: string, graceSeconds: number): Promise<void>;
+  /** One readiness check of the Pod (HTTP GET or TCP connect to its IP), true when it passed. */
+  probe(pod: Pod, ip: string, probe: Probe): Promise<boolean>;
+}
+
+/** The API writes the kubelet makes. */
+export interface PodStatusWriter {
+  updateStatus(pod: Pod, status: NonNullable<Pod['status']>): Promise<void>;
+  /** The kubelet's final delete (grace period 0, uid precondition). NotFound is success. */
+  finalizeDelete(pod: Pod): Promise<void>;
+}
+
+export interface AgentClock {
+  now(): Date;
+  setInterval(fn: () => void, ms: number): { cancel(): void };
+}
+
+export const realClock: AgentClock = {
+  now: () => new Date(),
+  setInterval: (fn, ms) => {
+    const t = setInterval(fn, ms);
+    t.unref();
+    return {
+      cancel: () => {
+        clearInterval(t);
+      },
+    };
+  },
+};
+
+interface LocalPod {
+  pod: Pod;
+  started?: StartedPod;
+  ready: boolean;
+  successes: number;
+  failures: number;
+  prober?: { cancel(): void };
+  terminating: boolean;
+}
+
+export interface AgentOptions {
+  readonly nodeName: string;
+  readonly hostIP: string;
+  readonly pods: Informer<Pod>;
+  readonly runtime: PodRuntime;
+  readonly status: PodStatusWriter;
+  readonly clock?: AgentClock;
+  readonly log?: (fields: Record<string, unknown>, msg: string) => void;
+}
+
+/** Readiness of a Pod: its first container's readinessProbe, if any. */
+export function readinessProbeOf(pod: Pod): Probe | undefined {
+  return pod.spec?.containers.find((c) => c.readinessProbe !== undefined)?.readinessProbe;
+}
+
+/** The status a kubelet reports for a running Pod. */
+export function runningStatus(
+  pod: Pod,
+  started: StartedPod,
+  hostIP: string,
+  ready: boolean,
+  now: Date,
+): NonNullable<Pod['status']> {
+  const t = now.toISOString();
+  const cond = (type: string, ok: boolean): PodCondition => ({
+    type,
+    status: ok ? 'True' : 'False',
+    lastTransitionTime: t,
+  });
+  return {
+    phase: 'Running',
+    hostIP,
+    podIP: started.ip,
+    podIPs: [{ ip: started.ip }],
+    startTime: started.startedAt,
+    conditions: [
+      cond('PodReadyToStartContainers', true),
+      cond('Initialized', true),
+      cond('Ready', ready),
+      cond('ContainersReady', ready),
+      cond('PodScheduled', true),
+    ],
+    containerStatuses: (pod.spec?.containers ?? []).map((c) => ({
+      name: c.name,
+      image: c.image ?? 'svcnet/netexec',
+      imageID: '',
+      ready,
+      started: true,
+      restartCount: 0,
+      state: { running: { startedAt: started.startedAt } },
+    })),
+  } as NonNullable<Pod['status']>;
+}
+
+export class NodeAgent {
+  private readonly local = new Map<string, LocalPod>();
+  /** Per-Pod chain of pending work, so one Pod's steps never interleave. */
+  private readonly queues = new Map<string, Promise<void>>();
+  private readonly clock: AgentClock;
+  private readonly log: (fields: Record<string, unknown>, msg: string) => void;
+  private readonly opts: AgentOptions;
+  errors = 0;
+
+  constructor(opts: AgentOptions) {
+    this.opts = opts;
+    this.clock = opts.clock ?? realClock;
+    this.log = opts.log ?? (() => undefined);
+    opts.pods.addHandlers({
+      onAdd: (p) => {
+        this.enqueue(objectKey(p));
+      },
+      onUpdate: (_o, p) => {
+        this.enqueue(objectKey(p));
+      },
+      onDelete: (p) => {
+        this.enqueue(objectKey(p));
+      },
+    });
+  }
+
+  /** Resolves when all queued work has finished (tests and shutdown). */
+  async idle(): Promise<void> {
+    while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
+  }
+
+  private enqueue(key: string): void {
+    this.runSerial(key, 'Pod sync failed', () => this.sync(key));
+  }
+
+  /** Runs `work` after the Pod's pending work; failures are logged and counted. */
+  private runSerial(key: string, failure: string, work: () => Promise<void>): void {
+    const prev = this.queues.get(key) ?? Promise.resolve();
+    const next: Promise<void> = prev
+      .then(work)
+      .catch((e: unknown) => {
+        this.errors++;
+        this.log({ pod: key, err: e instanceof Error ? e.message : String(e) }, failure);
+      })
+      .finally(() => {
+        if (this.queues.get(key) === next) this.queues.delete(key);
+      });
+    this.queues.set(key, next);
+  }
+
+  private async sync(key: string): Promise<void> {
+    const pod = this.opts.pods.get(key);
+    const local = this.local.get(key);
+    const mine = pod?.spec?.nodeName === this.opts.nodeName;
+    if (pod === undefined || !mine) {
+      if (local) await this.teardown(key, local, 0, undefined);
+      return;
+    }
+    if (pod.metadata?.deletionTimestamp !== undefined) {
+      const grace =
+        pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+      if (local && !local.terminating) await this.teardown(key, local, grace, pod);
+      else if (!local) await this.opts.status.finalizeDelete(pod);
+      return;
+    }
+    if (local) {
+      local.pod = pod;
+      return;
+    }
+    const entry: LocalPod = { pod, ready: false, successes: 0, failures: 0, terminating: false };
+    this.local.set(key, entry);
+    const started = await this.opts.runtime.start(pod);
+    entry.started = started;
+    const probe = readinessProbeOf(pod);
+    entry.ready = probe === undefined;
+    this.log({ pod: key, ip: started.ip }, 'Pod started');
+    await this.report(entry);
+    if (probe) this.startProber(key, entry, probe);
+  }
+
+  private startProber(key: string, entry: LocalPod, probe: Probe): void {
+    const period = Math.max(1, probe.periodSeconds ?? 10) * 1000;
+    const startAt = this.clock.now().getTime() + Math.max(0, probe.initialDelaySeconds ?? 0) * 1000;
+    const check = async (): Promise<void> => {
+      if (this.clock.now().getTime() < startAt || entry.terminating || !entry.started) return;
+      const ok = await this.opts.runtime
+        .probe(entry.pod, entry.started.ip, probe)
+        .catch(() => false);
+      entry.successes = ok ? entry.successes + 1 : 0;
+      entry.failures = ok ? 0 : entry.failures + 1;
+      const becomesReady = !entry.ready && entry.successes >= (probe.successThreshold ?? 1);
+      const becomesUnready = entry.ready && entry.failures >= (probe.failureThreshold ?? 3);
+      if (becomesReady || becomesUnready) {
+        entry.ready = becomesReady;
+        this.log({ pod: key, ready: entry.ready }, 'Readiness changed');
+        await this.report(entry);
+      }
+    };
+    // The kubelet probes first after initialDelaySeconds, then every periodSeconds.
+    if (startAt <= this.clock.now().getTime()) this.runSerial(key, 'Probe failed', check);
+    entry.prober = this.clock.setInterval(() => {
+      this.runSerial(key, 'Probe failed', check);
+    }, period);
+  }
+
+  private async report(entry: LocalPod): Promise<void> {
+    if (!entry.started) return;
+    await this.opts.status.updateStatus(
+      entry.pod,
+      runningStatus(entry.pod, entry.started, this.opts.hostIP, entry.ready, this.clock.now()),
+    );
+  }
+
+  private async teardown(
+    key: string,
+    entry: LocalPod,
+    graceSeconds: number,
+    pod: Pod | undefined,
+  ): Promise<void> {
+    entry.terminating = true;
+    entry.prober?.cancel();
+    await this.opts.runtime.stop(key, graceSeconds);
+    this.local.delete(key);
+    this.log({ pod: key, graceSeconds }, 'Pod stopped');
+    if (pod) await this.opts.status.finalizeDelete(pod);
+  }
+
+  /** Stops every Pod (agent shutdown). */
+  async stopAll(): Promise<void> {
+    for (const [key, entry] of [...this.local]) await this.teardown(key, entry, 0, undefined);
+  }
+}

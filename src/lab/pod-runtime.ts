@@ -1,0 +1,214 @@
+// The real PodRuntime of the lab's node agent. A Pod's sandbox is a network namespace in the
+// lab's private /run/netns with its own /etc/netns/<ns>/{resolv.conf,hosts} (which
+// `ip netns exec` shows as /etc/... to the Pod's processes); its network comes from CNI
+// through the PodNetwork seam; its server is `svcnet netexec` started inside the namespace
+// with POD_NAME set. Runs inside the node's network namespace, so readiness probes reach Pod
+// IPs directly.
+
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import type { Execer } from '../os/exec.js';
+import { runChecked } from '../os/exec.js';
+import { startProcess, type ManagedProcess } from '../os/process.js';
+import type { Pod, Probe } from '../kube/types.js';
+import { objectKey } from '../kube/types.js';
+import type { PodRuntime, StartedPod } from './agent.js';
+import { planPodServer } from './pod-servers.js';
+
+/** CNI, as the agent needs it: attach a Pod's namespace and report its address; detach. */
+export interface PodNetwork {
+  add(req: PodNetworkRequest): Promise<{ ip: string }>;
+  /** Idempotent: a second DEL, or one for a namespace already gone, succeeds. */
+  del(req: PodNetworkRequest): Promise<void>;
+}
+
+export interface PodNetworkRequest {
+  readonly containerId: string;
+  /** Path of the network namespace, e.g. /run/netns/p-1a2b3c. */
+  readonly netnsPath: string;
+  readonly ifName: string;
+  readonly podNamespace: string;
+  readonly podName: string;
+  readonly podUid: string;
+}
+
+export interface PodRuntimeOptions {
+  readonly execer: Execer;
+  readonly network: PodNetwork;
+  /** argv that runs the svcnet CLI (node + flags + script). */
+  readonly self: readonly string[];
+  /** Where each Pod's server log goes. */
+  readonly logDir: string;
+  readonly clusterDNS: string;
+  readonly clusterDomain: string;
+  /** How long to wait for a Pod's server to listen. */
+  readonly startTimeoutMs?: number;
+}
+
+/** Network namespace name of a Pod: short, stable, unique per Pod instance (uid). */
+export function podNetnsName(pod: Pod): string {
+  const id = `${objectKey(pod)}/${pod.metadata?.uid ?? ''}`;
+  return `pod-${createHash('sha256').update(id).digest('hex').slice(0, 12)}`;
+}
+
+/** The resolv.conf a Pod with dnsPolicy ClusterFirst gets. */
+export function podResolvConf(namespace: string, clusterDNS: string, domain: string): string {
+  return `nameserver ${clusterDNS}\nsearch ${namespace}.svc.${domain} svc.${domain} ${domain}\noptions ndots:5\n`;
+}
+
+export function podHosts(pod: Pod, ip: string, domain: string): string {
+  const name = pod.spec?.hostname ?? pod.metadata?.name ?? '';
+  const sub = pod.spec?.subdomain;
+  const fqdn = sub ? `${name}.${sub}.${pod.metadata?.namespace ?? 'default'}.svc.${domain} ` : '';
+  return `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${ip}\t${fqdn}${name}\n`;
+}
+
+function tcpConnect(host: string, port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect({ host, port, timeout: timeoutMs });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('timeout', () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once('error', () => {
+      resolve(false);
+    });
+  });
+}
+
+/** A probe's port: a number, or a container port name resolved from the Pod spec. */
+export function probePort(pod: Pod, port: number | string): number | undefined {
+  if (typeof port === 'number') return port;
+  for (const c of pod.spec?.containers ?? [])
+    for (const p of c.ports ?? []) if (p.name === port) return p.containerPort;
+  const n = Number(port);
+  return Number.isInteger(n) ? n : undefined;
+}
+
+interface Running {
+  readonly pod: Pod;
+  readonly netns: string;
+  readonly proc: ManagedProcess;
+}
+
+export class LabPodRuntime implements PodRuntime {
+  private readonly running = new Map<string, Running>();
+  private readonly opts: PodRuntimeOptions;
+
+  constructor(opts: PodRuntimeOptions) {
+    this.opts = opts;
+  }
+
+  private request(pod: Pod, netns: string): PodNetworkRequest {
+    return {
+      containerId: pod.metadata?.uid ?? netns,
+      netnsPath: `/run/netns/${netns}`,
+      ifName: 'eth0',
+      podNamespace: pod.metadata?.namespace ?? 'default',
+      podName: pod.metadata?.name ?? '',
+      podUid: pod.metadata?.uid ?? '',
+    };
+  }
+
+  async start(pod: Pod): Promise<StartedPod> {
+    const key = objectKey(pod);
+    const netns = podNetnsName(pod);
+    const { execer, network } = this.opts;
+    await runChecked(execer, { cmd: 'ip', args: ['netns', 'add', netns] });
+    try {
+      await runChecked(execer, { cmd: 'ip', args: ['-n', netns, 'link', 'set', 'lo', 'up'] });
+      const { ip } = await network.add(this.request(pod, netns));
+      const etc = join('/etc/netns', netns);
+      mkdirSync(etc, { recursive: true });
+      writeFileSync(
+        join(etc, 'resolv.conf'),
+        podResolvConf(
+          pod.metadata?.namespace ?? 'default',
+          this.opts.clusterDNS,
+          this.opts.clusterDomain,
+        ),
+      );
+      writeFileSync(join(etc, 'hosts'), podHosts(pod, ip, this.opts.clusterDomain));
+      const plan = planPodServer(pod);
+      const proc = startProcess(
+        'ip',
+        ['netns', 'exec', netns, ...this.opts.self, 'netexec', ...plan.args],
+        join(this.opts.logDir, `${netns}.log`),
+        {
+          POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',
+          POD_NAMESPACE: pod.metadata?.namespace ?? 'default',
+        },
+      );
+      this.running.set(key, { pod, netns, proc });
+      const port = plan.tcpPorts[0];
+      const deadline = Date.now() + (this.opts.startTimeoutMs ?? 20_000);
+      // Listening is what "started" means to clients; UDP-only Pods are taken as started at once.
+      while (port !== undefined && !(await tcpConnect(ip, port, 500))) {
+        if (Date.now() > deadline)
+          throw new Error(`pod ${key}: server did not listen on ${ip}:${port}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return { ip, startedAt: new Date().toISOString() };
+    } catch (e) {
+      await this.stop(key, 0, netns, pod);
+      throw e;
+    }
+  }
+
+  async stop(key: string, graceSeconds: number, netnsHint?: string, podHint?: Pod): Promise<void> {
+    const r = this.running.get(key);
+    const netns = r?.netns ?? netnsHint;
+    const pod = r?.pod ?? podHint;
+    if (r) {
+      r.proc.signal('SIGTERM');
+      const timedOut = Symbol('timeout');
+      let timer: NodeJS.Timeout | undefined;
+      const res = await Promise.race([
+        r.proc.exited,
+        new Promise<symbol>((resolve) => {
+          timer = setTimeout(() => {
+            resolve(timedOut);
+          }, graceSeconds * 1000);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (res === timedOut) {
+        r.proc.signal('SIGKILL');
+        await r.proc.exited;
+      }
+      this.running.delete(key);
+    }
+    if (netns === undefined || pod === undefined) return;
+    await this.opts.network.del(this.request(pod, netns));
+    await this.opts.execer.run({ cmd: 'ip', args: ['netns', 'del', netns] });
+    rmSync(join('/etc/netns', netns), { recursive: true, force: true });
+  }
+
+  async probe(pod: Pod, ip: string, probe: Probe): Promise<boolean> {
+    const timeoutMs = Math.max(1, probe.timeoutSeconds ?? 1) * 1000;
+    if (probe.httpGet) {
+      const port = probePort(pod, probe.httpGet.port);
+      if (port === undefined) return false;
+      try {
+        const res = await fetch(
+          `http://${ip.includes(':') ? `[${ip}]` : ip}:${port}${probe.httpGet.path ?? '/'}`,
+          { signal: AbortSignal.timeout(timeoutMs) },
+        );
+        return res.status >= 200 && res.status < 400;
+      } catch {
+        return false;
+      }
+    }
+    if (probe.tcpSocket) {
+      const port = probePort(pod, probe.tcpSocket.port);
+      return port !== undefined && tcpConnect(ip, port, timeoutMs);
+    }
+    return true; // exec probes: the lab runs no containers to exec in; treat as passing
+  }
+}

@@ -1,0 +1,65 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { planPodServer } from './pod-servers.js';
+import type { Pod } from '../kube/types.js';
+
+function pod(containers: NonNullable<Pod['spec']>['containers']): Pod {
+  return { metadata: { name: 'p', namespace: 'default' }, spec: { containers } };
+}
+
+test('declared container ports become HTTP and UDP servers, in one process', () => {
+  const plan = planPodServer(
+    pod([
+      { name: 'a', ports: [{ containerPort: 80 }, { containerPort: 53, protocol: 'UDP' }] },
+      {
+        name: 'b',
+        ports: [
+          { containerPort: 8080, protocol: 'TCP' },
+          { containerPort: 5353, protocol: 'UDP' },
+        ],
+      },
+    ]),
+  );
+  assert.deepEqual(plan.args, [
+    '--http-port',
+    '80',
+    '--udp-port',
+    '53',
+    '--extra-port',
+    '8080/tcp',
+    '--extra-port',
+    '5353/udp',
+  ]);
+});
+
+test('an agnhost netexec container keeps its own ports and delay', () => {
+  const plan = planPodServer(
+    pod([
+      {
+        name: 'c',
+        image: 'registry.k8s.io/e2e-test-images/agnhost:2.53',
+        args: ['netexec', '--http-port=8083', '--udp-port', '-1', '--delay-shutdown=30'],
+      },
+    ]),
+  );
+  assert.deepEqual(plan.tcpPorts, [8083]);
+  assert.deepEqual(plan.udpPorts, []);
+  assert.equal(plan.delayShutdownSeconds, 30);
+  assert.deepEqual(plan.args, [
+    '--http-port',
+    '8083',
+    '--udp-port',
+    '-1',
+    '--delay-shutdown',
+    '30',
+  ]);
+});
+
+test('a Pod without ports serves HTTP on 80, like the walkthrough nginx', () => {
+  assert.deepEqual(planPodServer(pod([{ name: 'nginx', image: 'nginx' }])).args, [
+    '--http-port',
+    '80',
+    '--udp-port',
+    '-1',
+  ]);
+});

@@ -1,0 +1,58 @@
+// What a lab Pod runs: the lab has no container images, so every Pod runs one `svcnet netexec`
+// process serving the ports its containers declare (TCP as HTTP, UDP as netexec's UDP
+// commands). A container that already asks for agnhost's netexec (`args: [netexec,
+// --http-port=8080, --udp-port=8081]`, as Kubernetes' e2e Pods do) gets exactly those
+// ports. A Pod that declares no port at all serves HTTP on 80, like the nginx of the
+// Service walkthroughs. Pure.
+
+import type { Pod } from '../kube/types.js';
+
+export interface PodServerPlan {
+  readonly tcpPorts: readonly number[];
+  readonly udpPorts: readonly number[];
+  readonly delayShutdownSeconds: number;
+  /** Arguments after `svcnet netexec`. */
+  readonly args: readonly string[];
+}
+
+function flagValue(words: readonly string[], flag: string): string | undefined {
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i] ?? '';
+    if (w === flag) return words[i + 1];
+    if (w.startsWith(`${flag}=`)) return w.slice(flag.length + 1);
+  }
+  return undefined;
+}
+
+function portOf(v: string | undefined): number | undefined {
+  const n = Number(v);
+  return v !== undefined && Number.isInteger(n) && n >= 1 && n <= 65535 ? n : undefined;
+}
+
+export function planPodServer(pod: Pod): PodServerPlan {
+  const tcp = new Set<number>();
+  const udp = new Set<number>();
+  let delay = 0;
+  for (const c of pod.spec?.containers ?? []) {
+    const words = [...(c.command ?? []), ...(c.args ?? [])];
+    if (words.includes('netexec')) {
+      tcp.add(portOf(flagValue(words, '--http-port')) ?? 8080);
+      const u = flagValue(words, '--udp-port');
+      if (u !== '-1') udp.add(portOf(u) ?? 8081);
+      const d = Number(flagValue(words, '--delay-shutdown') ?? '0');
+      if (Number.isFinite(d) && d > delay) delay = d;
+    }
+    for (const p of c.ports ?? []) {
+      if ((p.protocol ?? 'TCP') === 'UDP') udp.add(p.containerPort);
+      else if ((p.protocol ?? 'TCP') === 'TCP') tcp.add(p.containerPort);
+    }
+  }
+  if (tcp.size === 0 && udp.size === 0) tcp.add(80);
+  const tcpPorts = [...tcp].sort((a, b) => a - b);
+  const udpPorts = [...udp].sort((a, b) => a - b);
+  const args = ['--http-port', String(tcpPorts[0] ?? -1), '--udp-port', String(udpPorts[0] ?? -1)];
+  for (const p of tcpPorts.slice(1)) args.push('--extra-port', `${p}/tcp`);
+  for (const p of udpPorts.slice(1)) args.push('--extra-port', `${p}/udp`);
+  if (delay > 0) args.push('--delay-shutdown', String(delay));
+  return { tcpPorts, udpPorts, delayShutdownSeconds: delay, args };
+}

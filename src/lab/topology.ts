@@ -1,0 +1,139 @@
+// The lab's topology as plain data: which network namespaces exist, their addresses, pod
+// CIDRs and the `ip` commands that build them. Like kind, but each node is a network
+// namespace: a hub namespace with a bridge plays kind's docker network (172.18.0.0/16), node
+// N gets 172.18.0.(N+2) and podCIDR 10.244.N.0/24, and every node routes the other nodes'
+// podCIDRs via their node IPs (kindnet's job). Pure: the commands are applied by network.ts.
+
+import { SvcnetError } from '../errors.js';
+
+export interface LabNodePlan {
+  /** Kubernetes Node name, kind-style: `<lab>-control-plane`, `<lab>-worker`, `<lab>-worker2`. */
+  readonly name: string;
+  readonly role: 'control-plane' | 'worker';
+  /** Network namespace name (inside the lab's private /run/netns). */
+  readonly netns: string;
+  readonly ip: string;
+  readonly podCIDR: string;
+  /** The node's bridge port in the hub namespace (≤ 15 chars). */
+  readonly hubInterface: string;
+}
+
+export interface LabPlan {
+  readonly name: string;
+  readonly hubNetns: string;
+  readonly hubIP: string;
+  readonly nodeNetworkPrefix: number;
+  readonly serviceCIDR: string;
+  readonly clusterCIDR: string;
+  readonly dnsServiceIP: string;
+  readonly apiServerPort: number;
+  readonly nodes: readonly LabNodePlan[];
+}
+
+export interface LabPlanOptions {
+  readonly name?: string;
+  /** Total nodes including the control plane (default 3: 1 control plane + 2 workers). */
+  readonly nodes?: number;
+}
+
+const NAME_RE = /^[a-z]([-a-z0-9]{0,18}[a-z0-9])?$/;
+export const MAX_NODES = 200;
+
+export function planLab(opts: LabPlanOptions = {}): LabPlan {
+  const name = opts.name ?? 'svcnet';
+  const count = opts.nodes ?? 3;
+  if (!NAME_RE.test(name))
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `lab name: must be a lowercase DNS label of at most 20 characters, got ${JSON.stringify(name)}`,
+    );
+  if (!Number.isInteger(count) || count < 1 || count > MAX_NODES)
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `--nodes: must be 1-${MAX_NODES}, got ${JSON.stringify(count)}`,
+    );
+  const nodes: LabNodePlan[] = [];
+  for (let i = 0; i < count; i++) {
+    const role = i === 0 ? 'control-plane' : 'worker';
+    const nodeName =
+      i === 0 ? `${name}-control-plane` : `${name}-worker${i === 1 ? '' : String(i)}`;
+    nodes.push({
+      name: nodeName,
+      role,
+      netns: `node-${i}`,
+      ip: `172.18.${Math.floor((i + 2) / 256)}.${(i + 2) % 256}`,
+      podCIDR: `10.244.${i}.0/24`,
+      hubInterface: `n${i}`,
+    });
+  }
+  return {
+    name,
+    hubNetns: 'hub',
+    hubIP: '172.18.0.1',
+    nodeNetworkPrefix: 16,
+    serviceCIDR: '10.96.0.0/12',
+    clusterCIDR: '10.244.0.0/16',
+    dnsServiceIP: '10.96.0.10',
+    apiServerPort: 6443,
+    nodes,
+  };
+}
+
+/** The gateway of a node's pod network: the first address of its podCIDR. */
+export function podGateway(node: LabNodePlan): string {
+  return node.podCIDR.replace(/\.0\/24$/, '.1');
+}
+
+export interface NetworkScript {
+  /** Namespaces to create, hub first. */
+  readonly namespaces: readonly string[];
+  /** `ip -batch` lines to run in each namespace, in order (hub first). */
+  readonly batches: readonly { readonly netns: string; readonly lines: readonly string[] }[];
+  /** sysctls per namespace, `key=value`. */
+  readonly sysctls: readonly { readonly netns: string; readonly settings: readonly string[] }[];
+}
+
+/**
+ * The commands that build the lab network. Every namespace gets `lo` up; nodes get ip_forward
+ * and rp_filter=0 set explicitly (a new netns may inherit the host's IPv4 conf/all values), a
+ * default route via the hub (node-local clients need one before nat OUTPUT can DNAT), and a
+ * route to every other node's podCIDR.
+ */
+export function networkScript(plan: LabPlan): NetworkScript {
+  const hub = plan.hubNetns;
+  const hubLines = [
+    'link set lo up',
+    'link add br0 type bridge',
+    'link set br0 up',
+    `addr add ${plan.hubIP}/${plan.nodeNetworkPrefix} dev br0`,
+  ];
+  const batches: { netns: string; lines: string[] }[] = [{ netns: hub, lines: hubLines }];
+  const sysctls: { netns: string; settings: string[] }[] = [];
+  for (const n of plan.nodes) {
+    hubLines.push(
+      `link add ${n.hubInterface} type veth peer name eth0 netns ${n.netns}`,
+      `link set ${n.hubInterface} master br0 up`,
+    );
+  }
+  for (const n of plan.nodes) {
+    const lines = [
+      'link set lo up',
+      `addr add ${n.ip}/${plan.nodeNetworkPrefix} dev eth0`,
+      'link set eth0 up',
+      `route add default via ${plan.hubIP} dev eth0`,
+    ];
+    for (const other of plan.nodes)
+      if (other !== n) lines.push(`route add ${other.podCIDR} via ${other.ip} dev eth0`);
+    batches.push({ netns: n.netns, lines });
+    sysctls.push({
+      netns: n.netns,
+      settings: [
+        'net.ipv4.ip_forward=1',
+        'net.ipv4.conf.all.rp_filter=0',
+        'net.ipv4.conf.default.rp_filter=0',
+        'net.ipv4.conf.eth0.rp_filter=0',
+      ],
+    });
+  }
+  return { namespaces: [hub, ...plan.nodes.map((n) => n.netns)], batches, sysctls };
+}

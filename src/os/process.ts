@@ -1,0 +1,85 @@
+// Long-lived and interactive child processes (the Execer in exec.ts is for commands that run
+// to completion with captured output): starting a detached daemon whose output goes to a log
+// file, and running a command attached to the caller's terminal. Kept in src/os with the other
+// process seams.
+
+import { spawn } from 'node:child_process';
+import { openSync, closeSync } from 'node:fs';
+import { constants } from 'node:os';
+
+const osSignals: Partial<Record<string, number>> = constants.signals;
+
+/** Starts `cmd` detached from this process (own session), stdout+stderr appended to logFile. */
+export function spawnDetached(
+  cmd: string,
+  args: readonly string[],
+  logFile: string,
+  env?: Readonly<Record<string, string>>,
+): number {
+  const fd = openSync(logFile, 'a');
+  try {
+    const child = spawn(cmd, [...args], {
+      detached: true,
+      stdio: ['ignore', fd, fd],
+      env: env ? { ...process.env, ...env } : process.env,
+    });
+    child.unref();
+    if (child.pid === undefined) throw new Error(`${cmd}: could not be started`);
+    return child.pid;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Runs `cmd` with the caller's stdin/stdout/stderr; resolves with its exit code. */
+export function runAttached(cmd: string, args: readonly string[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, [...args], { stdio: 'inherit' });
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      resolve(code ?? (signal ? 128 : 1));
+    });
+  });
+}
+
+export interface ManagedProcess {
+  readonly pid: number;
+  /** Resolves with the exit code (128+n for a signal) when the process ends. */
+  readonly exited: Promise<number>;
+  signal(sig: NodeJS.Signals): void;
+}
+
+/**
+ * Starts a long-running child whose stdout and stderr are appended to logFile. The caller
+ * owns it: only `signal` on this handle ends it (never by name).
+ */
+export function startProcess(
+  cmd: string,
+  args: readonly string[],
+  logFile: string,
+  env?: Readonly<Record<string, string>>,
+): ManagedProcess {
+  const fd = openSync(logFile, 'a');
+  try {
+    const child = spawn(cmd, [...args], {
+      stdio: ['ignore', fd, fd],
+      env: env ? { ...process.env, ...env } : process.env,
+    });
+    const pid = child.pid;
+    if (pid === undefined) throw new Error(`${cmd}: could not be started`);
+    const exited = new Promise<number>((resolve) => {
+      child.on('exit', (code, sig) => {
+        resolve(code ?? (sig ? 128 + (osSignals[sig] ?? 0) : 1));
+      });
+    });
+    return {
+      pid,
+      exited,
+      signal: (sig) => {
+        if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+      },
+    };
+  } finally {
+    closeSync(fd);
+  }
+}
