@@ -25,12 +25,13 @@ import {
   type TraceMode,
 } from '../trace/packet.js';
 import { tracePacket } from '../trace/walk.js';
-import { formatIP } from '../util/ip.js';
+import { formatIP, parseCIDR } from '../util/ip.js';
+import { DEFAULT_CLUSTER_CIDRS, DEFAULT_NODE_IP, DEFAULT_NODE_NAME } from './render.js';
 import { action, collect, readSources } from './run.js';
 
 interface TraceFlags {
   rules?: string;
-  filename?: string[];
+  file?: string[];
   src: string;
   dst: string;
   sport?: string;
@@ -39,7 +40,8 @@ interface TraceFlags {
   fromExternal?: boolean;
   nodeIp?: string[];
   podCidr?: string[];
-  nodeName?: string;
+  clusterCidr?: string;
+  node?: string;
   inIface?: string;
   outIface?: string;
   ctState: string;
@@ -72,7 +74,7 @@ async function loadRules(
   family: 'IPv4' | 'IPv6',
   nodeIPs: string[],
 ): Promise<IptablesDocument> {
-  const files = flags.filename ?? [];
+  const files = flags.file ?? [];
   if ((flags.rules === undefined) === (files.length === 0))
     throw new SvcnetError('INVALID_INPUT', 'give exactly one of --rules FILE or -f FILE...');
   if (flags.rules !== undefined) {
@@ -86,13 +88,18 @@ async function loadRules(
     }
   }
   const set = parseManifests(await readSources(files));
-  const nodeName = flags.nodeName ?? set.nodes[0]?.metadata?.name ?? 'node';
+  // The same defaults as `svcnet render`, so both commands show the same rules.
+  const only = set.nodes.length === 1 ? set.nodes[0]?.metadata?.name : undefined;
+  const nodeName = flags.node ?? only ?? DEFAULT_NODE_NAME;
+  const cidrs = (flags.clusterCidr ?? flags.podCidr?.join(',') ?? DEFAULT_CLUSTER_CIDRS.join(','))
+    .split(',')
+    .map((c) => c.trim());
   const rendered = rulesFromManifests(set, {
     family,
     nodeName,
     nodeIP: nodeIPs[0] ?? '',
     localAddresses: nodeIPs,
-    clusterCIDR: flags.podCidr?.[0] ?? '',
+    clusterCIDR: cidrs.find((c) => parseCIDR(c)?.family === family) ?? '',
   });
   return rendered.document;
 }
@@ -117,8 +124,22 @@ async function runTrace(flags: TraceFlags): Promise<string> {
       }),
     undefined,
   );
-  const nodeIPs = collectErrors(() => parseAddressList('--node-ip', flags.nodeIp ?? []), []);
-  const podCIDRs = collectErrors(() => parseCIDRList('--pod-cidr', flags.podCidr ?? []), []);
+  const fromManifests = (flags.file ?? []).length > 0;
+  const nodeIPs = collectErrors(
+    () => parseAddressList('--node-ip', flags.nodeIp ?? (fromManifests ? [DEFAULT_NODE_IP] : [])),
+    [],
+  );
+  const podCIDRs = collectErrors(
+    () =>
+      parseCIDRList('--pod-cidr', [
+        ...(flags.podCidr ?? []),
+        ...(flags.clusterCidr?.split(',').map((c) => c.trim()) ?? []),
+        ...(fromManifests && flags.podCidr === undefined && flags.clusterCidr === undefined
+          ? DEFAULT_CLUSTER_CIDRS
+          : []),
+      ]),
+    [],
+  );
   const recent = parseAffinity(flags.affinity ?? [], errors);
   const ctState = flags.ctState.toUpperCase();
   if (!(CT_STATES as readonly string[]).includes(ctState))
@@ -165,6 +186,8 @@ async function runTrace(flags: TraceFlags): Promise<string> {
   });
   const result = tracePacket(doc, packet, ctx, { assumeKubeProxyHooks: flags.assumeHooks });
   const notes = [...result.notes];
+  if (fromManifests && flags.nodeIp === undefined)
+    notes.push(`node IP ${DEFAULT_NODE_IP} (default, as for svcnet render; set with --node-ip)`);
   if (nodeIPs.length === 0)
     notes.push(
       'no --node-ip given: only 127.0.0.0/8 counts as a node address (addrtype LOCAL, NodePorts)',
@@ -188,7 +211,7 @@ export function registerTraceCommand(program: Command): void {
     )
     .option('--rules <file>', 'iptables-save output or iptables-restore input (- for stdin)')
     .option(
-      '-f, --filename <file>',
+      '-f, --file <file>',
       'Kubernetes manifests (Services, EndpointSlices) rendered by the iptables planner (repeatable)',
       collect,
     )
@@ -203,17 +226,21 @@ export function registerTraceCommand(program: Command): void {
     .option('--from-external', 'the packet comes from outside the node (enters PREROUTING)')
     .option(
       '--node-ip <ip>',
-      "one of the node's own addresses (repeatable); the first is the node IP for -f",
+      `one of the node's own addresses (repeatable; with -f the first is the node IP, default ${DEFAULT_NODE_IP})`,
       collect,
     )
     .option(
       '--pod-cidr <cidr>',
-      'pod CIDR, to infer the origin (repeatable); the first is the cluster CIDR for -f',
+      'pod CIDR, to infer the origin (repeatable); with -f also the cluster CIDR unless --cluster-cidr is given',
       collect,
     )
     .option(
-      '--node-name <name>',
-      'with -f: the node whose rules to render (default: first Node in the manifests, else "node")',
+      '--cluster-cidr <cidr>',
+      `with -f: kube-proxy's cluster CIDR, a CIDR or comma-separated dual-stack pair (default: --pod-cidr, else ${DEFAULT_CLUSTER_CIDRS.join(',')})`,
+    )
+    .option(
+      '--node <name>',
+      `with -f: the node whose rules to render (default: the only Node in the manifests, else ${DEFAULT_NODE_NAME})`,
     )
     .option('--in-iface <name>', 'interface the packet arrives on (for -i matches)')
     .option('--out-iface <name>', 'interface the packet leaves by (for -o matches)')

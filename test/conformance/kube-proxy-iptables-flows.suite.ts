@@ -2,21 +2,34 @@
 // ../shared/fixtures/kube-proxy/iptables, traced by src/trace in its fixture-compatible mode
 // (the fixtures README's "Packet-flow semantics"). Each flow is one case.
 //
-// The rules a flow runs against are, in order of preference: the kube-proxy rule text the
-// fixture itself gives before the flow (preloadRuleset / expectRestoreInput / expectRuleset,
-// which is exactly kube-proxy's output), or the fixture's Services and EndpointSlices rendered
-// by our iptables renderer with the fixture's proxier profile. When neither is available the
-// case is skipped with the reason.
+// The rules a flow runs against are the kube-proxy rule text the fixture itself gives before
+// the flow (preloadRuleset / expectRestoreInput / expectRuleset: exactly kube-proxy's
+// output) when there is one; otherwise the fixture's Services and EndpointSlices as they
+// stand at that step, rendered by our iptables planner (one full sync) with the fixture's
+// proxier profile.
 
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { CaseResult, ConformanceSuite } from './harness.js';
 import { fixturesPresent } from './harness.js';
+import {
+  asEndpointSlices,
+  asRefs,
+  asServices,
+  iptablesOptions,
+  loadFixtures,
+  loadProfiles,
+  resolveProfile,
+  type FixtureProfile,
+} from './kube-proxy-fixtures.js';
+import type { EndpointSlice, Service } from '../../src/kube/types.js';
 import { parseDocument } from '../../src/netfilter/iptables/parse.js';
+import { renderDocument } from '../../src/netfilter/iptables/render.js';
+import { planIptables } from '../../src/proxy/iptables/plan.js';
+import { EndpointsChangeTracker } from '../../src/proxy/model/endpoints-change-tracker.js';
+import { ServiceChangeTracker } from '../../src/proxy/model/service-change-tracker.js';
+import { takeSnapshot } from '../../src/proxy/model/snapshot.js';
 import { tracePacket, type TraceResult } from '../../src/trace/walk.js';
 import { defaultContext, type Packet, type Protocol } from '../../src/trace/packet.js';
 import { parseIP, type ParsedIP } from '../../src/util/ip.js';
-import { renderFixtureRules, type FixtureObjects, type Profile } from './trace-fixture-rules.js';
 
 interface FlowTest {
   readonly name: string;
@@ -28,34 +41,16 @@ interface FlowTest {
   readonly masq: boolean;
 }
 
-interface Step {
-  readonly action: string;
-  readonly text?: string;
-  readonly objects?: readonly Record<string, unknown>[];
-  readonly tests?: readonly FlowTest[];
-}
-
-interface Fixture {
-  readonly test: string;
-  readonly subtest?: string;
-  readonly proxier?: { readonly profile: string; readonly overrides?: Record<string, unknown> };
-  readonly steps?: readonly Step[];
-}
-
-interface ProfilesFile {
-  readonly profiles: Record<string, Profile>;
-}
-
 /** The label kube-proxy's tracer gives one outcome (fixtures README, `output`). */
-export function fixtureLabel(o: TraceResult['outcomes'][number]): string {
+function fixtureLabel(o: TraceResult['outcomes'][number]): string {
   if (o.verdict === 'drop') return 'DROP';
   if (o.verdict === 'reject') return 'REJECT';
   if (o.verdictBy === 'rule' && o.path.at(-1)?.effect === 'accept') return 'ACCEPT';
   return o.dnat ?? '';
 }
 
-/** The fixture's `output` for a whole trace: the set of outcome labels, joined. */
-export function fixtureOutput(r: TraceResult): { labels: Set<string>; masq: boolean } {
+/** The fixture's view of a whole trace: the set of outcome labels, and masq on any path. */
+function fixtureOutput(r: TraceResult): { labels: Set<string>; masq: boolean } {
   const labels = new Set(r.outcomes.map(fixtureLabel));
   if (labels.size > 1) labels.delete('');
   return { labels, masq: r.outcomes.some((o) => o.masquerade) };
@@ -65,16 +60,31 @@ function keyOf(o: { metadata?: { namespace?: string; name?: string } }): string 
   return `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 }
 
-function runFlow(
-  rulesText: string,
-  profile: Profile,
-  t: FlowTest,
-): { ok: boolean; detail: string } {
-  const doc = parseDocument(rulesText);
+/** Our planner's restore text for the objects (one full sync). */
+function renderRules(
+  profile: FixtureProfile,
+  services: readonly Service[],
+  slices: readonly EndpointSlice[],
+): string {
+  const options = iptablesOptions(profile);
+  const st = new ServiceChangeTracker(profile.ipFamily);
+  const et = new EndpointsChangeTracker(profile.ipFamily, options.nodeName);
+  for (const s of services) st.update(undefined, s);
+  for (const e of slices) et.update(undefined, e);
+  const snap = takeSnapshot(st, et);
+  const plan = planIptables({
+    family: profile.ipFamily,
+    services: snap.services,
+    endpoints: snap.endpoints,
+    options,
+  });
+  return renderDocument(plan.document);
+}
+
+function runFlow(rulesText: string, profile: FixtureProfile, t: FlowTest): string | undefined {
   const src = parseIP(t.sourceIP);
   const dst = parseIP(t.destIP);
-  if (!src || !dst)
-    return { ok: false, detail: `bad addresses in fixture: ${t.sourceIP} ${t.destIP}` };
+  if (!src || !dst) return `bad addresses in fixture: ${t.sourceIP} ${t.destIP}`;
   const packet: Packet = {
     src,
     dst,
@@ -82,118 +92,83 @@ function runFlow(
     srcPort: 40000,
     dstPort: t.destPort,
   };
-  const local: ParsedIP[] = [];
-  for (const a of profile.tracerLocalIPs) {
-    const ip = parseIP(a);
-    if (ip) local.push(ip);
-  }
+  const local = profile.tracerLocalIPs.map(parseIP).filter((a): a is ParsedIP => !!a);
   const ctx = defaultContext('pod', local, { mode: 'fixture-compatible' });
-  const result = tracePacket(doc, packet, ctx);
+  const result = tracePacket(parseDocument(rulesText), packet, ctx);
   const { labels, masq } = fixtureOutput(result);
   const expected = new Set(t.output === '' ? [''] : t.output.split(', '));
   const same = labels.size === expected.size && [...labels].every((l) => expected.has(l));
-  const got = [...labels].sort().join(', ');
-  const ok = same && masq === t.masq;
+  if (same && masq === t.masq) return undefined;
   const unsupported = result.unsupported.map(
     (u) => `${u.chain} #${u.rule}: ${u.reasons.join('; ')}`,
   );
-  return {
-    ok,
-    detail: ok
-      ? ''
-      : `expected output ${JSON.stringify(t.output)} masq=${t.masq}, got ${JSON.stringify(got)} masq=${masq}` +
-        (unsupported.length > 0 ? `\nunsupported: ${unsupported.join(' | ')}` : ''),
-  };
+  return (
+    `expected output ${JSON.stringify(t.output)} masq=${t.masq}, got ${JSON.stringify([...labels].sort().join(', '))} masq=${masq}` +
+    (unsupported.length > 0 ? `\nunsupported: ${unsupported.join(' | ')}` : '')
+  );
 }
 
 export const suite: ConformanceSuite = {
   name: 'kube-proxy-iptables-flows',
   run() {
     const dir = fixturesPresent('kube-proxy/iptables');
-    const profilesDir = fixturesPresent('kube-proxy');
-    if (!dir || !profilesDir)
+    const kubeProxyDir = fixturesPresent('kube-proxy');
+    if (!dir || !kubeProxyDir)
       return Promise.resolve({
         skipped: 'fixtures absent: ../shared/fixtures/kube-proxy/iptables',
       });
-    const profiles = (
-      JSON.parse(readFileSync(join(profilesDir, 'profiles.json'), 'utf8')) as ProfilesFile
-    ).profiles;
+    const profiles = loadProfiles(kubeProxyDir);
     const results: CaseResult[] = [];
-    for (const file of readdirSync(dir)
-      .filter((f) => f.endsWith('.json'))
-      .sort()) {
-      const fx = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Fixture;
+    for (const fx of loadFixtures(dir)) {
       const steps = fx.steps ?? [];
       if (!steps.some((s) => s.action === 'packetFlow')) continue;
-      const base = profiles[fx.proxier?.profile ?? 'iptables-ipv4'];
-      if (!base) {
-        results.push({
-          name: file,
-          status: 'failed',
-          detail: `unknown profile ${fx.proxier?.profile ?? ''}`,
-        });
+      let profile: FixtureProfile;
+      try {
+        profile = resolveProfile(profiles, fx);
+      } catch (e) {
+        results.push({ name: fx.file, status: 'failed', detail: String(e) });
         continue;
       }
-      const profile: Profile = { ...base, ...(fx.proxier?.overrides ?? {}) };
-      const services = new Map<string, Record<string, unknown>>();
-      const slices = new Map<string, Record<string, unknown>>();
-      let text: string | undefined;
-      let textFromFixture = false;
+      const services = new Map<string, Service>();
+      const slices = new Map<string, EndpointSlice>();
+      let fixtureText: string | undefined;
       let flowStep = 0;
       for (const s of steps) {
         switch (s.action) {
           case 'upsertServices':
-            for (const o of s.objects ?? []) services.set(keyOf(o), o);
-            textFromFixture = false;
+            for (const o of asServices(s)) services.set(keyOf(o), o);
+            fixtureText = undefined;
             break;
           case 'upsertEndpointSlices':
-            for (const o of s.objects ?? []) slices.set(keyOf(o), o);
-            textFromFixture = false;
+            for (const o of asEndpointSlices(s)) slices.set(keyOf(o), o);
+            fixtureText = undefined;
             break;
           case 'deleteServices':
-            for (const o of s.objects ?? [])
-              services.delete(`${String(o.namespace)}/${String(o.name)}`);
-            textFromFixture = false;
+            for (const r of asRefs(s)) services.delete(`${r.namespace}/${r.name}`);
+            fixtureText = undefined;
             break;
           case 'deleteEndpointSlices':
-            for (const o of s.objects ?? [])
-              slices.delete(`${String(o.namespace)}/${String(o.name)}`);
-            textFromFixture = false;
+            for (const r of asRefs(s)) slices.delete(`${r.namespace}/${r.name}`);
+            fixtureText = undefined;
             break;
           case 'preloadRuleset':
           case 'expectRestoreInput':
           case 'expectRuleset':
-            if (s.text !== undefined) {
-              text = s.text;
-              textFromFixture = true;
-            }
+            fixtureText = s.text;
             break;
           case 'packetFlow': {
             flowStep++;
-            let rules: string | undefined = textFromFixture ? text : undefined;
-            let why = '';
-            if (rules === undefined) {
-              const objects: FixtureObjects = {
-                services: [...services.values()],
-                endpointSlices: [...slices.values()],
-              };
-              const rendered = renderFixtureRules(objects, profile);
-              if ('text' in rendered) rules = rendered.text;
-              else why = rendered.unavailable;
-            }
-            for (const t of s.tests ?? []) {
-              const name = `${file.replace(/\.json$/, '')}#${flowStep} ${t.name}`;
-              if (rules === undefined) {
-                results.push({ name, status: 'skipped', detail: why });
-                continue;
-              }
+            const rules =
+              fixtureText ?? renderRules(profile, [...services.values()], [...slices.values()]);
+            for (const t of (s.tests ?? []) as FlowTest[]) {
+              const name = `${fx.file.replace(/\.json$/, '')}#${flowStep} ${t.name}`;
               try {
-                const r = runFlow(rules, profile, t);
-                results.push({
-                  name,
-                  status: r.ok ? 'passed' : 'failed',
-                  ...(r.ok ? {} : { detail: r.detail }),
-                });
+                const failure = runFlow(rules, profile, t);
+                results.push(
+                  failure === undefined
+                    ? { name, status: 'passed' }
+                    : { name, status: 'failed', detail: failure },
+                );
               } catch (e) {
                 results.push({
                   name,
