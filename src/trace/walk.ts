@@ -114,6 +114,17 @@ export interface TraceOptions {
   readonly assumeKubeProxyHooks?: boolean;
 }
 
+/** A ruleset ready to trace many packets: the view, and rules compiled as they are met. */
+export interface PreparedRuleset {
+  readonly view: RulesetView;
+  readonly compiled: Map<Rule, CompiledRule>;
+}
+
+/** Prepares `doc` once for several traces (tracePacket accepts either). */
+export function prepareRuleset(doc: IptablesDocument, options: TraceOptions = {}): PreparedRuleset {
+  return { view: buildView(doc, options.assumeKubeProxyHooks ?? true), compiled: new Map() };
+}
+
 interface State {
   src: ParsedIP;
   dst: ParsedIP;
@@ -141,7 +152,7 @@ function cloneState(s: State): State {
 
 /** The walker over one ruleset view; one instance per trace. */
 class Walker {
-  private readonly compiled = new Map<Rule, CompiledRule>();
+  private readonly compiled: Map<Rule, CompiledRule>;
   private readonly unsupported = new Map<Rule, UnsupportedRule>();
   readonly notes = new Set<string>();
   /** Text for the next step: set when a random rule was taken, consumed by its target step. */
@@ -151,8 +162,9 @@ class Walker {
   private readonly packet: Packet;
   private readonly ctx: TraceContext;
 
-  constructor(view: RulesetView, packet: Packet, ctx: TraceContext) {
-    this.view = view;
+  constructor(rules: PreparedRuleset, packet: Packet, ctx: TraceContext) {
+    this.view = rules.view;
+    this.compiled = rules.compiled;
     this.packet = packet;
     this.ctx = ctx;
   }
@@ -165,9 +177,9 @@ class Walker {
     let c = this.compiled.get(r);
     if (!c) {
       c = compileRule(r.args);
-      for (const n of c.notes) this.notes.add(`line ${r.line ?? '?'}: ${n}`);
       this.compiled.set(r, c);
     }
+    for (const n of c.notes) this.notes.add(`line ${r.line ?? '?'}: ${n}`);
     return c;
   }
 
@@ -485,13 +497,14 @@ interface Done {
  * evaluate: they are listed in `unsupported` and assumed not to match.
  */
 export function tracePacket(
-  doc: IptablesDocument,
+  rules: IptablesDocument | PreparedRuleset,
   packet: Packet,
   ctx: TraceContext,
   options: TraceOptions = {},
 ): TraceResult {
-  const view = buildView(doc, options.assumeKubeProxyHooks ?? true);
-  const walker = new Walker(view, packet, ctx);
+  const prepared = 'view' in rules ? rules : prepareRuleset(rules, options);
+  const view = prepared.view;
+  const walker = new Walker(prepared, packet, ctx);
   const notes: string[] = [];
   if (view.assumedChains.length > 0)
     notes.push(
