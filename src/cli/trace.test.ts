@@ -41,6 +41,7 @@ metadata:
 addressType: IPv4
 endpoints:
 - addresses: [10.244.1.2]
+  targetRef: {kind: Pod, name: web-a}
 - addresses: [10.244.2.2]
 ports: [{name: http, port: 8080, protocol: TCP}]
 `;
@@ -100,6 +101,20 @@ test('svcnet trace: tree, --json, -f manifests, and exit 2 naming the bad field 
     assert.equal(rendered.code, 0, rendered.stderr);
     const r2 = JSON.parse(rendered.stdout) as { outcomes: { dnat: string; masquerade: boolean }[] };
     assert.deepEqual(r2.outcomes.map((o) => o.dnat).sort(), ['10.244.1.2:8080', '10.244.2.2:8080']);
+
+    const brief = svcnet([
+      'trace',
+      '-f',
+      manifests,
+      '--src',
+      '10.244.0.5',
+      '--dst',
+      '10.96.0.20:80',
+      '--brief',
+    ]);
+    assert.equal(brief.code, 0, brief.stderr);
+    assert.match(brief.stdout, /endpoint 10\.244\.1\.2:8080 \(Pod default\/web-a\)/);
+    assert.doesNotMatch(brief.stdout, /KUBE-SEP-/);
 
     const badArgs = svcnet([
       'trace',

@@ -7,7 +7,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { ValidationError, SvcnetError, type FieldError } from '../errors.js';
-import { parseManifests } from '../kube/manifest.js';
+import { parseManifests, type ManifestSet } from '../kube/manifest.js';
 import type { IptablesDocument } from '../netfilter/iptables/model.js';
 import { parseDocument } from '../netfilter/iptables/parse.js';
 import { formatTraceText, traceToJSON } from '../trace/format.js';
@@ -24,7 +24,7 @@ import {
   type RecentEntry,
   type TraceMode,
 } from '../trace/packet.js';
-import { tracePacket } from '../trace/walk.js';
+import { nameEndpoints, tracePacket } from '../trace/walk.js';
 import { formatIP, parseCIDR } from '../util/ip.js';
 import { DEFAULT_CLUSTER_CIDRS, DEFAULT_NODE_IP, DEFAULT_NODE_NAME } from './render.js';
 import { action, collect, readSources } from './run.js';
@@ -51,6 +51,7 @@ interface TraceFlags {
   assumeHooks: boolean;
   json?: boolean;
   verbose?: boolean;
+  brief?: boolean;
 }
 
 function parseAffinity(values: readonly string[], errors: FieldError[]): RecentEntry[] {
@@ -69,18 +70,32 @@ function parseAffinity(values: readonly string[], errors: FieldError[]): RecentE
   return out;
 }
 
+/** Endpoint address → `Kind ns/name` from the EndpointSlices' targetRefs. */
+function endpointNames(set: ManifestSet): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const slice of set.endpointSlices)
+    for (const ep of slice.endpoints ?? []) {
+      const ref = ep.targetRef;
+      if (ref?.name === undefined) continue;
+      const ns = ref.namespace ?? slice.metadata?.namespace;
+      for (const a of ep.addresses)
+        names.set(a, `${ref.kind ?? 'Pod'} ${ns !== undefined ? `${ns}/` : ''}${ref.name}`);
+    }
+  return names;
+}
+
 async function loadRules(
   flags: TraceFlags,
   family: 'IPv4' | 'IPv6',
   nodeIPs: string[],
-): Promise<IptablesDocument> {
+): Promise<{ doc: IptablesDocument; names: Map<string, string> }> {
   const files = flags.file ?? [];
   if ((flags.rules === undefined) === (files.length === 0))
     throw new SvcnetError('INVALID_INPUT', 'give exactly one of --rules FILE or -f FILE...');
   if (flags.rules !== undefined) {
     const [src] = await readSources([flags.rules]);
     try {
-      return parseDocument(src?.text ?? '');
+      return { doc: parseDocument(src?.text ?? ''), names: new Map() };
     } catch (e) {
       if (e instanceof SvcnetError)
         throw new SvcnetError(e.code, `${flags.rules}: ${e.message}`, { cause: e });
@@ -101,7 +116,7 @@ async function loadRules(
     localAddresses: nodeIPs,
     clusterCIDR: cidrs.find((c) => parseCIDR(c)?.family === family) ?? '',
   });
-  return rendered.document;
+  return { doc: rendered.document, names: endpointNames(set) };
 }
 
 async function runTrace(flags: TraceFlags): Promise<string> {
@@ -174,7 +189,7 @@ async function runTrace(flags: TraceFlags): Promise<string> {
     });
   if (errors.length > 0 || !packet) throw new ValidationError(errors);
 
-  const doc = await loadRules(flags, packet.src.family, nodeIPs.map(formatIP));
+  const { doc, names } = await loadRules(flags, packet.src.family, nodeIPs.map(formatIP));
   const origin = origins[0] ?? inferOrigin(packet.src, nodeIPs, podCIDRs);
   const ctx = defaultContext(origin, nodeIPs, {
     ctState: ctState as CtState,
@@ -184,7 +199,10 @@ async function runTrace(flags: TraceFlags): Promise<string> {
     ...(flags.inIface !== undefined ? { inInterface: flags.inIface } : {}),
     ...(flags.outIface !== undefined ? { outInterface: flags.outIface } : {}),
   });
-  const result = tracePacket(doc, packet, ctx, { assumeKubeProxyHooks: flags.assumeHooks });
+  const result = nameEndpoints(
+    tracePacket(doc, packet, ctx, { assumeKubeProxyHooks: flags.assumeHooks }),
+    names,
+  );
   const notes = [...result.notes];
   if (fromManifests && flags.nodeIp === undefined)
     notes.push(`node IP ${DEFAULT_NODE_IP} (default, as for svcnet render; set with --node-ip)`);
@@ -199,7 +217,7 @@ async function runTrace(flags: TraceFlags): Promise<string> {
   const full = { ...result, notes };
   return flags.json
     ? JSON.stringify(traceToJSON(full), null, 2)
-    : formatTraceText(full, flags.verbose === true);
+    : formatTraceText(full, flags.brief ? 'brief' : flags.verbose ? 'verbose' : 'normal');
 }
 
 /** Registers `svcnet trace`. */
@@ -264,6 +282,7 @@ export function registerTraceCommand(program: Command): void {
       "do not add kube-proxy's built-in-chain jumps when the input has none",
     )
     .option('--json', 'print JSON instead of the readable tree')
+    .option('--brief', 'print only the outcomes, not the rules on their paths')
     .option('--verbose', 'print the rule text of every step, also of jumps where nothing matched')
     .action(action('trace', runTrace));
 }

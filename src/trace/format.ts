@@ -37,7 +37,7 @@ export function describeOutcome(o: Outcome): string {
   else parts.push('accepted, no Service translation');
   if (o.servicePort !== undefined)
     parts.push(
-      `Service ${o.servicePort}${o.endpoint !== undefined ? `, endpoint ${o.endpoint}` : ''}`,
+      `Service ${o.servicePort}${o.endpoint !== undefined ? `, endpoint ${o.endpoint}` : ''}${o.endpointObject !== undefined ? ` (${o.endpointObject})` : ''}`,
     );
   if (o.verdict === 'accept') {
     if (o.delivery === 'local') parts.push('delivered to the node itself');
@@ -75,11 +75,15 @@ function showText(s: TraceStep, verbose: boolean): boolean {
   return s.empty !== true && s.effect !== 'return';
 }
 
+/** How much of each path the tree shows. */
+export type Detail = 'brief' | 'normal' | 'verbose';
+
 /**
- * The readable tree. `verbose` also prints the rule text of jumps that found nothing and of
- * RETURNs.
+ * The readable tree. `brief` prints only the outcomes; `verbose` also prints the rule text
+ * of jumps that found nothing and of RETURNs.
  */
-export function formatTraceText(r: TraceResult, verbose = false): string {
+export function formatTraceText(r: TraceResult, detail: Detail = 'normal'): string {
+  const verbose = detail === 'verbose';
   const p = r.packet;
   const ctx = r.context;
   const lines: string[] = [];
@@ -99,6 +103,7 @@ export function formatTraceText(r: TraceResult, verbose = false): string {
   r.outcomes.forEach((o, i) => {
     lines.push('');
     lines.push(`[${i + 1}] ${formatPercent(o.probability)}  ${describeOutcome(o)}`);
+    if (detail === 'brief') return;
     let hook = '';
     for (const s of o.path) {
       if (s.hook !== hook) {

@@ -87,6 +87,8 @@ export interface Outcome {
   /** The Service port and endpoint the path went through (from rule comments). */
   readonly servicePort?: string;
   readonly endpoint?: string;
+  /** The object behind the endpoint (e.g. `Pod default/nginx-…`), when the caller knows it. */
+  readonly endpointObject?: string;
   readonly path: readonly TraceStep[];
 }
 
@@ -701,4 +703,19 @@ function toOutcome(d: Done, ctx: TraceContext): Outcome {
 /** The address text used in outputs. */
 export function addressText(ip: ParsedIP): string {
   return formatIP(ip);
+}
+
+/**
+ * Names the object behind each outcome's endpoint (`ip` → e.g. `Pod default/web-1`), as
+ * EndpointSlice targetRefs give them when the rules came from manifests.
+ */
+export function nameEndpoints(r: TraceResult, names: ReadonlyMap<string, string>): TraceResult {
+  return {
+    ...r,
+    outcomes: r.outcomes.map((o) => {
+      const host = o.dnat?.replace(/^\[?([^\]]*?)\]?:\d+$/, '$1');
+      const name = host === undefined ? undefined : names.get(host);
+      return name === undefined ? o : { ...o, endpointObject: name };
+    }),
+  };
 }
