@@ -430,7 +430,7 @@ async function observe(s: Scenario): Promise<Observation> {
     dst,
     port: Number(port),
     ...(s.bind ? { src: s.src } : {}),
-    timeoutMs: dropExpected ? 1500 : 4000,
+    timeoutMs: dropExpected ? 1500 : 8000,
   });
 }
 
