@@ -29,10 +29,11 @@ class Harness {
   readonly svcs: ServiceChangeTracker;
   readonly eps: EndpointsChangeTracker;
   state: PlanState | undefined;
-  constructor(
-    readonly options: IptablesProxierOptions = OPTS,
-    readonly family: IPFamily = 'IPv4',
-  ) {
+  readonly options: IptablesProxierOptions;
+  readonly family: IPFamily;
+  constructor(options: IptablesProxierOptions = OPTS, family: IPFamily = 'IPv4') {
+    this.options = options;
+    this.family = family;
     this.svcs = new ServiceChangeTracker(family);
     this.eps = new EndpointsChangeTracker(family, options.nodeName);
   }
