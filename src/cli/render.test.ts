@@ -33,7 +33,7 @@ test('renders examples/nginx.yaml as kube-proxy would, IPv4 only', async () => {
   assert.match(out, /! -s 10\.244\.0\.0\/16 -j KUBE-MARK-MASQ/, 'default cluster CIDR');
   assert.match(
     out,
-    /#   iptables -t nat -I PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES/,
+    /# {3}iptables -t nat -I PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES/,
   );
 });
 
