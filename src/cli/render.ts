@@ -11,7 +11,7 @@ import { parseManifests } from '../kube/manifest.js';
 import type { ManifestSet } from '../kube/manifest.js';
 import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
 import type { Node } from '../kube/types.js';
-import { renderDocument, quoteArg } from '../netfilter/iptables/render.js';
+import { quoteArg } from '../netfilter/iptables/render.js';
 import { defaultKubeProxyConfig, parseKubeProxyConfiguration } from '../proxy/config.js';
 import type { KubeProxyConfig } from '../proxy/config.js';
 import { DEFAULT_OPTIONS, masqueradeMarkFromBit } from '../proxy/iptables/options.js';
@@ -189,7 +189,7 @@ function formatSection(family: IPFamily, plan: IptablesPlan): string {
   const lines = [
     `# ===== ${family}: input for \`${bin}-restore --noflush --counters\` =====`,
     `# ${plan.numServices} service ports, ${plan.numEndpoints} endpoints; filter ${plan.counts.filterRules} rules, nat ${plan.counts.natRulesTotal} rules`,
-    renderDocument(plan.document).trimEnd(),
+    plan.text.trimEnd(),
     `# ===== ${family}: also ensured by kube-proxy outside the restore (full syncs) =====`,
     ...plan.canaryChains.map((c) => `#   ${bin} -t ${c.table} -N ${c.chain}`),
     ...plan.jumps.map(

@@ -8,7 +8,6 @@
 import { join } from 'node:path';
 import type { EndpointSlice, Service } from '../../src/kube/types.js';
 import { parseDocument, splitArgs } from '../../src/netfilter/iptables/parse.js';
-import { renderDocument } from '../../src/netfilter/iptables/render.js';
 import { FakeIptables } from '../../src/netfilter/iptables/fake.js';
 import type { IptablesTableName } from '../../src/netfilter/iptables/model.js';
 import { ServiceChangeTracker } from '../../src/proxy/model/service-change-tracker.js';
@@ -108,7 +107,7 @@ class FixtureProxier {
       this.ipt.ensureChainSync(j.table, j.targetChain);
       this.ipt.ensureRuleSync('prepend', j.table, j.sourceChain, j.args);
     }
-    const text = renderDocument(plan.document);
+    const text = plan.text;
     this.lastRestoreText = text;
     try {
       this.ipt.restoreSync(text, { noflush: true, counters: true });

@@ -1,10 +1,10 @@
 // The rules of one Service port, as kube-proxy's iptables mode writes them: the captures in
 // nat KUBE-SERVICES / KUBE-NODEPORTS, the REJECT/DROP rules in filter for missing (local)
 // endpoints, the health-check ACCEPT, and the port's own KUBE-SVC/SVL/EXT/FW/SEP chains.
-// Each part is a small builder; planServicePort() strings them together. Pure.
+// Each part is a small builder; planServicePort() strings them together. Output is rule
+// text (see rule-writer.ts). Pure.
 
-import type { Rule } from '../../netfilter/iptables/model.js';
-import type { EndpointInfo } from '../../proxy/model/endpoint.js';
+import type { EndpointInfo } from '../model/endpoint.js';
 import { categorizeEndpoints } from '../model/categorize.js';
 import type { CategorizedEndpoints } from '../model/categorize.js';
 import {
@@ -29,6 +29,7 @@ import type { ServicePortChains } from './names.js';
 import { ifLocal, ifNotLocal, isDetectorImplemented } from './options.js';
 import type { IptablesProxierOptions } from './options.js';
 import { computeProbability } from './probability.js';
+import { RuleWriter, chainLine, commentArgs } from './rule-writer.js';
 
 /** What a plan needs besides the Service port itself. */
 export interface ServicePlanContext {
@@ -36,22 +37,36 @@ export interface ServicePlanContext {
   readonly options: IptablesProxierOptions;
   /** Drop per-endpoint comments (kube-proxy's large-cluster mode). */
   readonly largeClusterMode: boolean;
-  /** Memo of KUBE-SEP names (hashing is the hot path of a big sync). */
-  readonly sepNames: Map<string, string>;
+  /** Memo of KUBE-SEP names per endpoint object (hashing is the hot path of a big sync). */
+  readonly sepNames: WeakMap<EndpointInfo, SepName>;
 }
 
-/** Everything one Service port contributes to a restore. */
+/** A memoised KUBE-SEP name and the KUBE-SVC chain it was computed for. */
+export interface SepName {
+  readonly svc: string;
+  readonly name: string;
+}
+
+/** Everything one Service port contributes to a restore, as rule text. */
 export interface ServicePortFragment {
   readonly key: string;
   readonly serviceKey: string;
+  /** The inputs it was planned from (a full sync reuses it when they are the same objects). */
+  readonly source: { readonly sp: ServicePortInfo; readonly endpoints: readonly EndpointInfo[] };
+  readonly largeClusterMode: boolean;
   /** filter rules (KUBE-SERVICES, KUBE-EXTERNAL-SERVICES, KUBE-PROXY-FIREWALL, KUBE-NODEPORTS). */
-  readonly filterRules: readonly Rule[];
+  readonly filterText: string;
+  readonly filterRules: number;
   /** nat rules in KUBE-SERVICES / KUBE-NODEPORTS (written on every sync). */
-  readonly natDispatchRules: readonly Rule[];
+  readonly natDispatchText: string;
+  readonly natDispatchRules: number;
   /** The port's own nat chains, in declaration order (written only when it changed). */
   readonly natChains: readonly string[];
+  /** `:CHAIN - [0:0]` lines of natChains. */
+  readonly natChainDecls: string;
   /** Rules of natChains. */
-  readonly natChainRules: readonly Rule[];
+  readonly natChainText: string;
+  readonly natChainRules: number;
   readonly numEndpoints: number;
   readonly noLocalEndpointsInternal: boolean;
   readonly noLocalEndpointsExternal: boolean;
@@ -73,8 +88,15 @@ interface PortPlan {
   readonly usesFWChain: boolean;
   readonly usesClusterChain: boolean;
   readonly usesLocalChain: boolean;
-  readonly internalFilter: { target: string; comment: string };
-  readonly externalFilter: { target: string; comment: string };
+  /** Comment and target of filter rules for traffic without (local) endpoints. */
+  readonly noEndpoints: { readonly comment: string; readonly target: string };
+}
+
+interface Writers {
+  readonly filter: RuleWriter;
+  readonly dispatch: RuleWriter;
+  readonly chains: string[];
+  readonly rules: RuleWriter;
 }
 
 function decide(
@@ -89,10 +111,6 @@ function decide(
   });
   const hasEndpoints = cat.hasAnyEndpoints;
   const noLocal = cat.localEndpoints.length === 0;
-  const hasInternalEndpoints = hasEndpoints && !(sp.internalPolicyLocal && noLocal);
-  const hasExternalEndpoints = hasEndpoints && !(sp.externalPolicyLocal && noLocal);
-  const reject = { target: 'REJECT', comment: `${sp.nameString} has no endpoints` };
-  const drop = { target: 'DROP', comment: `${sp.nameString} has no local endpoints` };
   return {
     sp,
     ctx,
@@ -100,8 +118,8 @@ function decide(
     proto: sp.protocol.toLowerCase(),
     cat,
     hasEndpoints,
-    hasInternalEndpoints,
-    hasExternalEndpoints,
+    hasInternalEndpoints: hasEndpoints && !(sp.internalPolicyLocal && noLocal),
+    hasExternalEndpoints: hasEndpoints && !(sp.externalPolicyLocal && noLocal),
     internalChain: sp.internalPolicyLocal ? chains.svl : chains.svc,
     externalPolicyChain: sp.externalPolicyLocal ? chains.svl : chains.svc,
     usesExternalChain: hasEndpoints && isExternallyAccessible(sp),
@@ -109,248 +127,177 @@ function decide(
       hasEndpoints && sp.loadBalancerVIPs.length > 0 && sp.loadBalancerSourceRanges.length > 0,
     usesClusterChain: cat.clusterEndpoints.length > 0 && usesClusterEndpoints(sp),
     usesLocalChain: cat.localEndpoints.length > 0 && usesLocalEndpoints(sp),
-    internalFilter: hasEndpoints ? drop : reject,
-    externalFilter: hasEndpoints ? drop : reject,
+    noEndpoints: hasEndpoints
+      ? { comment: `${sp.nameString} has no local endpoints`, target: 'DROP' }
+      : { comment: `${sp.nameString} has no endpoints`, target: 'REJECT' },
   };
 }
 
-function comment(text: string): string[] {
-  return ['-m', 'comment', '--comment', text];
-}
-
 /** `-m tcp -p tcp -d IP --dport P`: the destination match of every capture rule. */
-function dest(p: PortPlan, ip: string, port: number): string[] {
-  return ['-m', p.proto, '-p', p.proto, '-d', ip, '--dport', String(port)];
+function dest(p: PortPlan, ip: string, port: number): string {
+  return `-m ${p.proto} -p ${p.proto} -d ${ip} --dport ${port}`;
 }
 
-function clusterIPRules(p: PortPlan, nat: Rule[], filter: Rule[]): void {
+function clusterIPRules(p: PortPlan, w: Writers): void {
   const { sp } = p;
+  const d = dest(p, sp.clusterIP, sp.port);
   if (p.hasInternalEndpoints)
-    nat.push({
-      chain: KUBE_SERVICES,
-      args: [
-        ...comment(`${sp.nameString} cluster IP`),
-        ...dest(p, sp.clusterIP, sp.port),
-        '-j',
-        p.internalChain,
-      ],
-    });
+    w.dispatch.add(
+      KUBE_SERVICES,
+      `${commentArgs(`${sp.nameString} cluster IP`)} ${d} -j ${p.internalChain}`,
+    );
   else
-    filter.push({
-      chain: KUBE_SERVICES,
-      args: [
-        ...comment(p.internalFilter.comment),
-        ...dest(p, sp.clusterIP, sp.port),
-        '-j',
-        p.internalFilter.target,
-      ],
-    });
+    w.filter.add(
+      KUBE_SERVICES,
+      `${commentArgs(p.noEndpoints.comment)} ${d} -j ${p.noEndpoints.target}`,
+    );
 }
 
-function externalIPRules(p: PortPlan, nat: Rule[], filter: Rule[]): void {
+function externalIPRules(p: PortPlan, w: Writers): void {
   const { sp } = p;
   for (const ip of sp.externalIPs) {
+    const d = dest(p, ip, sp.port);
     if (p.hasEndpoints)
-      nat.push({
-        chain: KUBE_SERVICES,
-        args: [
-          ...comment(`${sp.nameString} external IP`),
-          ...dest(p, ip, sp.port),
-          '-j',
-          p.chains.ext,
-        ],
-      });
+      w.dispatch.add(
+        KUBE_SERVICES,
+        `${commentArgs(`${sp.nameString} external IP`)} ${d} -j ${p.chains.ext}`,
+      );
     if (!p.hasExternalEndpoints)
-      filter.push({
-        chain: KUBE_EXTERNAL_SERVICES,
-        args: [
-          ...comment(p.externalFilter.comment),
-          ...dest(p, ip, sp.port),
-          '-j',
-          p.externalFilter.target,
-        ],
-      });
+      w.filter.add(
+        KUBE_EXTERNAL_SERVICES,
+        `${commentArgs(p.noEndpoints.comment)} ${d} -j ${p.noEndpoints.target}`,
+      );
   }
 }
 
-function loadBalancerRules(p: PortPlan, nat: Rule[], filter: Rule[]): void {
+function loadBalancerRules(p: PortPlan, w: Writers): void {
   const { sp } = p;
   const lbChain = p.usesFWChain ? p.chains.fw : p.chains.ext;
   for (const ip of sp.loadBalancerVIPs) {
+    const d = dest(p, ip, sp.port);
     if (p.hasEndpoints)
-      nat.push({
-        chain: KUBE_SERVICES,
-        args: [
-          ...comment(`${sp.nameString} loadbalancer IP`),
-          ...dest(p, ip, sp.port),
-          '-j',
-          lbChain,
-        ],
-      });
+      w.dispatch.add(
+        KUBE_SERVICES,
+        `${commentArgs(`${sp.nameString} loadbalancer IP`)} ${d} -j ${lbChain}`,
+      );
     if (p.usesFWChain)
-      filter.push({
-        chain: KUBE_PROXY_FIREWALL,
-        args: [
-          ...comment(`${sp.nameString} traffic not accepted by ${p.chains.fw}`),
-          ...dest(p, ip, sp.port),
-          '-j',
-          'DROP',
-        ],
-      });
+      w.filter.add(
+        KUBE_PROXY_FIREWALL,
+        `${commentArgs(`${sp.nameString} traffic not accepted by ${p.chains.fw}`)} ${d} -j DROP`,
+      );
   }
   if (!p.hasExternalEndpoints)
     for (const ip of sp.loadBalancerVIPs)
-      filter.push({
-        chain: KUBE_EXTERNAL_SERVICES,
-        args: [
-          ...comment(p.externalFilter.comment),
-          ...dest(p, ip, sp.port),
-          '-j',
-          p.externalFilter.target,
-        ],
-      });
+      w.filter.add(
+        KUBE_EXTERNAL_SERVICES,
+        `${commentArgs(p.noEndpoints.comment)} ${dest(p, ip, sp.port)} -j ${p.noEndpoints.target}`,
+      );
 }
 
-function nodePortRules(p: PortPlan, nat: Rule[], filter: Rule[]): void {
+function nodePortRules(p: PortPlan, w: Writers): void {
   const { sp, ctx } = p;
   if (sp.nodePort === 0) return;
-  const np = String(sp.nodePort);
+  const mp = `-m ${p.proto} -p ${p.proto}`;
   if (p.hasEndpoints) {
     const o = ctx.options;
+    const c = commentArgs(sp.nameString);
     if (o.localhostNodePorts && ctx.family === 'IPv4' && o.nfacct.localhostNodePortsAccepted)
-      nat.push({
-        chain: KUBE_NODEPORTS,
-        args: [
-          ...comment(sp.nameString),
-          ...['-m', p.proto, '-p', p.proto, '-d', '127.0.0.0/8', '--dport', np],
-          ...['-m', 'nfacct', '--nfacct-name', NFACCT_LOCALHOST_NODEPORTS_ACCEPTED],
-          ...['-j', p.chains.ext],
-        ],
-      });
-    nat.push({
-      chain: KUBE_NODEPORTS,
-      args: [
-        ...comment(sp.nameString),
-        ...['-m', p.proto, '-p', p.proto, '--dport', np, '-j', p.chains.ext],
-      ],
-    });
+      w.dispatch.add(
+        KUBE_NODEPORTS,
+        `${c} ${mp} -d 127.0.0.0/8 --dport ${sp.nodePort} ` +
+          `-m nfacct --nfacct-name ${NFACCT_LOCALHOST_NODEPORTS_ACCEPTED} -j ${p.chains.ext}`,
+      );
+    w.dispatch.add(KUBE_NODEPORTS, `${c} ${mp} --dport ${sp.nodePort} -j ${p.chains.ext}`);
   }
   if (!p.hasExternalEndpoints)
-    filter.push({
-      chain: KUBE_EXTERNAL_SERVICES,
-      args: [
-        ...comment(p.externalFilter.comment),
-        ...['-m', 'addrtype', '--dst-type', 'LOCAL'],
-        ...['-m', p.proto, '-p', p.proto, '--dport', np, '-j', p.externalFilter.target],
-      ],
-    });
+    w.filter.add(
+      KUBE_EXTERNAL_SERVICES,
+      `${commentArgs(p.noEndpoints.comment)} -m addrtype --dst-type LOCAL ${mp} ` +
+        `--dport ${sp.nodePort} -j ${p.noEndpoints.target}`,
+    );
 }
 
-function healthCheckRule(p: PortPlan, filter: Rule[]): void {
+function healthCheckRule(p: PortPlan, w: Writers): void {
   const hc = p.sp.healthCheckNodePort;
   if (hc === 0) return;
-  filter.push({
-    chain: KUBE_NODEPORTS,
-    args: [
-      ...comment(`${p.sp.nameString} health check node port`),
-      ...['-m', 'tcp', '-p', 'tcp', '--dport', String(hc), '-j', 'ACCEPT'],
-    ],
-  });
+  w.filter.add(
+    KUBE_NODEPORTS,
+    `${commentArgs(`${p.sp.nameString} health check node port`)} -m tcp -p tcp --dport ${hc} -j ACCEPT`,
+  );
 }
 
 /** First rule of the SVC/SVL chain: masquerade ClusterIP traffic from outside the cluster. */
-function internalMasqueradeRule(p: PortPlan, rules: Rule[]): void {
+function internalMasqueradeRule(p: PortPlan, w: Writers): void {
   if (!p.hasInternalEndpoints) return;
   const o = p.ctx.options;
   if (!o.masqueradeAll && !isDetectorImplemented(o.localDetector)) return;
-  rules.push({
-    chain: p.internalChain,
-    args: [
-      ...comment(`${p.sp.nameString} cluster IP`),
-      ...dest(p, p.sp.clusterIP, p.sp.port),
-      ...(o.masqueradeAll ? [] : ifNotLocal(o.localDetector)),
-      '-j',
-      KUBE_MARK_MASQ,
-    ],
-  });
+  const notLocal = o.masqueradeAll ? '' : ` ${ifNotLocal(o.localDetector).join(' ')}`;
+  w.rules.add(
+    p.internalChain,
+    `${commentArgs(`${p.sp.nameString} cluster IP`)} ${dest(p, p.sp.clusterIP, p.sp.port)}${notLocal} -j ${KUBE_MARK_MASQ}`,
+  );
 }
 
-function externalChainRules(p: PortPlan, chains: string[], rules: Rule[]): void {
+function externalChainRules(p: PortPlan, w: Writers): void {
   if (!p.usesExternalChain) return;
   const { sp, chains: c } = p;
-  const ext = c.ext;
-  chains.push(ext);
+  w.chains.push(c.ext);
   const detector = p.ctx.options.localDetector;
-  if (!sp.externalPolicyLocal)
-    rules.push({
-      chain: ext,
-      args: [
-        ...comment(`masquerade traffic for ${sp.nameString} external destinations`),
-        '-j',
-        KUBE_MARK_MASQ,
-      ],
-    });
-  else {
+  if (!sp.externalPolicyLocal) {
+    w.rules.add(
+      c.ext,
+      `${commentArgs(`masquerade traffic for ${sp.nameString} external destinations`)} -j ${KUBE_MARK_MASQ}`,
+    );
+  } else {
     if (isDetectorImplemented(detector))
-      rules.push({
-        chain: ext,
-        args: [
-          ...comment(`pod traffic for ${sp.nameString} external destinations`),
-          ...ifLocal(detector),
-          ...['-j', c.svc],
-        ],
-      });
-    rules.push({
-      chain: ext,
-      args: [
-        ...comment(`masquerade LOCAL traffic for ${sp.nameString} external destinations`),
-        ...['-m', 'addrtype', '--src-type', 'LOCAL', '-j', KUBE_MARK_MASQ],
-      ],
-    });
-    rules.push({
-      chain: ext,
-      args: [
-        ...comment(`route LOCAL traffic for ${sp.nameString} external destinations`),
-        ...['-m', 'addrtype', '--src-type', 'LOCAL', '-j', c.svc],
-      ],
-    });
+      w.rules.add(
+        c.ext,
+        `${commentArgs(`pod traffic for ${sp.nameString} external destinations`)} ${ifLocal(detector).join(' ')} -j ${c.svc}`,
+      );
+    w.rules.add(
+      c.ext,
+      `${commentArgs(`masquerade LOCAL traffic for ${sp.nameString} external destinations`)} -m addrtype --src-type LOCAL -j ${KUBE_MARK_MASQ}`,
+    );
+    w.rules.add(
+      c.ext,
+      `${commentArgs(`route LOCAL traffic for ${sp.nameString} external destinations`)} -m addrtype --src-type LOCAL -j ${c.svc}`,
+    );
   }
-  if (p.hasExternalEndpoints) rules.push({ chain: ext, args: ['-j', p.externalPolicyChain] });
+  if (p.hasExternalEndpoints) w.rules.add(c.ext, `-j ${p.externalPolicyChain}`);
 }
 
-function firewallChainRules(p: PortPlan, chains: string[], rules: Rule[]): void {
+function firewallChainRules(p: PortPlan, w: Writers): void {
   if (!p.usesFWChain) return;
   const { sp, chains: c } = p;
-  chains.push(c.fw);
-  const lb = comment(`${sp.nameString} loadbalancer IP`);
+  w.chains.push(c.fw);
+  const lb = commentArgs(`${sp.nameString} loadbalancer IP`);
   const nodeIP = parseIPSloppy(p.ctx.options.nodeIP);
   let allowFromNode = false;
   for (const cidr of sp.loadBalancerSourceRanges) {
-    rules.push({ chain: c.fw, args: [...lb, '-s', cidr, '-j', c.ext] });
+    w.rules.add(c.fw, `${lb} -s ${cidr} -j ${c.ext}`);
     const parsed = parseCIDRSloppy(cidr);
     if (nodeIP && parsed && cidrContains(parsed, nodeIP)) allowFromNode = true;
   }
+  // A node-originated request to a VIP-like LB IP loops back with the LB IP as source.
   if (allowFromNode)
-    for (const ip of sp.loadBalancerVIPs)
-      rules.push({ chain: c.fw, args: [...lb, '-s', ip, '-j', c.ext] });
-  rules.push({
-    chain: c.fw,
-    args: comment(`other traffic to ${sp.nameString} will be dropped by KUBE-PROXY-FIREWALL`),
-  });
+    for (const ip of sp.loadBalancerVIPs) w.rules.add(c.fw, `${lb} -s ${ip} -j ${c.ext}`);
+  w.rules.add(
+    c.fw,
+    commentArgs(`other traffic to ${sp.nameString} will be dropped by KUBE-PROXY-FIREWALL`),
+  );
 }
 
 function sepName(p: PortPlan, ep: EndpointInfo): string {
-  const memoKey = `${p.sp.nameString}${p.proto}${ep.endpoint}`;
-  let name = p.ctx.sepNames.get(memoKey);
-  if (name === undefined) {
-    name = endpointChainName(p.sp.nameString, p.proto, ep.endpoint);
-    p.ctx.sepNames.set(memoKey, name);
-  }
+  const memo = p.ctx.sepNames.get(ep);
+  if (memo?.svc === p.chains.svc) return memo.name;
+  const name = endpointChainName(p.sp.nameString, p.proto, ep.endpoint);
+  p.ctx.sepNames.set(ep, { svc: p.chains.svc, name });
   return name;
 }
 
-function endpointComment(p: PortPlan, text: string): string[] {
-  return p.ctx.largeClusterMode ? [] : comment(text);
+/** `-m comment --comment X ` (with the trailing space), or '' in large-cluster mode. */
+function endpointComment(p: PortPlan, text: string): string {
+  return p.ctx.largeClusterMode ? '' : `${commentArgs(text)} `;
 }
 
 /** The load-balancing rules of a KUBE-SVC/KUBE-SVL chain. */
@@ -358,58 +305,43 @@ function policyChainRules(
   p: PortPlan,
   chain: string,
   endpoints: readonly EndpointInfo[],
-  rules: Rule[],
+  w: Writers,
 ): void {
   const { sp } = p;
   if (sp.sessionAffinity.type === 'ClientIP') {
-    const seconds = String(sp.sessionAffinity.timeoutSeconds);
+    const seconds = sp.sessionAffinity.timeoutSeconds;
     for (const ep of endpoints) {
       const sep = sepName(p, ep);
-      rules.push({
+      w.rules.add(
         chain,
-        args: [
-          ...endpointComment(p, `${sp.nameString} -> ${ep.endpoint}`),
-          ...['-m', 'recent', '--name', sep, '--rcheck', '--seconds', seconds, '--reap'],
-          ...['-j', sep],
-        ],
-      });
+        `${endpointComment(p, `${sp.nameString} -> ${ep.endpoint}`)}-m recent --name ${sep} --rcheck --seconds ${seconds} --reap -j ${sep}`,
+      );
     }
   }
   const n = endpoints.length;
   endpoints.forEach((ep, i) => {
     const stat =
-      i < n - 1
-        ? ['-m', 'statistic', '--mode', 'random', '--probability', computeProbability(n - i)]
-        : [];
-    rules.push({
+      i < n - 1 ? `-m statistic --mode random --probability ${computeProbability(n - i)} ` : '';
+    w.rules.add(
       chain,
-      args: [
-        ...endpointComment(p, `${sp.nameString} -> ${ep.endpoint}`),
-        ...stat,
-        '-j',
-        sepName(p, ep),
-      ],
-    });
+      `${endpointComment(p, `${sp.nameString} -> ${ep.endpoint}`)}${stat}-j ${sepName(p, ep)}`,
+    );
   });
 }
 
-function endpointChainRules(p: PortPlan, chains: string[], rules: Rule[]): void {
+function endpointChainRules(p: PortPlan, w: Writers): void {
   const { sp } = p;
+  const c = endpointComment(p, sp.nameString);
+  const affinity = sp.sessionAffinity.type === 'ClientIP';
   for (const ep of p.cat.allReachableEndpoints) {
     const sep = sepName(p, ep);
-    chains.push(sep);
-    const c = endpointComment(p, sp.nameString);
-    rules.push({ chain: sep, args: [...c, '-s', ep.ip, '-j', KUBE_MARK_MASQ] });
-    const affinity =
-      sp.sessionAffinity.type === 'ClientIP' ? ['-m', 'recent', '--name', sep, '--set'] : [];
-    rules.push({
-      chain: sep,
-      args: [
-        ...c,
-        ...affinity,
-        ...['-m', p.proto, '-p', p.proto, '-j', 'DNAT', '--to-destination', ep.endpoint],
-      ],
-    });
+    w.chains.push(sep);
+    w.rules.add(sep, `${c}-s ${ep.ip} -j ${KUBE_MARK_MASQ}`);
+    const recent = affinity ? `-m recent --name ${sep} --set ` : '';
+    w.rules.add(
+      sep,
+      `${c}${recent}-m ${p.proto} -p ${p.proto} -j DNAT --to-destination ${ep.endpoint}`,
+    );
   }
 }
 
@@ -423,34 +355,42 @@ export function planServicePort(
   ctx: ServicePlanContext,
 ): ServicePortFragment {
   const p = decide(sp, endpoints, ctx);
-  const filter: Rule[] = [];
-  const dispatch: Rule[] = [];
-  const chains: string[] = [];
-  const chainRules: Rule[] = [];
-  clusterIPRules(p, dispatch, filter);
-  externalIPRules(p, dispatch, filter);
-  loadBalancerRules(p, dispatch, filter);
-  nodePortRules(p, dispatch, filter);
-  healthCheckRule(p, filter);
-  internalMasqueradeRule(p, chainRules);
-  externalChainRules(p, chains, chainRules);
-  firewallChainRules(p, chains, chainRules);
+  const w: Writers = {
+    filter: new RuleWriter(),
+    dispatch: new RuleWriter(),
+    chains: [],
+    rules: new RuleWriter(),
+  };
+  clusterIPRules(p, w);
+  externalIPRules(p, w);
+  loadBalancerRules(p, w);
+  nodePortRules(p, w);
+  healthCheckRule(p, w);
+  internalMasqueradeRule(p, w);
+  externalChainRules(p, w);
+  firewallChainRules(p, w);
   if (p.usesClusterChain) {
-    chains.push(p.chains.svc);
-    policyChainRules(p, p.chains.svc, p.cat.clusterEndpoints, chainRules);
+    w.chains.push(p.chains.svc);
+    policyChainRules(p, p.chains.svc, p.cat.clusterEndpoints, w);
   }
   if (p.usesLocalChain) {
-    chains.push(p.chains.svl);
-    policyChainRules(p, p.chains.svl, p.cat.localEndpoints, chainRules);
+    w.chains.push(p.chains.svl);
+    policyChainRules(p, p.chains.svl, p.cat.localEndpoints, w);
   }
-  endpointChainRules(p, chains, chainRules);
+  endpointChainRules(p, w);
   return {
     key: sp.key,
     serviceKey: sp.serviceKey,
-    filterRules: filter,
-    natDispatchRules: dispatch,
-    natChains: chains,
-    natChainRules: chainRules,
+    source: { sp, endpoints },
+    largeClusterMode: ctx.largeClusterMode,
+    filterText: w.filter.text,
+    filterRules: w.filter.count,
+    natDispatchText: w.dispatch.text,
+    natDispatchRules: w.dispatch.count,
+    natChains: w.chains,
+    natChainDecls: w.chains.map(chainLine).join(''),
+    natChainText: w.rules.text,
+    natChainRules: w.rules.count,
     numEndpoints: endpoints.length,
     noLocalEndpointsInternal: p.hasEndpoints && !p.hasInternalEndpoints,
     noLocalEndpointsExternal: p.hasEndpoints && !p.hasExternalEndpoints,

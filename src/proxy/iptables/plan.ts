@@ -1,29 +1,26 @@
 // planIptables: the pure core of kube-proxy's iptables mode. Given one family's Service
 // ports, endpoints and proxier options (and, for partial syncs, what changed plus the
-// previous plan's state), it returns the iptables-restore document a sync applies with
-// `--noflush --counters`, the jump rules to ensure from the built-in chains, the state the
-// next plan starts from, and rule counts for metrics. It does no I/O: the caller applies
-// the document and keeps `state` only if the restore succeeded.
+// previous plan's state), it returns the iptables-restore input a sync applies with
+// `--noflush --counters` (as text, and as a typed document on demand), the jump rules to
+// ensure from the built-in chains, the state the next plan starts from, and rule counts for
+// metrics. It does no I/O: the caller applies the text and adopts `state` only if the
+// restore succeeded (after a failure, plan a full sync from the old state).
 //
 // Full sync: every chain is written. Partial sync (KEP-3453): the filter table and the fixed
 // nat chains are written in full, but only the KUBE-SVC/SVL/EXT/FW/SEP chains of changed
 // Services; per-port results of unchanged Services are reused from the previous state.
 // Stale service chains (existing minus active) are declared and deleted with `-X`.
 
-import type {
-  ChainDecl,
-  IptablesDocument,
-  Rule,
-  TableDoc,
-} from '../../netfilter/iptables/model.js';
+import type { IptablesDocument } from '../../netfilter/iptables/model.js';
+import { parseDocument } from '../../netfilter/iptables/parse.js';
 import type { EndpointsMap } from '../model/endpoints-change-tracker.js';
 import type { ServicePortMap } from '../model/service-change-tracker.js';
 import type { IPFamily } from '../../util/ip.js';
 import {
+  CANARY_TABLES,
   FILTER_FIXED_CHAINS,
   KUBE_FIREWALL,
   KUBE_PROXY_CANARY,
-  CANARY_TABLES,
   NAT_FIXED_CHAINS,
   isServiceChainName,
 } from './names.js';
@@ -39,9 +36,12 @@ import {
 } from './plan-fixed.js';
 import type { JumpRule } from './plan-fixed.js';
 import { planServicePort } from './plan-service.js';
-import type { ServicePlanContext, ServicePortFragment } from './plan-service.js';
+import type { SepName, ServicePlanContext, ServicePortFragment } from './plan-service.js';
+import type { EndpointInfo } from '../model/endpoint.js';
+import { RuleWriter, chainLine } from './rule-writer.js';
 
 export type { JumpRule } from './plan-fixed.js';
+export type { ServicePortFragment } from './plan-service.js';
 
 export interface IptablesPlanInput {
   readonly family: IPFamily;
@@ -66,12 +66,21 @@ export interface IptablesPlanInput {
 export interface PlanState {
   readonly family: IPFamily;
   readonly optionsText: string;
+  /** Per Service port (servicePortKey), what it contributed. */
   readonly fragments: ReadonlyMap<string, ServicePortFragment>;
-  /** Service chains that exist once this plan is applied. */
-  readonly natChains: ReadonlySet<string>;
+  /** Stale service chains left in place (large-cluster cleanup throttling). */
+  readonly orphans: ReadonlySet<string>;
   readonly lastCleanupMs: number;
   readonly largeClusterMode: boolean;
-  readonly sepNames: Map<string, string>;
+  /** Memo of endpoint chain names (carried from plan to plan). */
+  readonly sepNames: WeakMap<EndpointInfo, SepName>;
+}
+
+/** Every service chain that exists once `state`'s plan is applied. */
+export function natChainsOf(state: Pick<PlanState, 'fragments' | 'orphans'>): Set<string> {
+  const out = new Set(state.orphans);
+  for (const f of state.fragments.values()) for (const c of f.natChains) out.add(c);
+  return out;
 }
 
 export interface RuleCounts {
@@ -86,24 +95,27 @@ export interface RuleCounts {
 }
 
 export interface IptablesPlan {
+  /** The iptables-restore input (`*filter … COMMIT *nat … COMMIT`), no comments. */
+  readonly text: string;
+  /** `text` as a typed document (parsed on first access). */
   readonly document: IptablesDocument;
   /** Rules to ensure at the top of built-in chains; non-empty on full syncs only. */
   readonly jumps: readonly JumpRule[];
   /** Chains kube-proxy keeps (empty) in mangle, nat and filter to detect flushes. */
-  readonly canaryChains: readonly { table: 'mangle' | 'nat' | 'filter'; chain: string }[];
+  readonly canaryChains: readonly {
+    readonly table: 'mangle' | 'nat' | 'filter';
+    readonly chain: string;
+  }[];
   readonly state: PlanState;
   readonly fullSync: boolean;
   readonly counts: RuleCounts;
   readonly numServices: number;
   readonly numEndpoints: number;
+  /** Service ports with iTP/eTP Local and no local endpoints (the no_local_endpoints gauge). */
   readonly noLocalEndpointsInternal: number;
   readonly noLocalEndpointsExternal: number;
   readonly largeClusterMode: boolean;
   readonly warnings: readonly string[];
-}
-
-function decl(name: string): ChainDecl {
-  return { name, policy: '-' };
 }
 
 function isFullSync(
@@ -128,33 +140,142 @@ function countEndpoints(input: IptablesPlanInput): number {
 
 interface StaleResult {
   readonly deleted: string[];
-  readonly natChains: Set<string>;
+  readonly orphans: ReadonlySet<string>;
   readonly cleanedAt: number;
+}
+
+/** Chains of previous Service ports that their current version (if any) no longer has. */
+function replacedChains(
+  previous: PlanState,
+  fragments: ReadonlyMap<string, ServicePortFragment>,
+): string[] {
+  const out: string[] = [];
+  for (const [key, before] of previous.fragments) {
+    const now = fragments.get(key);
+    if (now === before) continue;
+    const keep = new Set(now?.natChains ?? []);
+    for (const c of before.natChains) if (!keep.has(c)) out.push(c);
+  }
+  return out;
+}
+
+/**
+ * Stale service chains: from the kernel's list when given (as kube-proxy reads
+ * `iptables-save`; this costs a pass over every active chain), else by diffing each
+ * Service port against the previous state (cheap: only re-planned ports are compared).
+ */
+function staleCandidates(
+  input: IptablesPlanInput,
+  previous: PlanState | undefined,
+  fragments: ReadonlyMap<string, ServicePortFragment>,
+): string[] {
+  if (input.existingNatChains !== undefined) {
+    const active = natChainsOf({ fragments, orphans: new Set() });
+    return [...new Set(input.existingNatChains)].filter(
+      (c) => isServiceChainName(c) && !active.has(c),
+    );
+  }
+  if (!previous) return [];
+  const replaced = replacedChains(previous, fragments);
+  if (previous.orphans.size === 0) return replaced;
+  // An orphan is active again only if its Service port was re-planned in this sync.
+  const revived = new Set<string>();
+  for (const [key, f] of fragments)
+    if (previous.fragments.get(key) !== f) for (const c of f.natChains) revived.add(c);
+  const orphans = [...previous.orphans].filter((c) => !revived.has(c));
+  return [...new Set([...replaced, ...orphans])];
 }
 
 function staleChains(
   input: IptablesPlanInput,
   previous: PlanState | undefined,
-  active: ReadonlySet<string>,
+  fragments: ReadonlyMap<string, ServicePortFragment>,
   largeClusterMode: boolean,
 ): StaleResult {
   const now = input.nowMs ?? 0;
-  const existing = [...(input.existingNatChains ?? previous?.natChains ?? [])].filter(
-    isServiceChainName,
-  );
-  const natChains = new Set(active);
+  const candidates = staleCandidates(input, previous, fragments).sort();
+  // In large clusters kube-proxy deletes stale chains at most once per syncPeriod.
   const throttled =
     largeClusterMode &&
     previous !== undefined &&
     now - previous.lastCleanupMs <= input.options.syncPeriodMs;
-  const deleted: string[] = [];
-  for (const c of existing) {
-    if (active.has(c)) continue;
-    if (throttled) natChains.add(c);
-    else deleted.push(c);
+  if (throttled)
+    return { deleted: [], orphans: new Set(candidates), cleanedAt: previous.lastCleanupMs };
+  return { deleted: candidates, orphans: new Set(), cleanedAt: now };
+}
+
+/** Per-service results gathered into the two tables' text. */
+interface Assembly {
+  readonly filter: string[];
+  readonly natDecls: string[];
+  readonly natDispatch: string[];
+  readonly natChainRules: string[];
+  readonly fragments: Map<string, ServicePortFragment>;
+  filterRules: number;
+  natRules: number;
+  natChains: number;
+  skippedNatRules: number;
+  noLocalInternal: number;
+  noLocalExternal: number;
+}
+
+const NO_ENDPOINTS: readonly EndpointInfo[] = [];
+
+function assembleServices(
+  input: IptablesPlanInput,
+  previous: PlanState | undefined,
+  fullSync: boolean,
+  ctx: ServicePlanContext,
+  optionsText: string,
+): Assembly {
+  const changed = input.changedServices instanceof Set ? input.changedServices : undefined;
+  const a: Assembly = {
+    filter: [],
+    natDecls: [],
+    natDispatch: [],
+    natChainRules: [],
+    fragments: new Map(),
+    filterRules: 0,
+    natRules: 0,
+    natChains: 0,
+    skippedNatRules: 0,
+    noLocalInternal: 0,
+    noLocalExternal: 0,
+  };
+  for (const [key, sp] of input.services) {
+    const endpoints = input.endpoints.get(key) ?? NO_ENDPOINTS;
+    const prev = previous?.fragments.get(key);
+    const unchanged = !fullSync && changed !== undefined && !changed.has(sp.serviceKey);
+    const old = unchanged ? prev : undefined;
+    // Same inputs give the same rules: reuse them, but a full sync still writes them.
+    const same =
+      prev?.source.sp === sp &&
+      prev.source.endpoints === endpoints &&
+      prev.largeClusterMode === ctx.largeClusterMode &&
+      previous?.optionsText === optionsText;
+    const frag = old ?? (same ? prev : planServicePort(sp, endpoints, ctx));
+    a.fragments.set(key, frag);
+    a.filter.push(frag.filterText);
+    a.filterRules += frag.filterRules;
+    a.natDispatch.push(frag.natDispatchText);
+    a.natRules += frag.natDispatchRules;
+    if (frag.noLocalEndpointsInternal) a.noLocalInternal++;
+    if (frag.noLocalEndpointsExternal) a.noLocalExternal++;
+    if (old) {
+      a.skippedNatRules += frag.natChainRules;
+      continue;
+    }
+    a.natDecls.push(frag.natChainDecls);
+    a.natChains += frag.natChains.length;
+    a.natChainRules.push(frag.natChainText);
+    a.natRules += frag.natChainRules;
   }
-  deleted.sort();
-  return { deleted, natChains, cleanedAt: throttled ? previous.lastCleanupMs : now };
+  return a;
+}
+
+function lazyDocument(text: string): () => IptablesDocument {
+  let doc: IptablesDocument | undefined;
+  return () => (doc ??= parseDocument(text));
 }
 
 /**
@@ -165,99 +286,86 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
   const { family, options } = input;
   const optionsText = JSON.stringify(options);
   const fullSync = isFullSync(input, previous, optionsText);
-  const changed = input.changedServices instanceof Set ? input.changedServices : undefined;
   const numEndpoints = countEndpoints(input);
   const largeClusterMode = numEndpoints > options.largeClusterEndpointsThreshold;
   const ctx: ServicePlanContext = {
     family,
     options,
     largeClusterMode,
-    sepNames: previous?.sepNames ?? new Map<string, string>(),
+    sepNames: previous?.sepNames ?? new WeakMap<EndpointInfo, SepName>(),
   };
-  const warnings: string[] = [];
-
-  const filterChains = FILTER_FIXED_CHAINS.map(decl);
-  const filterRules: Rule[] = [];
-  if (writesKubeFirewall(options, family)) {
-    filterChains.push(decl(KUBE_FIREWALL));
-    filterRules.push(...kubeFirewallRules());
-  }
-  const natChains = NAT_FIXED_CHAINS.map(decl);
-  const natRules: Rule[] = [...postroutingRules(options), ...markMasqRules(options)];
-  const active = new Set<string>();
-  const fragments = new Map<string, ServicePortFragment>();
-  let skippedNatRules = 0;
-  let noLocalInternal = 0;
-  let noLocalExternal = 0;
-
-  for (const [key, sp] of input.services) {
-    const reuse = !fullSync && !(changed?.has(sp.serviceKey) ?? true);
-    const old = reuse ? previous?.fragments.get(key) : undefined;
-    const frag = old ?? planServicePort(sp, input.endpoints.get(key) ?? [], ctx);
-    fragments.set(key, frag);
-    for (const r of frag.filterRules) filterRules.push(r);
-    for (const r of frag.natDispatchRules) natRules.push(r);
-    for (const c of frag.natChains) active.add(c);
-    if (frag.noLocalEndpointsInternal) noLocalInternal++;
-    if (frag.noLocalEndpointsExternal) noLocalExternal++;
-    if (old) {
-      skippedNatRules += frag.natChainRules.length;
-      continue;
-    }
-    for (const c of frag.natChains) natChains.push(decl(c));
-    for (const r of frag.natChainRules) natRules.push(r);
-  }
-
-  const stale = staleChains(input, previous, active, largeClusterMode);
-  for (const c of stale.deleted) natChains.push(decl(c));
+  const a = assembleServices(input, previous, fullSync, ctx, optionsText);
+  const stale = staleChains(input, previous, a.fragments, largeClusterMode);
   const last = nodePortsJumpRules(options, family);
-  warnings.push(...last.warnings);
-  natRules.push(...last.rules);
-  filterRules.push(...forwardRules(options));
 
-  const filter: TableDoc = {
-    name: 'filter',
-    chains: filterChains,
-    rules: filterRules,
-    deleteChains: [],
-  };
-  const nat: TableDoc = {
-    name: 'nat',
-    chains: natChains,
-    rules: natRules,
-    deleteChains: stale.deleted,
-  };
-  const state: PlanState = {
-    family,
-    optionsText,
-    fragments,
-    natChains: stale.natChains,
-    lastCleanupMs: stale.cleanedAt,
-    largeClusterMode,
-    sepNames: ctx.sepNames,
-  };
+  const filterChains: string[] = [...FILTER_FIXED_CHAINS];
+  const filterHead = new RuleWriter();
+  if (writesKubeFirewall(options, family)) {
+    filterChains.push(KUBE_FIREWALL);
+    for (const r of kubeFirewallRules()) filterHead.addArgs(r.chain, r.args);
+  }
+  const filterTail = new RuleWriter();
+  for (const r of forwardRules(options)) filterTail.addArgs(r.chain, r.args);
+  const natHead = new RuleWriter();
+  for (const r of [...postroutingRules(options), ...markMasqRules(options)])
+    natHead.addArgs(r.chain, r.args);
+  const natTail = new RuleWriter();
+  for (const r of last.rules) natTail.addArgs(r.chain, r.args);
+
+  const text = [
+    '*filter\n',
+    ...filterChains.map(chainLine),
+    filterHead.text,
+    ...a.filter,
+    filterTail.text,
+    'COMMIT\n*nat\n',
+    ...NAT_FIXED_CHAINS.map(chainLine),
+    ...a.natDecls,
+    ...stale.deleted.map(chainLine),
+    natHead.text,
+    ...a.natDispatch,
+    ...a.natChainRules,
+    ...stale.deleted.map((c) => `-X ${c}\n`),
+    natTail.text,
+    'COMMIT\n',
+  ].join('');
+  const filterRules = filterHead.count + a.filterRules + filterTail.count;
+  const natRulesLast = natHead.count + a.natRules + natTail.count;
+  const natChainCount = NAT_FIXED_CHAINS.length + a.natChains + stale.deleted.length;
+  const getDocument = lazyDocument(text);
   return {
-    document: { tables: [filter, nat] },
+    text,
+    get document() {
+      return getDocument();
+    },
     jumps: fullSync ? jumpRules() : [],
     canaryChains: CANARY_TABLES.map((table) => ({
-      table,
+      table: table as 'mangle' | 'nat' | 'filter',
       chain: KUBE_PROXY_CANARY,
-    })) as IptablesPlan['canaryChains'],
-    state,
+    })),
+    state: {
+      family,
+      optionsText,
+      fragments: a.fragments,
+      orphans: stale.orphans,
+      lastCleanupMs: stale.cleanedAt,
+      largeClusterMode,
+      sepNames: ctx.sepNames,
+    },
     fullSync,
     counts: {
       filterChains: filterChains.length,
-      filterRules: filterRules.length,
-      natChains: natChains.length,
-      natRulesLast: natRules.length,
-      natRulesTotal: natRules.length + skippedNatRules,
+      filterRules,
+      natChains: natChainCount,
+      natRulesLast,
+      natRulesTotal: natRulesLast + a.skippedNatRules,
       deletedChains: stale.deleted.length,
     },
     numServices: input.services.size,
     numEndpoints,
-    noLocalEndpointsInternal: noLocalInternal,
-    noLocalEndpointsExternal: noLocalExternal,
+    noLocalEndpointsInternal: a.noLocalInternal,
+    noLocalEndpointsExternal: a.noLocalExternal,
     largeClusterMode,
-    warnings,
+    warnings: last.warnings,
   };
 }

@@ -1,0 +1,179 @@
+// Benchmarks the iptables plan + render of full syncs at 1k, 10k and 50k Services × 10
+// endpoints, and a one-Service partial sync at 10k. Targets on the 2-core dev machine: full
+// 10k under 300 ms, partial under 5 ms. Prints time (median of runs) and peak heap/RSS.
+
+import { DEFAULT_OPTIONS } from '../src/proxy/iptables/options.js';
+import type { IptablesProxierOptions } from '../src/proxy/iptables/options.js';
+import { planIptables } from '../src/proxy/iptables/plan.js';
+import type { PlanState } from '../src/proxy/iptables/plan.js';
+import type { EndpointSlice, Service } from '../src/kube/types.js';
+import { ServiceChangeTracker } from '../src/proxy/model/service-change-tracker.js';
+import { EndpointsChangeTracker } from '../src/proxy/model/endpoints-change-tracker.js';
+import { takeSnapshot } from '../src/proxy/model/snapshot.js';
+import type { ProxySnapshot } from '../src/proxy/model/snapshot.js';
+
+const OPTIONS: IptablesProxierOptions = {
+  ...DEFAULT_OPTIONS,
+  nodeName: 'node-1',
+  nodeIP: '172.18.0.2',
+  localDetector: { mode: 'ClusterCIDR', cidr: '10.0.0.0/8' },
+  localAddresses: ['127.0.0.1', '172.18.0.2'],
+};
+
+function ip(base: number, i: number): string {
+  return `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+}
+
+function service(i: number): Service {
+  return {
+    kind: 'Service',
+    metadata: { namespace: `ns${i % 100}`, name: `svc${i}` },
+    spec: {
+      clusterIP: ip(172, i + 1),
+      ports: [
+        {
+          name: 'http',
+          port: 80,
+          protocol: 'TCP',
+          ...(i % 10 === 0 ? { nodePort: 30000 + (i % 2000) } : {}),
+        },
+      ],
+      ...(i % 10 === 0 ? { type: 'NodePort' as const } : {}),
+    },
+  };
+}
+
+function slice(i: number, endpoints: number, salt = 0): EndpointSlice {
+  return {
+    kind: 'EndpointSlice',
+    metadata: {
+      namespace: `ns${i % 100}`,
+      name: `svc${i}-1`,
+      labels: { 'kubernetes.io/service-name': `svc${i}` },
+    },
+    addressType: 'IPv4',
+    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+    endpoints: Array.from({ length: endpoints }, (_, e) => ({
+      addresses: [ip(10, i * endpoints + e + salt)],
+      nodeName: `node-${e % 5}`,
+    })),
+  };
+}
+
+function build(n: number) {
+  const svcs = new ServiceChangeTracker('IPv4');
+  const eps = new EndpointsChangeTracker('IPv4', 'node-1');
+  for (let i = 0; i < n; i++) {
+    svcs.update(undefined, service(i));
+    eps.update(undefined, slice(i, 10));
+  }
+  return { svcs, eps, snap: takeSnapshot(svcs, eps) };
+}
+
+function planAndRender(
+  snap: ProxySnapshot,
+  changed: ReadonlySet<string> | 'all',
+  previous?: PlanState,
+) {
+  const plan = planIptables(
+    {
+      family: 'IPv4',
+      services: snap.services,
+      endpoints: snap.endpoints,
+      options: OPTIONS,
+      changedServices: changed,
+    },
+    previous,
+  );
+  return { plan, text: plan.text };
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / 1048576).toFixed(0)} MiB`;
+}
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? 0;
+}
+
+interface Sample {
+  wallMs: number;
+  cpuMs: number;
+}
+
+/** Runs fn `runs` times; median wall and CPU (user+system) time, peak heap and RSS. */
+function measure<T>(runs: number, fn: (run: number) => T) {
+  const samples: Sample[] = [];
+  let result: T | undefined;
+  let heap = 0;
+  let rss = 0;
+  for (let r = 0; r < runs; r++) {
+    gc();
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    result = fn(r);
+    const wallMs = performance.now() - t0;
+    const c = process.cpuUsage(c0);
+    samples.push({ wallMs, cpuMs: (c.user + c.system) / 1000 });
+    const m = process.memoryUsage();
+    heap = Math.max(heap, m.heapUsed);
+    rss = Math.max(rss, m.rss);
+  }
+  return {
+    wallMs: median(samples.map((x) => x.wallMs)),
+    cpuMs: median(samples.map((x) => x.cpuMs)),
+    result: result as T,
+    heap,
+    rss,
+  };
+}
+
+function verdict(ms: number, target: number): string {
+  return ms < target ? 'met' : 'MISSED';
+}
+
+function report(label: string, m: ReturnType<typeof measure>, extra: string): void {
+  process.stdout.write(
+    `${label}: ${m.wallMs.toFixed(1)} ms wall, ${m.cpuMs.toFixed(1)} ms CPU${extra}; ` +
+      `peak heap ${mb(m.heap)}, rss ${mb(m.rss)}\n`,
+  );
+}
+
+export async function run(): Promise<void> {
+  const load = (await import('node:os')).loadavg()[0] ?? 0;
+  process.stdout.write(`(load average ${load.toFixed(1)}; wall times on a shared machine vary)\n`);
+  for (const n of [1000, 10000, 50000]) {
+    const { snap } = build(n);
+    const runs = n >= 50000 ? 2 : 5;
+    const cold = measure(runs, () => planAndRender(snap, 'all'));
+    const lines = cold.result.text.split('\n').length;
+    const t = n === 10000 ? ` (target < 300 ms: ${verdict(cold.wallMs, 300)})` : '';
+    report(
+      `full sync, cold  ${String(n).padStart(5)} services x 10 endpoints`,
+      cold,
+      `${t}; ${lines} lines, ${mb(cold.result.text.length)}`,
+    );
+    const prev = cold.result.plan.state;
+    const warm = measure(runs, () => planAndRender(snap, 'all', prev));
+    report(`full resync, warm ${String(n).padStart(5)} services x 10 endpoints`, warm, '');
+  }
+  const { svcs, eps, snap } = build(10000);
+  let previous = planAndRender(snap, 'all').plan.state;
+  const partial = measure(7, (r) => {
+    eps.update(slice(42, 10, r), slice(42, 10, r + 1));
+    const s = takeSnapshot(svcs, eps);
+    const p = planAndRender(s, s.changedServices, previous);
+    previous = p.plan.state;
+    return p;
+  });
+  report(
+    'partial sync 10000 services, 1 changed',
+    partial,
+    ` (target < 5 ms: ${verdict(partial.wallMs, 5)}); ${partial.result.text.split('\n').length} lines`,
+  );
+}

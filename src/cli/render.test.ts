@@ -1,0 +1,143 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SvcnetError } from '../errors.js';
+import { runRender } from './render.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'svcnet-render-'));
+function file(name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+async function rejects(p: Promise<unknown>, re: RegExp): Promise<void> {
+  await assert.rejects(
+    p,
+    (e: unknown) => e instanceof SvcnetError && e.code === 'INVALID_INPUT' && re.test(e.message),
+  );
+}
+
+test('renders examples/nginx.yaml as kube-proxy would, IPv4 only', async () => {
+  const out = await runRender({ file: ['examples/nginx.yaml'] }, []);
+  assert.match(out, /^# svcnet render --mode iptables/);
+  assert.match(out, /# ===== IPv4: input for `iptables-restore --noflush --counters` =====/);
+  assert.doesNotMatch(out, /IPv6/);
+  assert.match(
+    out,
+    /-A KUBE-SERVICES -m comment --comment "default\/nginx-svc cluster IP" -m tcp -p tcp -d 10\.96\.45\.12 --dport 3000 -j KUBE-SVC-HL5LMXD5JFHQZ6LN/,
+  );
+  assert.equal(out.match(/-j DNAT --to-destination 10\.244\.\d+\.\d+:80/g)?.length, 3);
+  assert.match(out, /! -s 10\.244\.0\.0\/16 -j KUBE-MARK-MASQ/, 'default cluster CIDR');
+  assert.match(
+    out,
+    /# {3}iptables -t nat -I PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES/,
+  );
+});
+
+test('flags: --node picks local endpoints, --cluster-cidr and --config shape the rules', async () => {
+  const cfg = file(
+    'kp.yaml',
+    'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\niptables: {masqueradeBit: 15, localhostNodePorts: false}\n',
+  );
+  const out = await runRender(
+    {
+      file: ['examples/nodeport.yaml'],
+      node: 'node-2',
+      clusterCidr: '10.32.0.0/12',
+      config: cfg,
+      nodeIp: ['192.168.5.5'],
+    },
+    [],
+  );
+  assert.match(out, /--or-mark 0x8000/);
+  assert.match(out, /! -s 10\.32\.0\.0\/12/);
+  assert.doesNotMatch(out, /127\.0\.0\.0\/8 --dport/, 'localhostNodePorts false');
+  assert.match(out, /node node-2; node IPs 192\.168\.5\.5/);
+});
+
+test('an IPv6 Service adds a clearly marked ip6tables section', async () => {
+  const f = file(
+    'v6.yaml',
+    `apiVersion: v1
+kind: Service
+metadata: {name: v6, namespace: default}
+spec:
+  clusterIP: fd00:96::10
+  clusterIPs: [fd00:96::10]
+  ipFamilies: [IPv6]
+  ports: [{port: 80}]
+`,
+  );
+  const out = await runRender({ file: [f], nodeIp: ['172.18.0.2', 'fc00::2'] }, []);
+  assert.match(out, /# ===== IPv6: input for `ip6tables-restore --noflush --counters` =====/);
+  assert.match(
+    out,
+    /"default\/v6 has no endpoints" -m tcp -p tcp -d fd00:96::10 --dport 80 -j REJECT/,
+  );
+  assert.match(out, /! -d ::1\/128 -j KUBE-NODEPORTS/);
+});
+
+test('bad input: exit-2 errors naming the object and field', async () => {
+  await rejects(
+    runRender({ mode: 'nftables', file: ['examples/nginx.yaml'] }, []),
+    /nftables: not implemented yet/,
+  );
+  await rejects(
+    runRender({ mode: 'ipvs', file: ['examples/nginx.yaml'] }, []),
+    /--mode: must be iptables or nftables/,
+  );
+  const bad = file(
+    'bad.yaml',
+    'apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  clusterIP: 10.96.0.300\n  ports: [{port: 0, protocol: HTTP}]\n',
+  );
+  await rejects(
+    runRender({ file: [bad] }, []),
+    /Service default\/web: spec\.ports\[0\]\.port: must be 1-65535, got 0/,
+  );
+  await rejects(
+    runRender({ file: [bad] }, []),
+    /spec\.ports\[0\]\.protocol: must be TCP, UDP or SCTP/,
+  );
+  await rejects(runRender({ file: [bad] }, []), /spec\.clusterIP: must be a valid IP address/);
+  await rejects(
+    runRender(
+      { file: [file('kind.yaml', 'apiVersion: v1\nkind: Servic\nmetadata: {name: x}\n')] },
+      [],
+    ),
+    /unknown kind "Servic"/,
+  );
+  await rejects(runRender({ file: [file('y.yaml', 'kind: [\n')] }, []), /invalid YAML/);
+  await rejects(runRender({ file: [join(dir, 'missing.yaml')] }, []), /cannot read file/);
+  await rejects(
+    runRender({ file: ['examples/nginx.yaml'], nodeIp: ['1.2.3'] }, []),
+    /--node-ip\[0\]: must be an IP address/,
+  );
+  await rejects(
+    runRender({ file: ['examples/nginx.yaml'], clusterCidr: '10.0.0.0' }, []),
+    /--cluster-cidr/,
+  );
+  const cfg = file(
+    'kp-bad.yaml',
+    'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\niptables: {masqueradeBit: 99}\n',
+  );
+  await rejects(
+    runRender({ file: ['examples/nginx.yaml'], config: cfg }, []),
+    /KubeProxyConfiguration .*kp-bad\.yaml: iptables\.masqueradeBit: must be 0-31/,
+  );
+});
+
+test('every example renders', async () => {
+  for (const f of ['examples/nginx.yaml', 'examples/nodeport.yaml', 'examples/kube-dns.yaml']) {
+    const out = await runRender({ file: [f] }, []);
+    assert.match(out, /\*nat\n/, f);
+  }
+  const dns = await runRender({ file: ['examples/kube-dns.yaml'] }, []);
+  assert.match(
+    dns,
+    /"kube-system\/kube-dns:dns cluster IP" -m udp -p udp -d 10\.96\.0\.10 --dport 53/,
+  );
+  assert.equal(dns.match(/^:KUBE-SVC-/gm)?.length, 3, 'one chain per port');
+});

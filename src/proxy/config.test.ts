@@ -1,0 +1,113 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ValidationError } from '../errors.js';
+import { defaultKubeProxyConfig, parseDuration, parseKubeProxyConfiguration } from './config.js';
+
+const HEAD = 'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n';
+
+function errorsOf(text: string): string[] {
+  try {
+    parseKubeProxyConfiguration(text, 'kp.yaml');
+  } catch (e) {
+    assert.ok(e instanceof ValidationError);
+    assert.equal(e.code, 'INVALID_INPUT');
+    return e.errors.map((x) => `${x.field}: ${x.message}`);
+  }
+  assert.fail('expected a ValidationError');
+}
+
+test('an empty configuration gets kube-proxy defaults', () => {
+  const c = parseKubeProxyConfiguration(HEAD, 'kp.yaml');
+  assert.deepEqual(c, defaultKubeProxyConfig());
+  assert.equal(c.mode, 'iptables');
+  assert.equal(c.iptables.masqueradeBit, 14);
+  assert.equal(c.iptables.localhostNodePorts, true);
+  assert.equal(c.syncPeriodMs, 30_000);
+  assert.equal(c.minSyncPeriodMs, 1_000);
+  assert.equal(c.detectLocalMode, 'ClusterCIDR');
+  assert.deepEqual(c.nodePortAddresses, []);
+  assert.equal(c.conntrack.maxPerCore, 32768);
+  assert.equal(c.conntrack.min, 131072);
+  assert.equal(c.conntrack.tcpEstablishedTimeoutMs, 24 * 3600_000);
+  assert.equal(c.healthzBindAddress, '0.0.0.0:10256');
+  assert.equal(c.metricsBindAddress, '127.0.0.1:10249');
+});
+
+test('a typical configuration is read', () => {
+  const c = parseKubeProxyConfiguration(
+    `${HEAD}mode: iptables
+clusterCIDR: 10.244.0.0/16,fd00:10:244::/56
+iptables: {masqueradeBit: 15, masqueradeAll: true, localhostNodePorts: false, syncPeriod: 1m0s, minSyncPeriod: 250ms}
+nodePortAddresses: [primary, 192.168.0.0/16]
+detectLocalMode: BridgeInterface
+detectLocal: {bridgeInterface: cbr0}
+conntrack: {tcpBeLiberal: true, maxPerCore: 0, udpTimeout: 30s}
+featureGates: {SomeGate: true}
+`,
+    'kp.yaml',
+  );
+  assert.deepEqual(c.clusterCIDRs, ['10.244.0.0/16', 'fd00:10:244::/56']);
+  assert.equal(c.iptables.masqueradeBit, 15);
+  assert.equal(c.syncPeriodMs, 60_000);
+  assert.equal(c.minSyncPeriodMs, 250);
+  assert.deepEqual(c.nodePortAddresses, ['primary', '192.168.0.0/16']);
+  assert.equal(c.detectLocal.bridgeInterface, 'cbr0');
+  assert.equal(c.conntrack.tcpBeLiberal, true);
+  assert.equal(c.conntrack.udpTimeoutMs, 30_000);
+  assert.deepEqual(c.featureGates, { SomeGate: true });
+});
+
+test('every bad or unknown field is named', () => {
+  const cases: [string, string[]][] = [
+    [
+      'apiVersion: v1\nkind: KubeProxyConfiguration\n',
+      ['apiVersion: must be kubeproxy.config.k8s.io/v1alpha1, got "v1"'],
+    ],
+    [`${HEAD}iptables: {masqueradBit: 14}\n`, ['iptables.masqueradBit: unknown field']],
+    [`${HEAD}bogus: 1\nmode: 7\n`, ['bogus: unknown field', 'mode: must be a string, got 7']],
+    [
+      `${HEAD}iptables: {masqueradeBit: 40, syncPeriod: soon}\n`,
+      ['iptables.syncPeriod: must be a duration such as "30s" or "1m0s", got "soon"'],
+    ],
+    [`${HEAD}iptables: {masqueradeBit: 40}\n`, ['iptables.masqueradeBit: must be 0-31, got 40']],
+    [
+      `${HEAD}mode: userspace\n`,
+      ['mode: must be one of iptables, nftables, ipvs, kernelspace, got "userspace"'],
+    ],
+    [
+      `${HEAD}clusterCIDR: 10.0.0.0/8,10.1.0.0/16\n`,
+      ['clusterCIDR: has two IPv4 CIDRs: "10.0.0.0/8,10.1.0.0/16"'],
+    ],
+    [
+      `${HEAD}detectLocalMode: InterfaceNamePrefix\n`,
+      ['detectLocal.interfaceNamePrefix: required when detectLocalMode is InterfaceNamePrefix'],
+    ],
+    [
+      `${HEAD}nodePortAddresses: [10.0.0.0/33]\n`,
+      ['nodePortAddresses[0]: must be a CIDR or one of primary, localhost, all, got "10.0.0.0/33"'],
+    ],
+    [
+      `${HEAD}healthzBindAddress: "0.0.0.0"\n`,
+      ['healthzBindAddress: must be IP:port (e.g. 0.0.0.0:10256), got "0.0.0.0"'],
+    ],
+    [`${HEAD}conntrack: {min: -1}\n`, ['conntrack.min: must not be negative, got -1']],
+    [`${HEAD}mode: [\n`, ['invalid YAML']],
+  ];
+  for (const [text, want] of cases) {
+    const got = errorsOf(text);
+    for (const w of want)
+      assert.ok(
+        got.some((g) => g.includes(w)),
+        `${JSON.stringify(text)}: ${got.join(' | ')}`,
+      );
+  }
+});
+
+test('Go durations', () => {
+  assert.equal(parseDuration('1h2m3.5s'), 3_723_500);
+  assert.equal(parseDuration('250ms'), 250);
+  assert.equal(parseDuration('0'), 0);
+  assert.equal(parseDuration('15m'), 900_000);
+  assert.equal(parseDuration('10'), undefined);
+  assert.equal(parseDuration(''), undefined);
+});

@@ -1,0 +1,40 @@
+// RuleWriter: accumulates iptables-restore rule lines (`-A CHAIN args\n`) as text, counting
+// them. The plan writes rules straight to text because a big sync writes hundreds of
+// thousands of rules and per-rule argument arrays would dominate its time and memory;
+// the typed document is recovered by parsing when a caller wants it. Pure.
+
+import { quoteArg } from '../../netfilter/iptables/render.js';
+
+export class RuleWriter {
+  private readonly parts: string[] = [];
+  private n = 0;
+
+  /** Appends `-A chain body`; `body` is already-quoted argument text. */
+  add(chain: string, body: string): void {
+    this.parts.push(body === '' ? `-A ${chain}\n` : `-A ${chain} ${body}\n`);
+    this.n++;
+  }
+
+  /** Appends a rule given as arguments (quoted as iptables-save does). */
+  addArgs(chain: string, args: readonly string[]): void {
+    this.add(chain, args.map(quoteArg).join(' '));
+  }
+
+  get count(): number {
+    return this.n;
+  }
+
+  get text(): string {
+    return this.parts.join('');
+  }
+}
+
+/** `-m comment --comment X`, X quoted when it needs to be. */
+export function commentArgs(text: string): string {
+  return `-m comment --comment ${quoteArg(text)}`;
+}
+
+/** `:NAME - [0:0]` line for a user-defined chain. */
+export function chainLine(name: string): string {
+  return `:${name} - [0:0]\n`;
+}
