@@ -12,6 +12,7 @@ import type { IptablesDocument } from '../netfilter/iptables/model.js';
 import { parseDocument } from '../netfilter/iptables/parse.js';
 import { formatTraceText, traceToJSON } from '../trace/format.js';
 import { rulesFromManifests } from '../trace/from-manifests.js';
+import { selectFamily } from '../trace/hooks.js';
 import {
   CT_STATES,
   defaultContext,
@@ -95,7 +96,7 @@ async function loadRules(
   if (flags.rules !== undefined) {
     const [src] = await readSources([flags.rules]);
     try {
-      return { doc: parseDocument(src?.text ?? ''), names: new Map() };
+      return { doc: selectFamily(parseDocument(src?.text ?? ''), family), names: new Map() };
     } catch (e) {
       if (e instanceof SvcnetError)
         throw new SvcnetError(e.code, `${flags.rules}: ${e.message}`, { cause: e });

@@ -8,6 +8,7 @@
 import type { IptablesDocument, IptablesTableName, Rule } from '../netfilter/iptables/model.js';
 import { BUILTIN_CHAINS, TABLE_NAMES } from '../netfilter/iptables/model.js';
 import { splitArgs } from '../netfilter/iptables/parse.js';
+import type { IPFamily } from '../util/ip.js';
 
 export interface ChainView {
   readonly name: string;
@@ -168,4 +169,36 @@ export function buildView(doc: IptablesDocument, assumeKubeProxyHooks: boolean):
     out.set(name, { name, chains });
   }
   return { tables: out, assumed, assumedChains };
+}
+
+function familyOfTables(
+  tables: readonly IptablesDocument['tables'][number][],
+): IPFamily | undefined {
+  for (const t of tables)
+    for (const r of t.rules)
+      for (let i = 0; i < r.args.length - 1; i++) {
+        const flag = r.args[i];
+        if (flag !== '-s' && flag !== '-d' && flag !== '--to-destination') continue;
+        const v = r.args[i + 1] ?? '';
+        if (v.includes(':') && (flag !== '--to-destination' || v.startsWith('['))) return 'IPv6';
+        if (/^\d+\.\d+\.\d+\.\d+/.test(v)) return 'IPv4';
+      }
+  return undefined;
+}
+
+/**
+ * A file holding both families' rules (`svcnet render` for dual-stack Services prints an
+ * IPv4 and an IPv6 section, each with its own *filter and *nat): keeps the section whose
+ * addresses are of `family`. A file with each table once is returned as it is.
+ */
+export function selectFamily(doc: IptablesDocument, family: IPFamily): IptablesDocument {
+  const sections: IptablesDocument['tables'][number][][] = [[]];
+  for (const t of doc.tables) {
+    const current = sections.at(-1) ?? [];
+    if (current.some((x) => x.name === t.name)) sections.push([t]);
+    else current.push(t);
+  }
+  if (sections.length === 1) return doc;
+  const match = sections.find((s) => familyOfTables(s) === family);
+  return { tables: match ?? sections[0] ?? [] };
 }

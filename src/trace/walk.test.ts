@@ -7,6 +7,7 @@ import { parseIP, type ParsedIP } from '../util/ip.js';
 import { defaultContext, parsePacketSpec, type Origin, type TraceContext } from './packet.js';
 import { tracePacket, type TraceResult } from './walk.js';
 import { formatTraceText, traceToJSON } from './format.js';
+import { selectFamily } from './hooks.js';
 import { fixturesDir } from '../../test/conformance/harness.js';
 
 function ip(s: string): ParsedIP {
@@ -296,4 +297,22 @@ test('a hand-written dump with counters and unquoted comments (upstream TestTrac
   assert.deepEqual(summary(r), ['accept 10.180.0.1:80 forward 1']);
   // Its built-in chains already jump to kube-proxy's: nothing is assumed.
   assert.ok(!r.notes.some((n) => n.includes('assumed')));
+});
+
+test('a dual-stack file (an IPv4 and an IPv6 section) is traced with the section of the packet family', () => {
+  const v4 = `*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -d 10.96.0.30 -p tcp --dport 80 -j DNAT --to-destination 10.244.1.2:80\nCOMMIT\n`;
+  const v6 = `*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -d fd00:10:96::30 -p tcp --dport 80 -j DNAT --to-destination [fd00:10:244:1::2]:80\nCOMMIT\n`;
+  const doc = parseDocument(`${v4}# IPv6\n${v6}`);
+  const r4 = tracePacket(
+    selectFamily(doc, 'IPv4'),
+    parsePacketSpec({ src: '10.244.0.9', dst: '10.96.0.30:80' }),
+    defaultContext('pod', NODE),
+  );
+  assert.deepEqual(summary(r4), ['accept 10.244.1.2:80 forward 1']);
+  const r6 = tracePacket(
+    selectFamily(doc, 'IPv6'),
+    parsePacketSpec({ src: 'fd00:10:244::9', dst: '[fd00:10:96::30]:80' }),
+    defaultContext('pod', NODE),
+  );
+  assert.deepEqual(summary(r6), ['accept [fd00:10:244:1::2]:80 forward 1']);
 });
