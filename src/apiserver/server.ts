@@ -112,6 +112,18 @@ export function parseResourcePath(path: string): Target | 'unknown-resource' | u
   return { rt, ns, name: rest[1], sub: rest[2], watchPath };
 }
 
+const jsonCache = new WeakMap<object, string>();
+
+/** JSON of a stored object, serialised once however many watchers receive it. */
+function objectJson(o: StoredObject): string {
+  let text = jsonCache.get(o);
+  if (text === undefined) {
+    text = JSON.stringify(o);
+    jsonCache.set(o, text);
+  }
+  return text;
+}
+
 /** Seconds of a Go duration such as `32s`, `1m0s` or `500ms` (the `timeout` parameter). */
 function goDurationSeconds(v: string | undefined): number | undefined {
   if (v === undefined || v === '') return undefined;
@@ -422,7 +434,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
     const parts: string[] = [head.slice(0, -1), ',"items":['];
     result.items.forEach((o, i) => {
       if (i > 0) parts.push(',');
-      parts.push(JSON.stringify(o));
+      parts.push(objectJson(o));
     });
     parts.push(']}');
     return new Response(parts.join(''), { status: 200, headers: { 'Content-Type': JSON_TYPE } });
@@ -455,7 +467,8 @@ export function createApiServer(opts: ApiServerOptions): Hono {
       for (const t of timers) clearInterval(t);
     };
     const line = (e: WatchEvent): string => {
-      if (!table || e.type === 'BOOKMARK' || e.type === 'ERROR') return `${JSON.stringify(e)}\n`;
+      if (e.type === 'BOOKMARK' || e.type === 'ERROR') return `${JSON.stringify(e)}\n`;
+      if (!table) return `{"type":"${e.type}","object":${objectJson(e.object)}}\n`;
       const t = toTable(rt, [e.object], now(), {
         include,
         withColumns: first,
@@ -465,12 +478,25 @@ export function createApiServer(opts: ApiServerOptions): Hono {
       return `${JSON.stringify({ type: e.type, object: t })}\n`;
     };
     // Validate (and fail with a plain HTTP error) before the stream starts.
-    const pending: string[] = [];
+    // Events are batched per turn of the event loop: one stream chunk (one TLS record) for a
+    // burst of events instead of one per event.
+    let pending = '';
+    let scheduled = false;
     let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
+    const flush = (): void => {
+      scheduled = false;
+      if (closed || !controllerRef || pending === '') return;
+      const chunk = pending;
+      pending = '';
+      controllerRef.enqueue(encoder.encode(chunk));
+    };
     const send = (text: string): void => {
       if (closed) return;
-      if (controllerRef) controllerRef.enqueue(encoder.encode(text));
-      else pending.push(text);
+      pending += text;
+      if (!scheduled && controllerRef) {
+        scheduled = true;
+        setImmediate(flush);
+      }
     };
     try {
       handle = store.watch(
@@ -496,8 +522,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
         controllerRef = controller;
-        for (const p of pending) controller.enqueue(encoder.encode(p));
-        pending.length = 0;
+        flush();
         const close = (): void => {
           if (closed) return;
           cleanup();
