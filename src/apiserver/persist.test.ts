@@ -15,7 +15,11 @@ describe('data dir', () => {
       const dd = new DataDir(dir, { compactEvery: 5 });
       dd.load();
       dd.open();
-      const api = newTestApi({ onCommit: (c) => dd.append(c) });
+      const api = newTestApi({
+        onCommit: (c) => {
+          dd.append(c);
+        },
+      });
       for (let i = 0; i < 8; i++)
         api.store.create(CONFIGMAPS, 'default', {
           metadata: { name: `c${i}` },
