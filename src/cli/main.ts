@@ -9,6 +9,7 @@ import { registerNetexecCommand } from './netexec.js';
 import { registerLabCommand } from './lab.js';
 import { registerRenderCommand } from './render.js';
 import { registerTraceCommand } from './trace.js';
+import { registerApiserverCommand } from './apiserver.js';
 
 export function buildProgram(): Command {
   const program = new Command('svcnet')
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   registerLabCommand(program);
   registerRenderCommand(program);
   registerTraceCommand(program);
+  registerApiserverCommand(program);
   return program;
 }
 
