@@ -658,9 +658,7 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
   for (const [k, v] of Object.entries(patch)) {
     if (v !== null) out[k] = mergePatch(out[k], v);
   }
-  return Object.fromEntries(
-    Object.entries(out).filter(([k]) => (patch)[k] !== null),
-  );
+  return Object.fromEntries(Object.entries(out).filter(([k]) => patch[k] !== null));
 }
 
 /**
