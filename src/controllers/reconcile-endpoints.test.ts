@@ -36,7 +36,7 @@ describe('reconcileEndpoints', () => {
     assert.equal(r.operations[0]?.op, 'create');
     const ep = objectOf(r.operations)!;
     assert.equal(ep.metadata?.name, 'web');
-    assert.equal(ep.metadata?.labels?.['endpointslice.kubernetes.io/skip-mirror'], 'true');
+    assert.equal(ep.metadata.labels?.['endpointslice.kubernetes.io/skip-mirror'], 'true');
     assert.deepEqual(ep.subsets, [
       {
         addresses: [
@@ -71,7 +71,7 @@ describe('reconcileEndpoints', () => {
       ep.subsets?.[0]?.addresses?.map((a) => a.ip),
       ['10.244.0.8', '10.244.0.9', '10.244.0.10'],
     );
-    assert.equal(ep.subsets?.[0]?.notReadyAddresses, undefined);
+    assert.equal(ep.subsets[0].notReadyAddresses, undefined);
   });
 
   test('subsets are repacked by port set (named targetPort differing per pod)', () => {
@@ -212,7 +212,7 @@ describe('reconcileMirroring', () => {
       'kubernetes.io/service-name': 'ext',
       'endpointslice.kubernetes.io/managed-by': 'endpointslicemirroring-controller.k8s.io',
     });
-    assert.equal(v4.metadata?.ownerReferences?.[0]?.kind, 'Endpoints');
+    assert.equal(v4.metadata.ownerReferences?.[0]?.kind, 'Endpoints');
     const v6 = slices.find((s) => s.addressType === 'IPv6')!;
     assert.deepEqual(
       v6.endpoints?.map((e) => e.addresses[0]),

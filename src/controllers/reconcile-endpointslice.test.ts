@@ -60,12 +60,12 @@ describe('reconcileEndpointSlices', () => {
     const s = slices[0]!;
     assert.equal(s.metadata?.generateName, 'web-');
     assert.equal(s.addressType, 'IPv4');
-    assert.deepEqual(s.metadata?.labels, {
+    assert.deepEqual(s.metadata.labels, {
       tier: 'front',
       'kubernetes.io/service-name': 'web',
       'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
     });
-    assert.deepEqual(s.metadata?.ownerReferences, [
+    assert.deepEqual(s.metadata.ownerReferences, [
       {
         apiVersion: 'v1',
         kind: 'Service',
@@ -76,7 +76,7 @@ describe('reconcileEndpointSlices', () => {
       },
     ]);
     assert.equal(
-      s.metadata?.annotations?.['endpoints.kubernetes.io/last-change-trigger-time'],
+      s.metadata.annotations?.['endpoints.kubernetes.io/last-change-trigger-time'],
       '2026-01-01T00:00:05Z',
     );
     assert.deepEqual(s.ports, [{ name: 'http', protocol: 'TCP', port: 80 }]);
@@ -88,7 +88,7 @@ describe('reconcileEndpointSlices', () => {
         ['10.244.2.2', 'node-c', undefined, 'web-3'],
       ],
     );
-    assert.deepEqual(s.endpoints?.[0]?.conditions, {
+    assert.deepEqual(s.endpoints[0]?.conditions, {
       ready: true,
       serving: true,
       terminating: false,
@@ -188,7 +188,9 @@ describe('reconcileEndpointSlices', () => {
     const cond = (publish: boolean): Record<string, unknown> => {
       const { slices } = run(svc('web', { publishNotReadyAddresses: publish }), pods);
       return Object.fromEntries(
-        slices.flatMap((s) => s.endpoints!.map((e) => [e.targetRef?.name, e.conditions])),
+        slices.flatMap((s) =>
+          s.endpoints!.map((e): [string, unknown] => [e.targetRef?.name ?? '', e.conditions]),
+        ),
       );
     };
     assert.deepEqual(cond(false), {
@@ -238,14 +240,14 @@ describe('reconcileEndpointSlices', () => {
       slices[0]?.endpoints?.map((e) => e.hostname),
       ['db-0', undefined],
     );
-    assert.equal(slices[0]?.metadata?.labels?.['service.kubernetes.io/headless'], '');
+    assert.equal(slices[0].metadata?.labels?.['service.kubernetes.io/headless'], '');
   });
 
   test('a service without endpoints keeps exactly one placeholder slice', () => {
     const first = run(svc('web'), []);
     assert.equal(first.slices.length, 1);
     assert.deepEqual(first.slices[0]?.endpoints, []);
-    assert.deepEqual(first.slices[0]?.ports, []);
+    assert.deepEqual(first.slices[0].ports, []);
     assert.deepEqual(run(svc('web'), [], first.slices).ops, []);
     // Pods arrive: the placeholder is replaced.
     const withPods = run(svc('web'), webPods, first.slices);
@@ -316,11 +318,8 @@ describe('reconcileEndpointSlices', () => {
     const second = run(svc('web'), pods, first.slices);
     assert.equal(second.ops.length, 1);
     const op = second.ops[0]!;
-    assert.equal(op.op, 'update');
-    assert.equal(
-      op.op === 'update' ? op.object.metadata?.name : '',
-      first.slices[1]?.metadata?.name,
-    );
+    assert.ok(op.op === 'update');
+    assert.equal(op.object.metadata?.name, first.slices[1]?.metadata?.name);
   });
 
   test('label drift on an existing slice is repaired', () => {

@@ -39,8 +39,8 @@ describe('reconcileReplicaSet', () => {
     assert.equal(creates.length, 3);
     const p = (creates[0] as { object: Pod }).object;
     assert.equal(p.metadata?.generateName, 'web-abc-');
-    assert.deepEqual(p.metadata?.labels, { app: 'web' });
-    assert.deepEqual(p.metadata?.ownerReferences?.[0], {
+    assert.deepEqual(p.metadata.labels, { app: 'web' });
+    assert.deepEqual(p.metadata.ownerReferences?.[0], {
       apiVersion: 'apps/v1',
       kind: 'ReplicaSet',
       name: 'web-abc',
@@ -141,11 +141,11 @@ describe('reconcileDeployment', () => {
     const hash = podTemplateHash(d.spec?.template);
     assert.equal(created.metadata?.name, `web-${hash}`);
     assert.equal(created.spec?.replicas, 3);
-    assert.equal(created.metadata?.labels?.['pod-template-hash'], hash);
-    assert.equal(created.spec?.selector?.matchLabels?.['pod-template-hash'], hash);
-    assert.equal(created.spec?.template?.metadata?.labels?.['pod-template-hash'], hash);
-    assert.equal(created.metadata?.annotations?.['deployment.kubernetes.io/revision'], '1');
-    assert.equal(created.metadata?.ownerReferences?.[0]?.uid, 'dep-uid');
+    assert.equal(created.metadata.labels?.['pod-template-hash'], hash);
+    assert.equal(created.spec.selector?.matchLabels?.['pod-template-hash'], hash);
+    assert.equal(created.spec.template?.metadata?.labels?.['pod-template-hash'], hash);
+    assert.equal(created.metadata.annotations?.['deployment.kubernetes.io/revision'], '1');
+    assert.equal(created.metadata.ownerReferences?.[0]?.uid, 'dep-uid');
   });
 
   test('scaling the Deployment scales its ReplicaSet; status sums the ReplicaSets', () => {
@@ -162,8 +162,8 @@ describe('reconcileDeployment', () => {
     assert.equal(upd.spec?.replicas, 2);
     const st = (ops(out, 'updateStatus')[0] as { object: Deployment }).object.status;
     assert.equal(st?.replicas, 3);
-    assert.equal(st?.readyReplicas, 3);
-    assert.equal(st?.updatedReplicas, 3);
+    assert.equal(st.readyReplicas, 3);
+    assert.equal(st.updatedReplicas, 3);
     rss = applyToStore('ReplicaSet', rss, out);
     rss[0]!.status = { replicas: 2, readyReplicas: 2, availableReplicas: 2 };
     const done = reconcileDeployment({ deployment: scaled, replicaSets: rss, now: 't' });
@@ -174,7 +174,7 @@ describe('reconcileDeployment', () => {
     );
     assert.equal(st2?.conditions?.find((c) => c.type === 'Available')?.status, 'True');
     assert.equal(
-      st2?.conditions?.find((c) => c.type === 'Progressing')?.reason,
+      st2.conditions.find((c) => c.type === 'Progressing')?.reason,
       'NewReplicaSetAvailable',
     );
     // Converged: nothing more to write.
@@ -247,10 +247,10 @@ describe('reconcileStatefulSet', () => {
     assert.deepEqual(names(out, 'create'), ['db-0']);
     const p = (ops(out, 'create')[0] as { object: Pod }).object;
     assert.equal(p.spec?.hostname, 'db-0');
-    assert.equal(p.spec?.subdomain, 'db-headless');
+    assert.equal(p.spec.subdomain, 'db-headless');
     assert.equal(p.metadata?.labels?.['statefulset.kubernetes.io/pod-name'], 'db-0');
-    assert.equal(p.metadata?.labels?.['apps.kubernetes.io/pod-index'], '0');
-    assert.match(p.metadata?.labels?.['controller-revision-hash'] ?? '', /^db-/);
+    assert.equal(p.metadata.labels['apps.kubernetes.io/pod-index'], '0');
+    assert.match(p.metadata.labels['controller-revision-hash'] ?? '', /^db-/);
   });
 
   test('waits for the previous pod to be Ready before creating the next', () => {
@@ -326,8 +326,8 @@ describe('reconcileStatefulSet', () => {
     });
     const st = (ops(out, 'updateStatus')[0] as { object: StatefulSet }).object.status;
     assert.equal(st?.replicas, 2);
-    assert.equal(st?.readyReplicas, 1);
-    assert.equal(st?.availableReplicas, 1);
+    assert.equal(st.readyReplicas, 1);
+    assert.equal(st.availableReplicas, 1);
   });
 });
 
