@@ -59,6 +59,13 @@ export async function applyOperations(
         break;
       case 'bind':
         await client.bind(op.namespace, op.name, op.nodeName);
+        out.push({
+          kind: 'Pod',
+          namespace: op.namespace,
+          name: op.name,
+          want: 'present',
+          nodeName: op.nodeName,
+        });
         break;
     }
   }

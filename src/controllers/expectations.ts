@@ -16,6 +16,8 @@ export interface Expectation {
   readonly want: 'present' | 'gone';
   readonly resourceVersion?: string;
   readonly uid?: string;
+  /** For a binding: the cached pod must show this spec.nodeName. */
+  readonly nodeName?: string;
 }
 
 export type CacheLookup = (
@@ -84,6 +86,11 @@ function met(e: Expectation, lookup: CacheLookup): boolean {
       (e.uid !== undefined && o.metadata?.uid !== e.uid)
     );
   if (o === undefined) return false;
+  if (
+    e.nodeName !== undefined &&
+    (o as { spec?: { nodeName?: string } }).spec?.nodeName !== e.nodeName
+  )
+    return false;
   return (
     e.resourceVersion === undefined ||
     reachedResourceVersion(o.metadata?.resourceVersion, e.resourceVersion)

@@ -7,7 +7,7 @@
 // what the cluster should look like; that is all in reconcile-*.ts.
 
 import type { ApiKind, KubeClient } from '../kube/api-client.js';
-import { isConflict } from '../kube/api-client.js';
+import { isConflict, isNotFound } from '../kube/api-client.js';
 import type { Informer } from '../kube/informer.js';
 import {
   LABEL_MANAGED_BY,
@@ -334,9 +334,10 @@ export class ControllerManager {
 
   private handleError(c: Controller, key: string, e: unknown): void {
     const retries = c.queue.numRequeues(key);
-    if (isConflict(e)) {
+    if (isConflict(e) || isNotFound(e)) {
+      // Our cache was stale (a 409, or an object deleted under us): retry from fresh state.
       this.stats.conflicts += 1;
-      this.log.debug({ controller: c.name, key, err: errText(e) }, 'Conflict; requeued');
+      this.log.debug({ controller: c.name, key, err: errText(e) }, 'Stale cache; requeued');
       c.queue.addRateLimited(key);
       return;
     }
@@ -504,6 +505,7 @@ export class ControllerManager {
   }
 
   private async syncScheduler(): Promise<void> {
+    if (!this.ready('scheduler', SCHEDULER_KEY)) return;
     const r = reconcileScheduler({ pods: this.inf.pods.list(), nodes: this.inf.nodes.list() });
     if (r.unschedulable.length > 0)
       this.log.debug(
