@@ -256,10 +256,15 @@ export class ControllerManager {
 
   // ---- lifecycle ----------------------------------------------------------------------
 
-  /** Starts the informers, waits for their caches, then the workers. */
-  async start(): Promise<void> {
+  /** Starts the informers and waits for their caches (no workers: see runUntilIdle). */
+  async startInformers(): Promise<void> {
     const all = Object.values(this.inf) as Informer<KubeObject>[];
     await Promise.all(all.map((i) => i.start()));
+  }
+
+  /** Starts the informers, waits for their caches, then the workers. */
+  async start(): Promise<void> {
+    await this.startInformers();
     this.log.info(
       { controllers: this.controllers.map((c) => c.name) },
       'Caches synced; starting controllers',
