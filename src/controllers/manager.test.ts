@@ -176,7 +176,8 @@ describe('ControllerManager on an in-memory cluster', () => {
     // The retry comes after a backoff on the injected clock.
     clock.advance(1000);
     await manager.runUntilIdle();
-    assert.ok(Number(failures) >= 2, `failures: ${failures}`);
+    const after = failures as number;
+    assert.ok(after >= 2, `failures: ${after}`);
     assert.ok(manager.stats.errors >= 2);
   });
 
