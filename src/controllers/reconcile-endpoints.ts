@@ -159,7 +159,10 @@ export function reconcileEndpoints(input: EndpointsInput): ReconcileResult {
 function sortAddresses(a: EndpointAddress[]): EndpointAddress[] {
   const key = (x: EndpointAddress): string =>
     `${(parseIPSloppy(x.ip)?.value ?? 0n).toString(16).padStart(32, '0')}/${canonicalJSON(x)}`;
-  return [...a].sort((x, y) => (key(x) < key(y) ? -1 : 1));
+  return a
+    .map((x) => ({ x, k: key(x) }))
+    .sort((p, q) => (p.k < q.k ? -1 : p.k > q.k ? 1 : 0))
+    .map((p) => p.x);
 }
 
 function withoutTrigger(a: Record<string, string> | undefined): Record<string, string> {

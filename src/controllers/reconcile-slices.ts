@@ -51,6 +51,31 @@ export function endpointKey(ep: Endpoint): string {
   return `addr:${ep.addresses[0] ?? ''}`;
 }
 
+/**
+ * Everything about an endpoint that a slice update must carry, in a fixed order (cheaper
+ * than a canonical JSON of the whole object on the hot path of large Services).
+ */
+export function endpointFingerprint(ep: Endpoint): string {
+  const c = ep.conditions;
+  const r = ep.targetRef;
+  return JSON.stringify([
+    ep.addresses,
+    c?.ready,
+    c?.serving,
+    c?.terminating,
+    ep.hostname,
+    ep.nodeName,
+    ep.zone,
+    r?.kind,
+    r?.namespace,
+    r?.name,
+    r?.uid,
+    r?.resourceVersion,
+    ep.hints?.forZones?.map((z) => z.name),
+    ep.hints?.forNodes?.map((n) => n.name),
+  ]);
+}
+
 /** Order-insensitive key of a port list. */
 export function portsKey(ports: readonly EndpointPort[]): string {
   return [...ports]
@@ -104,7 +129,7 @@ export function packSlices(input: PackInput): SliceChanges {
         continue;
       }
       claimed.add(`${key}#${k}`);
-      if (!jsonEqual(ep, next)) changed = true;
+      if (endpointFingerprint(ep) !== endpointFingerprint(next)) changed = true;
       endpoints.push(next);
     }
     if (endpoints.length === 0) {

@@ -63,7 +63,7 @@ function kubectl(args: string[], stdin?: string): string {
   return r.stdout;
 }
 
-async function waitFor<T>(what: string, fn: () => T | undefined, timeoutMs = 30_000): Promise<T> {
+async function waitFor<T>(what: string, fn: () => T | undefined, timeoutMs = 90_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
