@@ -179,6 +179,12 @@ export class ControllerManager {
 
   private wireHandlers(): void {
     const inf = this.inf;
+    for (const [name, i] of Object.entries(inf) as [string, Informer<KubeObject>][])
+      i.addHandlers({
+        onError: (err) => {
+          this.log.warn({ informer: name, err: errText(err) }, 'List/watch failed; retrying');
+        },
+      });
     const onObj = <T extends KubeObject>(i: Informer<T>, fn: (o: T) => void): void => {
       i.addHandlers({
         onAdd: fn,

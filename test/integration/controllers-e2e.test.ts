@@ -390,6 +390,51 @@ describe('svcnet apiserver + svcnet controller --fake-kubelet, driven by kubectl
     assert.equal(ports.trim(), '80');
   });
 
+  test('hand-written Endpoints of a selector-less Service are mirrored into an EndpointSlice', async () => {
+    kubectl(
+      ['apply', '-f', '-'],
+      `apiVersion: v1
+kind: Service
+metadata:
+  name: external
+spec:
+  ports:
+  - name: http
+    port: 80
+    targetPort: 8080
+---
+apiVersion: v1
+kind: Endpoints
+metadata:
+  name: external
+subsets:
+- addresses:
+  - ip: 192.0.2.10
+  - ip: 192.0.2.11
+  ports:
+  - name: http
+    port: 8080
+`,
+    );
+    const mirrored = await waitFor('a mirrored slice', () => {
+      const s = slices('external');
+      return s.length === 1 && (s[0]?.endpoints?.length ?? 0) === 2 ? s[0] : undefined;
+    });
+    assert.equal(
+      mirrored.metadata.labels?.['endpointslice.kubernetes.io/managed-by'],
+      'endpointslicemirroring-controller.k8s.io',
+    );
+    assert.deepEqual(mirrored.endpoints?.map((e) => e.addresses[0]).sort(), [
+      '192.0.2.10',
+      '192.0.2.11',
+    ]);
+    assert.deepEqual(
+      mirrored.ports?.map((p) => p.port),
+      [8080],
+    );
+    assert.match(describedEndpoints('external'), /192\.0\.2\.10:8080/);
+  });
+
   test('a StatefulSet behind a headless Service comes up in order with hostnames in the slices', async () => {
     kubectl(['apply', '-f', '-'], STS);
     await waitFor('3 ready db pods', () =>
