@@ -112,6 +112,21 @@ export function parseResourcePath(path: string): Target | 'unknown-resource' | u
   return { rt, ns, name: rest[1], sub: rest[2], watchPath };
 }
 
+/** Seconds of a Go duration such as `32s`, `1m0s` or `500ms` (the `timeout` parameter). */
+function goDurationSeconds(v: string | undefined): number | undefined {
+  if (v === undefined || v === '') return undefined;
+  const units: Record<string, number> = { h: 3600, m: 60, s: 1, ms: 0.001 };
+  let total = 0;
+  let rest = v;
+  while (rest !== '') {
+    const m = /^(\d+(?:\.\d+)?)(ms|h|m|s)/.exec(rest);
+    if (!m) throw ApiError.badRequest(`invalid timeout: ${v}`);
+    total += Number(m[1]) * (units[m[2] ?? 's'] ?? 1);
+    rest = rest.slice(m[0].length);
+  }
+  return Math.max(1, Math.ceil(total));
+}
+
 function jsonText(v: unknown): string {
   return v === undefined ? 'null' : JSON.stringify(v);
 }
@@ -422,7 +437,8 @@ export function createApiServer(opts: ApiServerOptions): Hono {
     const q = (k: string): string | undefined => c.req.query(k);
     const table = wantsTable(c.req.header('accept'));
     const include = includeObject(q);
-    const timeoutSeconds = int(q('timeoutSeconds'), 'timeoutSeconds');
+    const timeoutSeconds =
+      int(q('timeoutSeconds'), 'timeoutSeconds') ?? goDurationSeconds(q('timeout'));
     const allowBookmarks = bool(q('allowWatchBookmarks'));
     let fieldSelector = q('fieldSelector') ?? '';
     if (name !== undefined)

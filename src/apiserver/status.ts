@@ -186,6 +186,7 @@ export function causeFromFieldError(e: FieldError): StatusCause {
   let message = e.message;
   if (e.reason === undefined && message === 'required') reason = 'FieldValueRequired';
   if (reason === 'FieldValueRequired' && (message === 'required' || message === '')) message = '';
+  if (reason === 'FieldValueDuplicate') message = '';
   const hasValue = Object.hasOwn(e, 'value') && reason !== 'FieldValueRequired';
   if (hasValue) {
     const suffix = `, got ${(JSON.stringify(e.value) as string | undefined) ?? String(e.value)}`;

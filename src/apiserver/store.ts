@@ -223,7 +223,10 @@ export class Store {
     this.historySize = opts.historySize ?? 2000;
     this.strategies = opts.strategies ?? new Map();
     this.onCommit = opts.onCommit;
-    for (const rt of RESOURCES) this.data.set(resourceKey(rt), new Map());
+    for (const rt of RESOURCES) {
+      this.data.set(resourceKey(rt), new Map());
+      this.histories.set(resourceKey(rt), new History(this.historySize, 0));
+    }
   }
 
   /** Current resourceVersion of the whole store. */
@@ -727,7 +730,7 @@ export class Store {
         if (o.metadata.namespace === name && o.metadata.deletionTimestamp === undefined)
           this.delete(rt, name, o.metadata.name ?? '', { gracePeriodSeconds: 0 });
     }
-    return this.finishNamespace(name) ?? this.get(NAMESPACES, undefined, name);
+    return this.finishNamespace(name) ?? this.tryGet(NAMESPACES, undefined, name) ?? obj;
   }
 
   /** Removes a terminating namespace once nothing is left in it. */

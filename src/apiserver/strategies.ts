@@ -342,7 +342,18 @@ function fromFieldErrors(errs: FieldError[]): StatusCause[] {
   return errs.filter((e) => e.field !== 'metadata.name').map(causeFromFieldError);
 }
 
+/**
+ * Unnamed slice ports are stored with `name: ""`, as the EndpointSlice controller writes
+ * them: kubectl 1.31+ `describe service` dereferences the name and crashes without it.
+ */
+function defaultSlicePorts(o: StoredObject): void {
+  const ports = (o as Loose).ports;
+  if (Array.isArray(ports)) for (const p of ports) if (isPlainObject(p)) p.name ??= '';
+}
+
 const endpointSliceStrategy: Strategy = {
+  prepareForCreate: defaultSlicePorts,
+  prepareForUpdate: defaultSlicePorts,
   validate(o) {
     const causes = fromFieldErrors(validateEndpointSlice(o as unknown as EndpointSlice));
     if ((o as Loose).addressType === undefined)
