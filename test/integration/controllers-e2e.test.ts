@@ -376,6 +376,31 @@ describe('svcnet apiserver + svcnet controller --fake-kubelet, driven by kubectl
     );
   });
 
+  test('kubectl set image rolls over to a new ReplicaSet; rollout status completes', async () => {
+    const before = new Set(endpointIPs('my-nginx'));
+    kubectl(['set', 'image', 'deploy/my-nginx', 'my-nginx=nginx:1.27']);
+    assert.match(
+      kubectl(['rollout', 'status', 'deploy/my-nginx', '--timeout=90s']),
+      /successfully rolled out/,
+    );
+    const rss = kubectl([
+      'get',
+      'rs',
+      '-l',
+      'run=my-nginx',
+      '-o',
+      'jsonpath={range .items[*]}{.spec.replicas}{" "}{end}',
+    ]);
+    assert.deepEqual(rss.trim().split(' ').sort(), ['0', '2']);
+    await waitFor('endpoints of the new pods only', () => {
+      const ips = endpointIPs('my-nginx');
+      const live = pods('run=my-nginx').filter((p) => p.metadata.deletionTimestamp === undefined);
+      return ips.length === 2 && live.length === 2 && ips.every((ip) => !before.has(ip))
+        ? true
+        : undefined;
+    });
+  });
+
   test('kubectl create deploy + kubectl expose get endpoints too', async () => {
     kubectl(['create', 'deploy', 'hello', '--image=nginx', '--replicas=2']);
     kubectl(['expose', 'deploy', 'hello', '--port=8080', '--target-port=80']);
