@@ -30,7 +30,8 @@ import type {
   Service,
   StatefulSet,
 } from '../kube/types.js';
-import { ControllerManager } from '../controllers/manager.js';
+import type { ControllerKind } from '../controllers/manager.js';
+import { CONTROLLER_KINDS, ControllerManager } from '../controllers/manager.js';
 import { action } from './run.js';
 
 interface ControllerOptions {
@@ -38,6 +39,7 @@ interface ControllerOptions {
   fakeKubelet?: boolean;
   maxEndpointsPerSlice: string;
   logLevel: string;
+  controllers: string;
 }
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -51,6 +53,13 @@ export function registerControllerCommand(program: Command): void {
     .requiredOption('--kubeconfig <file>', 'kubeconfig of the API server')
     .option('--fake-kubelet', 'mark scheduled pods Running/Ready with IPs and finish pod deletions')
     .option('--max-endpoints-per-slice <n>', 'endpoints per EndpointSlice (1-1000)', '100')
+    .option(
+      '--controllers <list>',
+      `comma-separated controllers to run (${CONTROLLER_KINDS.join(', ')}); on a real cluster ` +
+        'whose kube-controller-manager runs the workload controllers, use ' +
+        '"endpointslice,endpoints,mirroring"',
+      'all',
+    )
     .option('--log-level <level>', `log level (${LEVELS.join(', ')})`, 'info')
     .action(action('controller', runController));
 }
@@ -64,6 +73,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
     );
   if (!LEVELS.includes(opts.logLevel))
     throw new SvcnetError('INVALID_INPUT', `--log-level: must be one of ${LEVELS.join(', ')}`);
+  const controllers = parseControllers(opts.controllers);
   let kc;
   try {
     kc = loadKubeConfig(opts.kubeconfig);
@@ -93,6 +103,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
     log,
     fakeKubelet: opts.fakeKubelet === true,
     maxEndpointsPerSlice: max,
+    controllers,
   });
   log.info(
     { server: kc.getCurrentCluster()?.server, fakeKubelet: opts.fakeKubelet === true },
@@ -111,4 +122,21 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
   log.info({ stats: manager.stats }, 'Stopping controllers');
   await manager.stop();
   return undefined;
+}
+
+/** Parses `--controllers` (`all` or a comma list of CONTROLLER_KINDS). */
+export function parseControllers(list: string): ReadonlySet<ControllerKind> {
+  const names = list
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (names.length === 1 && names[0] === 'all') return new Set(CONTROLLER_KINDS);
+  const known = new Set<string>(CONTROLLER_KINDS);
+  const bad = names.filter((n) => !known.has(n));
+  if (bad.length > 0 || names.length === 0)
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `--controllers: unknown controller(s) ${bad.join(', ') || '(none given)'}; expected all or some of ${CONTROLLER_KINDS.join(', ')}`,
+    );
+  return new Set(names as ControllerKind[]);
 }

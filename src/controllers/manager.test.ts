@@ -9,7 +9,7 @@ import type { ApiKind, ApiKindMap } from '../kube/api-client.js';
 import { FakeKubeClient, KubeApiError } from '../kube/api-client.js';
 import type { Deployment, EndpointSlice, Endpoints, Pod, Service } from '../kube/types.js';
 import { createFakeCluster } from './fake-cluster.js';
-import type { Log } from './manager.js';
+import type { ControllerKind, Log } from './manager.js';
 import { ControllerManager } from './manager.js';
 import { node } from './test-builders.js';
 import { FakeClock } from './workqueue.js';
@@ -51,7 +51,11 @@ const service: Service = {
   },
 };
 
-async function setup(client: FakeKubeClient, clock: FakeClock) {
+async function setup(
+  client: FakeKubeClient,
+  clock: FakeClock,
+  controllers?: ReadonlySet<ControllerKind>,
+) {
   for (let i = 1; i <= 3; i++) {
     const n = node(`node-${i}`, {
       podCIDR: `10.244.${i}.0/24`,
@@ -70,6 +74,7 @@ async function setup(client: FakeKubeClient, clock: FakeClock) {
     clock,
     fakeKubelet: true,
     resyncPeriodMs: 0,
+    ...(controllers !== undefined ? { controllers } : {}),
   });
   await manager.startInformers();
   return { manager, log };
@@ -203,5 +208,22 @@ describe('ControllerManager on an in-memory cluster', () => {
     assert.equal(sliceIPs(client).length, 3);
     assert.equal(manager.stats.conflicts, 1);
     assert.ok(!log.lines.some((l) => l.level === 'warn' || l.level === 'error'));
+  });
+
+  test('--controllers limits what runs: only slices, no Endpoints, no workloads', async () => {
+    const clock = new FakeClock();
+    const client = new FakeKubeClient({ now: () => clock.now() });
+    const { manager } = await setup(client, clock, new Set<ControllerKind>(['endpointslice']));
+    await client.create('Deployment', structuredClone(deployment));
+    await client.create('Service', structuredClone(service));
+    await client.create('Pod', {
+      metadata: { name: 'manual', namespace: 'default', labels: { app: 'web' } },
+      spec: { containers: [{ name: 'c' }], nodeName: 'node-1' },
+    });
+    await manager.runUntilIdle();
+    assert.deepEqual(client.all('ReplicaSet'), []);
+    assert.deepEqual(client.all('Endpoints'), []);
+    // The fake kubelet still runs (it is its own switch) and the slice follows the pod.
+    assert.equal(sliceIPs(client).length, 1);
   });
 });

@@ -74,7 +74,21 @@ export interface ControllerManagerOptions {
   readonly maxRetries?: number;
   /** Every key is resynced this often (0 disables). */
   readonly resyncPeriodMs?: number;
+  /** Which controllers run (all when absent); the fake kubelet is governed by fakeKubelet. */
+  readonly controllers?: ReadonlySet<ControllerKind>;
 }
+
+/** Controllers that can be switched on and off (`--controllers`). */
+export const CONTROLLER_KINDS = [
+  'endpointslice',
+  'endpoints',
+  'mirroring',
+  'deployment',
+  'replicaset',
+  'statefulset',
+  'scheduler',
+] as const;
+export type ControllerKind = (typeof CONTROLLER_KINDS)[number];
 
 type ControllerName =
   'endpoints' | 'deployment' | 'replicaset' | 'statefulset' | 'scheduler' | 'kubelet';
@@ -127,31 +141,37 @@ export class ControllerManager {
     this.log = opts.log;
     this.clock = opts.clock ?? systemClock;
     const inf = this.inf;
-    this.addController(
-      'endpoints',
-      (k, t) => this.syncService(k, t),
-      () => inf.services.list().map(objectKey),
-    );
-    this.addController(
-      'deployment',
-      (k) => this.syncDeployment(k),
-      () => inf.deployments.list().map(objectKey),
-    );
-    this.addController(
-      'replicaset',
-      (k) => this.syncReplicaSet(k),
-      () => inf.replicaSets.list().map(objectKey),
-    );
-    this.addController(
-      'statefulset',
-      (k) => this.syncStatefulSet(k),
-      () => inf.statefulSets.list().map(objectKey),
-    );
-    this.addController(
-      'scheduler',
-      () => this.syncScheduler(),
-      () => [SCHEDULER_KEY],
-    );
+    const on = (k: ControllerKind): boolean => opts.controllers?.has(k) ?? true;
+    if (on('endpointslice') || on('endpoints') || on('mirroring'))
+      this.addController(
+        'endpoints',
+        (k, t) => this.syncService(k, t),
+        () => inf.services.list().map(objectKey),
+      );
+    if (on('deployment'))
+      this.addController(
+        'deployment',
+        (k) => this.syncDeployment(k),
+        () => inf.deployments.list().map(objectKey),
+      );
+    if (on('replicaset'))
+      this.addController(
+        'replicaset',
+        (k) => this.syncReplicaSet(k),
+        () => inf.replicaSets.list().map(objectKey),
+      );
+    if (on('statefulset'))
+      this.addController(
+        'statefulset',
+        (k) => this.syncStatefulSet(k),
+        () => inf.statefulSets.list().map(objectKey),
+      );
+    if (on('scheduler'))
+      this.addController(
+        'scheduler',
+        () => this.syncScheduler(),
+        () => [SCHEDULER_KEY],
+      );
     if (opts.fakeKubelet === true)
       this.addController(
         'kubelet',
@@ -437,7 +457,8 @@ export class ControllerManager {
       .filter((s) => namespaceOf(s) === ns && s.metadata?.labels?.[LABEL_SERVICE_NAME] === name);
     const triggerTime = new Date(trigger ?? this.clock.now()).toISOString();
     const ops: Operation[] = [];
-    if (service !== undefined) {
+    const on = (k: ControllerKind): boolean => this.opts.controllers?.has(k) ?? true;
+    if (on('endpointslice') && service !== undefined) {
       const nodes = new Map(this.inf.nodes.list().map((n) => [nameOf(n), n]));
       const r = reconcileEndpointSlices({
         service,
@@ -451,30 +472,34 @@ export class ControllerManager {
       });
       this.warn('endpoints', r.warnings);
       ops.push(...r.operations);
-    } else {
+    } else if (on('endpointslice')) {
       // The Service is gone: remove our slices even when no garbage collector runs.
       for (const s of slices)
         if (s.metadata?.labels?.[LABEL_MANAGED_BY] === MANAGED_BY_CONTROLLER)
           ops.push({ op: 'delete', kind: 'EndpointSlice', namespace: ns, name: nameOf(s) });
     }
-    const ep = reconcileEndpoints({
-      service,
-      namespace: ns,
-      name,
-      pods,
-      existing: this.inf.endpoints.get(key),
-      triggerTime,
-    });
-    this.warn('endpoints', ep.warnings);
-    ops.push(...ep.operations);
-    const mirror = reconcileMirroring({
-      service,
-      endpoints: this.inf.endpoints.get(key),
-      existing: slices,
-      triggerTime,
-    });
-    this.warn('endpoints', mirror.warnings);
-    ops.push(...mirror.operations);
+    if (on('endpoints')) {
+      const ep = reconcileEndpoints({
+        service,
+        namespace: ns,
+        name,
+        pods,
+        existing: this.inf.endpoints.get(key),
+        triggerTime,
+      });
+      this.warn('endpoints', ep.warnings);
+      ops.push(...ep.operations);
+    }
+    if (on('mirroring')) {
+      const mirror = reconcileMirroring({
+        service,
+        endpoints: this.inf.endpoints.get(key),
+        existing: slices,
+        triggerTime,
+      });
+      this.warn('endpoints', mirror.warnings);
+      ops.push(...mirror.operations);
+    }
     await this.write('endpoints', key, ops);
   }
 
