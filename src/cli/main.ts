@@ -10,6 +10,8 @@ import { registerLabCommand } from './lab.js';
 import { registerRenderCommand } from './render.js';
 import { registerTraceCommand } from './trace.js';
 import { registerApiserverCommand } from './apiserver.js';
+import { registerControllerCommand } from './controller.js';
+import { EXIT_USAGE } from './run.js';
 
 export function buildProgram(): Command {
   const program = new Command('svcnet')
@@ -24,6 +26,7 @@ export function buildProgram(): Command {
   registerRenderCommand(program);
   registerTraceCommand(program);
   registerApiserverCommand(program);
+  registerControllerCommand(program);
   return program;
 }
 

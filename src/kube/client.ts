@@ -72,6 +72,46 @@ export const PODS: ResourceSpec = {
     }),
 };
 
+export const ENDPOINTS: ResourceSpec = {
+  path: '/api/v1/endpoints',
+  model: 'V1Endpoints',
+  list: (kc, labelSelector, fieldSelector) =>
+    kc.makeApiClient(k8s.CoreV1Api).listEndpointsForAllNamespaces({
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(fieldSelector ? { fieldSelector } : {}),
+    }),
+};
+
+export const DEPLOYMENTS: ResourceSpec = {
+  path: '/apis/apps/v1/deployments',
+  model: 'V1Deployment',
+  list: (kc, labelSelector, fieldSelector) =>
+    kc.makeApiClient(k8s.AppsV1Api).listDeploymentForAllNamespaces({
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(fieldSelector ? { fieldSelector } : {}),
+    }),
+};
+
+export const REPLICA_SETS: ResourceSpec = {
+  path: '/apis/apps/v1/replicasets',
+  model: 'V1ReplicaSet',
+  list: (kc, labelSelector, fieldSelector) =>
+    kc.makeApiClient(k8s.AppsV1Api).listReplicaSetForAllNamespaces({
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(fieldSelector ? { fieldSelector } : {}),
+    }),
+};
+
+export const STATEFUL_SETS: ResourceSpec = {
+  path: '/apis/apps/v1/statefulsets',
+  model: 'V1StatefulSet',
+  list: (kc, labelSelector, fieldSelector) =>
+    kc.makeApiClient(k8s.AppsV1Api).listStatefulSetForAllNamespaces({
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(fieldSelector ? { fieldSelector } : {}),
+    }),
+};
+
 export interface InformerOptions {
   readonly labelSelector?: string;
   readonly fieldSelector?: string;

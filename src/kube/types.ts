@@ -150,11 +150,17 @@ export interface NodeAddress {
 
 export interface Node extends KubeObject {
   kind?: 'Node';
-  spec?: { podCIDR?: string; podCIDRs?: string[]; unschedulable?: boolean; taints?: unknown[] };
+  spec?: { podCIDR?: string; podCIDRs?: string[]; unschedulable?: boolean; taints?: Taint[] };
   status?: {
     addresses?: NodeAddress[];
     conditions?: { type: string; status: string; reason?: string; message?: string }[];
   };
+}
+
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
 }
 
 export interface ContainerPort {
@@ -195,6 +201,25 @@ export interface PodSpec {
   dnsPolicy?: string;
   terminationGracePeriodSeconds?: number;
   restartPolicy?: string;
+  schedulerName?: string;
+  tolerations?: Toleration[];
+}
+
+export interface Toleration {
+  key?: string;
+  operator?: 'Exists' | 'Equal';
+  value?: string;
+  effect?: string;
+}
+
+export interface ContainerStatus {
+  name: string;
+  ready: boolean;
+  restartCount: number;
+  image?: string;
+  imageID?: string;
+  started?: boolean;
+  state?: { running?: { startedAt?: string }; waiting?: { reason?: string } };
 }
 
 export interface PodCondition {
@@ -211,8 +236,10 @@ export interface Pod extends KubeObject {
     podIP?: string;
     podIPs?: { ip: string }[];
     hostIP?: string;
+    hostIPs?: { ip: string }[];
     conditions?: PodCondition[];
     startTime?: string;
+    containerStatuses?: ContainerStatus[];
   };
 }
 
@@ -230,6 +257,109 @@ export interface Endpoints extends KubeObject {
     notReadyAddresses?: EndpointAddress[];
     ports?: { name?: string; port: number; protocol?: Protocol; appProtocol?: string }[];
   }[];
+}
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: string[];
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: LabelSelectorRequirement[];
+}
+
+export interface PodTemplateSpec {
+  metadata?: ObjectMeta;
+  spec?: PodSpec;
+}
+
+export interface WorkloadCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastUpdateTime?: string;
+  lastTransitionTime?: string;
+}
+
+export interface DeploymentSpec {
+  replicas?: number;
+  selector?: LabelSelector;
+  template?: PodTemplateSpec;
+  strategy?: {
+    type?: 'RollingUpdate' | 'Recreate';
+    rollingUpdate?: { maxSurge?: number | string; maxUnavailable?: number | string };
+  };
+  minReadySeconds?: number;
+  revisionHistoryLimit?: number;
+  progressDeadlineSeconds?: number;
+  paused?: boolean;
+}
+
+export interface DeploymentStatus {
+  observedGeneration?: number;
+  replicas?: number;
+  updatedReplicas?: number;
+  readyReplicas?: number;
+  availableReplicas?: number;
+  unavailableReplicas?: number;
+  collisionCount?: number;
+  conditions?: WorkloadCondition[];
+}
+
+export interface Deployment extends KubeObject {
+  kind?: 'Deployment';
+  spec?: DeploymentSpec;
+  status?: DeploymentStatus;
+}
+
+export interface ReplicaSetStatus {
+  observedGeneration?: number;
+  replicas?: number;
+  fullyLabeledReplicas?: number;
+  readyReplicas?: number;
+  availableReplicas?: number;
+  conditions?: WorkloadCondition[];
+}
+
+export interface ReplicaSet extends KubeObject {
+  kind?: 'ReplicaSet';
+  spec?: {
+    replicas?: number;
+    selector?: LabelSelector;
+    template?: PodTemplateSpec;
+    minReadySeconds?: number;
+  };
+  status?: ReplicaSetStatus;
+}
+
+export interface StatefulSetStatus {
+  observedGeneration?: number;
+  replicas?: number;
+  readyReplicas?: number;
+  currentReplicas?: number;
+  updatedReplicas?: number;
+  availableReplicas?: number;
+  currentRevision?: string;
+  updateRevision?: string;
+  collisionCount?: number;
+}
+
+export interface StatefulSet extends KubeObject {
+  kind?: 'StatefulSet';
+  spec?: {
+    replicas?: number;
+    selector?: LabelSelector;
+    template?: PodTemplateSpec;
+    serviceName?: string;
+    podManagementPolicy?: 'OrderedReady' | 'Parallel';
+    ordinals?: { start?: number };
+    updateStrategy?: { type?: string; rollingUpdate?: { partition?: number } };
+    minReadySeconds?: number;
+  };
+  status?: StatefulSetStatus;
 }
 
 /** `namespace/name` key of a namespaced object (or just `name` when cluster-scoped). */

@@ -1,0 +1,229 @@
+// The controller manager against an in-memory cluster (FakeKubeClient + FakeInformers, a
+// FakeClock): the Service walkthrough at the reconcile level (Deployment of 3 + Service →
+// Running pods spread over nodes → slices and Endpoints; scale to 2; delete), conflicts
+// retried, and one failing object not stopping the rest.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { ApiKind, ApiKindMap } from '../kube/api-client.js';
+import { FakeKubeClient, KubeApiError } from '../kube/api-client.js';
+import type { Deployment, EndpointSlice, Endpoints, Pod, Service } from '../kube/types.js';
+import { createFakeCluster } from './fake-cluster.js';
+import type { ControllerKind, Log } from './manager.js';
+import { ControllerManager } from './manager.js';
+import { node } from './test-builders.js';
+import { FakeClock } from './workqueue.js';
+
+interface Logged {
+  level: string;
+  msg: string;
+  obj: object;
+}
+
+function memoryLog(): Log & { lines: Logged[] } {
+  const lines: Logged[] = [];
+  const at =
+    (level: string) =>
+    (obj: object, msg: string): void => {
+      lines.push({ level, msg, obj });
+    };
+  return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+const deployment: Deployment = {
+  metadata: { name: 'web', namespace: 'default' },
+  spec: {
+    replicas: 3,
+    selector: { matchLabels: { app: 'web' } },
+    template: {
+      metadata: { labels: { app: 'web' } },
+      spec: { containers: [{ name: 'nginx', image: 'nginx', ports: [{ containerPort: 80 }] }] },
+    },
+  },
+};
+
+const service: Service = {
+  metadata: { name: 'web', namespace: 'default' },
+  spec: {
+    selector: { app: 'web' },
+    ports: [{ port: 3000, targetPort: 80, protocol: 'TCP' }],
+    clusterIP: '10.96.0.20',
+  },
+};
+
+async function setup(
+  client: FakeKubeClient,
+  clock: FakeClock,
+  controllers?: ReadonlySet<ControllerKind>,
+) {
+  for (let i = 1; i <= 3; i++) {
+    const n = node(`node-${i}`, {
+      podCIDR: `10.244.${i}.0/24`,
+      ip: `172.18.0.${i + 1}`,
+      zone: `zone-${i}`,
+    });
+    delete n.metadata!.uid;
+    await client.create('Node', n);
+  }
+  const cluster = createFakeCluster(client);
+  const log = memoryLog();
+  const manager = new ControllerManager({
+    client,
+    informers: cluster.informers,
+    log,
+    clock,
+    fakeKubelet: true,
+    resyncPeriodMs: 0,
+    ...(controllers !== undefined ? { controllers } : {}),
+  });
+  await manager.startInformers();
+  return { manager, log };
+}
+
+function readyEndpointIPs(client: FakeKubeClient): string[] {
+  const eps = client.all('Endpoints').find((e: Endpoints) => e.metadata?.name === 'web');
+  return (eps?.subsets ?? []).flatMap((s) => (s.addresses ?? []).map((a) => a.ip)).sort();
+}
+
+function sliceIPs(client: FakeKubeClient): string[] {
+  return client
+    .all('EndpointSlice')
+    .filter((s: EndpointSlice) => s.metadata?.labels?.['kubernetes.io/service-name'] === 'web')
+    .flatMap((s) =>
+      (s.endpoints ?? [])
+        .filter((e) => e.conditions?.ready === true)
+        .map((e) => e.addresses[0] ?? ''),
+    )
+    .sort();
+}
+
+describe('ControllerManager on an in-memory cluster', () => {
+  test('Deployment + Service → spread Running pods → slices and Endpoints; scale; delete', async () => {
+    const clock = new FakeClock();
+    const client = new FakeKubeClient({ now: () => clock.now() });
+    const { manager } = await setup(client, clock);
+    await client.create('Deployment', structuredClone(deployment));
+    await client.create('Service', structuredClone(service));
+    await manager.runUntilIdle();
+
+    const pods = client.all('Pod');
+    assert.equal(pods.length, 3);
+    assert.deepEqual(pods.map((p: Pod) => p.spec?.nodeName).sort(), ['node-1', 'node-2', 'node-3']);
+    assert.ok(pods.every((p) => p.status?.phase === 'Running'));
+    const ips = pods.map((p) => p.status?.podIP ?? '').sort();
+    assert.deepEqual(readyEndpointIPs(client), ips);
+    assert.deepEqual(sliceIPs(client), ips);
+    const d = await client.get('Deployment', 'default', 'web');
+    assert.deepEqual(
+      [
+        d?.status?.replicas,
+        d?.status?.readyReplicas,
+        d?.status?.availableReplicas,
+        d?.status?.updatedReplicas,
+      ],
+      [3, 3, 3, 3],
+    );
+    // Converged: another pass writes nothing.
+    const writes = client.writes.length;
+    manager.resyncAll();
+    await manager.runUntilIdle();
+    assert.equal(client.writes.length, writes, client.writes.slice(writes).join('\n'));
+
+    await client.patch('Deployment', 'default', 'web', { spec: { replicas: 2 } });
+    await manager.runUntilIdle();
+    assert.equal(client.all('Pod').length, 2);
+    assert.equal(readyEndpointIPs(client).length, 2);
+    assert.equal(sliceIPs(client).length, 2);
+
+    await client.delete('Deployment', 'default', 'web');
+    await manager.runUntilIdle();
+    assert.equal(client.all('Pod').length, 0);
+    assert.deepEqual(readyEndpointIPs(client), []);
+    const placeholder = client.all('EndpointSlice');
+    assert.equal(placeholder.length, 1);
+    assert.deepEqual(placeholder[0]?.endpoints, []);
+
+    await client.delete('Service', 'default', 'web');
+    await manager.runUntilIdle();
+    assert.deepEqual(client.all('EndpointSlice'), []);
+    assert.deepEqual(client.all('Endpoints'), []);
+  });
+
+  test('one object that keeps failing is logged, counted and retried; the others proceed', async () => {
+    const clock = new FakeClock();
+    let failures = 0;
+    class Flaky extends FakeKubeClient {
+      override updateStatus<K extends ApiKind>(
+        kind: K,
+        obj: ApiKindMap[K],
+      ): Promise<ApiKindMap[K]> {
+        if (kind === 'Pod' && obj.metadata?.name?.startsWith('bad-') === true) {
+          failures += 1;
+          return Promise.reject(new KubeApiError(500, 'InternalError', 'etcd is on fire'));
+        }
+        return super.updateStatus(kind, obj);
+      }
+    }
+    const client = new Flaky({ now: () => clock.now() });
+    const { manager, log } = await setup(client, clock);
+    await client.create('Pod', {
+      metadata: { name: 'bad-1', namespace: 'default' },
+      spec: { containers: [{ name: 'c' }], nodeName: 'node-1' },
+    });
+    await client.create('Pod', {
+      metadata: { name: 'good-1', namespace: 'default' },
+      spec: { containers: [{ name: 'c' }], nodeName: 'node-2' },
+    });
+    await manager.runUntilIdle();
+    assert.equal((await client.get('Pod', 'default', 'good-1'))?.status?.phase, 'Running');
+    assert.equal(failures, 1);
+    assert.ok(log.lines.some((l) => l.level === 'warn' && l.msg === 'Sync failed; retrying'));
+    // The retry comes after a backoff on the injected clock.
+    clock.advance(1000);
+    await manager.runUntilIdle();
+    const after = failures as number;
+    assert.ok(after >= 2, `failures: ${after}`);
+    assert.ok(manager.stats.errors >= 2);
+  });
+
+  test('a 409 Conflict from a stale cache is retried quietly and converges', async () => {
+    const clock = new FakeClock();
+    let conflicts = 1;
+    class Conflicting extends FakeKubeClient {
+      override update<K extends ApiKind>(kind: K, obj: ApiKindMap[K]): Promise<ApiKindMap[K]> {
+        if (kind === 'EndpointSlice' && conflicts > 0) {
+          conflicts -= 1;
+          return Promise.reject(new KubeApiError(409, 'Conflict', 'the object has been modified'));
+        }
+        return super.update(kind, obj);
+      }
+    }
+    const client = new Conflicting({ now: () => clock.now() });
+    const { manager, log } = await setup(client, clock);
+    await client.create('Service', structuredClone(service));
+    await client.create('Deployment', structuredClone(deployment));
+    await manager.runUntilIdle();
+    clock.advance(1000);
+    await manager.runUntilIdle();
+    assert.equal(sliceIPs(client).length, 3);
+    assert.equal(manager.stats.conflicts, 1);
+    assert.ok(!log.lines.some((l) => l.level === 'warn' || l.level === 'error'));
+  });
+
+  test('--controllers limits what runs: only slices, no Endpoints, no workloads', async () => {
+    const clock = new FakeClock();
+    const client = new FakeKubeClient({ now: () => clock.now() });
+    const { manager } = await setup(client, clock, new Set<ControllerKind>(['endpointslice']));
+    await client.create('Deployment', structuredClone(deployment));
+    await client.create('Service', structuredClone(service));
+    await client.create('Pod', {
+      metadata: { name: 'manual', namespace: 'default', labels: { app: 'web' } },
+      spec: { containers: [{ name: 'c' }], nodeName: 'node-1' },
+    });
+    await manager.runUntilIdle();
+    assert.deepEqual(client.all('ReplicaSet'), []);
+    assert.deepEqual(client.all('Endpoints'), []);
+    // The fake kubelet still runs (it is its own switch) and the slice follows the pod.
+    assert.equal(sliceIPs(client).length, 1);
+  });
+});

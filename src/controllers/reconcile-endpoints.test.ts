@@ -1,0 +1,259 @@
+// Scenarios for the Endpoints and mirroring reconcilers: ready/not-ready split, terminating
+// pods, publishNotReadyAddresses, repacking by port set, no-op passes, deletion with the
+// Service, and mirroring of hand-written Endpoints into slices.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { EndpointSlice, Endpoints } from '../kube/types.js';
+import type { Operation } from './operations.js';
+import { reconcileEndpoints } from './reconcile-endpoints.js';
+import { reconcileMirroring } from './reconcile-mirroring.js';
+import { applyToStore, pod, svc } from './test-builders.js';
+
+function objectOf(ops: Operation[]): Endpoints | undefined {
+  const op = ops[0];
+  return op !== undefined && (op.op === 'create' || op.op === 'update')
+    ? (op.object as Endpoints)
+    : undefined;
+}
+
+describe('reconcileEndpoints', () => {
+  const pods = [
+    pod('a', { ip: '10.244.0.10' }),
+    pod('b', { ip: '10.244.0.9', ready: false }),
+    pod('c', { ip: '10.244.0.8', terminating: true }),
+    pod('d', { ip: '10.244.0.7', phase: 'Failed' }),
+  ];
+
+  test('ready pods in addresses, unready in notReadyAddresses, terminating left out', () => {
+    const r = reconcileEndpoints({
+      service: svc('web'),
+      namespace: 'default',
+      name: 'web',
+      pods,
+      existing: undefined,
+    });
+    assert.equal(r.operations[0]?.op, 'create');
+    const ep = objectOf(r.operations)!;
+    assert.equal(ep.metadata?.name, 'web');
+    assert.equal(ep.metadata.labels?.['endpointslice.kubernetes.io/skip-mirror'], 'true');
+    assert.deepEqual(ep.subsets, [
+      {
+        addresses: [
+          {
+            ip: '10.244.0.10',
+            nodeName: 'node-a',
+            targetRef: { kind: 'Pod', namespace: 'default', name: 'a', uid: 'pod-uid-a' },
+          },
+        ],
+        notReadyAddresses: [
+          {
+            ip: '10.244.0.9',
+            nodeName: 'node-a',
+            targetRef: { kind: 'Pod', namespace: 'default', name: 'b', uid: 'pod-uid-b' },
+          },
+        ],
+        ports: [{ name: 'http', port: 80, protocol: 'TCP' }],
+      },
+    ]);
+  });
+
+  test('publishNotReadyAddresses puts every pod, terminating ones too, in addresses', () => {
+    const r = reconcileEndpoints({
+      service: svc('web', { publishNotReadyAddresses: true }),
+      namespace: 'default',
+      name: 'web',
+      pods,
+      existing: undefined,
+    });
+    const ep = objectOf(r.operations)!;
+    assert.deepEqual(
+      ep.subsets?.[0]?.addresses?.map((a) => a.ip),
+      ['10.244.0.8', '10.244.0.9', '10.244.0.10'],
+    );
+    assert.equal(ep.subsets[0].notReadyAddresses, undefined);
+  });
+
+  test('subsets are repacked by port set (named targetPort differing per pod)', () => {
+    const service = svc('web', { ports: [{ port: 80, targetPort: 'http' }] });
+    const p = [
+      pod('a', {
+        ip: '10.0.0.1',
+        containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }] }],
+      }),
+      pod('b', {
+        ip: '10.0.0.2',
+        containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 9090 }] }],
+      }),
+      pod('c', {
+        ip: '10.0.0.3',
+        containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }] }],
+      }),
+    ];
+    const ep = objectOf(
+      reconcileEndpoints({
+        service,
+        namespace: 'default',
+        name: 'web',
+        pods: p,
+        existing: undefined,
+      }).operations,
+    )!;
+    assert.deepEqual(
+      ep.subsets?.map((s) => [s.ports?.[0]?.port, s.addresses?.map((a) => a.ip)]),
+      [
+        [8080, ['10.0.0.1', '10.0.0.3']],
+        [9090, ['10.0.0.2']],
+      ],
+    );
+  });
+
+  test('an unchanged Endpoints is not rewritten; a changed one is updated', () => {
+    const first = objectOf(
+      reconcileEndpoints({
+        service: svc('web'),
+        namespace: 'default',
+        name: 'web',
+        pods,
+        existing: undefined,
+        triggerTime: 't1',
+      }).operations,
+    )!;
+    const again = reconcileEndpoints({
+      service: svc('web'),
+      namespace: 'default',
+      name: 'web',
+      pods,
+      existing: first,
+      triggerTime: 't2',
+    });
+    assert.deepEqual(again.operations, []);
+    const fewer = reconcileEndpoints({
+      service: svc('web'),
+      namespace: 'default',
+      name: 'web',
+      pods: pods.slice(1),
+      existing: first,
+      triggerTime: 't3',
+    });
+    assert.equal(fewer.operations[0]?.op, 'update');
+    const upd = objectOf(fewer.operations)!;
+    assert.equal(upd.subsets?.[0]?.addresses, undefined);
+    assert.equal(
+      upd.metadata?.annotations?.['endpoints.kubernetes.io/last-change-trigger-time'],
+      't3',
+    );
+  });
+
+  test('no matching pods gives empty subsets', () => {
+    const ep = objectOf(
+      reconcileEndpoints({
+        service: svc('web'),
+        namespace: 'default',
+        name: 'web',
+        pods: [],
+        existing: undefined,
+      }).operations,
+    )!;
+    assert.deepEqual(ep.subsets, []);
+  });
+
+  test('deleted Service deletes its Endpoints; selector-less Services are left alone', () => {
+    const existing: Endpoints = { metadata: { name: 'web', namespace: 'default' }, subsets: [] };
+    assert.deepEqual(
+      reconcileEndpoints({ service: undefined, namespace: 'default', name: 'web', pods, existing })
+        .operations,
+      [{ op: 'delete', kind: 'Endpoints', namespace: 'default', name: 'web' }],
+    );
+    assert.deepEqual(
+      reconcileEndpoints({
+        service: svc('web', { selector: null }),
+        namespace: 'default',
+        name: 'web',
+        pods,
+        existing,
+      }).operations,
+      [],
+    );
+  });
+});
+
+describe('reconcileMirroring', () => {
+  const manual: Endpoints = {
+    metadata: { name: 'ext', namespace: 'default', uid: 'ep-uid', labels: { team: 'x' } },
+    subsets: [
+      {
+        addresses: [{ ip: '192.0.2.10' }, { ip: '192.0.2.11' }, { ip: '2001:db8::1' }],
+        notReadyAddresses: [{ ip: '192.0.2.12' }],
+        ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+      },
+    ],
+  };
+
+  test('a selector-less Service with hand-written Endpoints gets mirrored slices per family', () => {
+    const r = reconcileMirroring({
+      service: svc('ext', { selector: null }),
+      endpoints: manual,
+      existing: [],
+    });
+    const slices = applyToStore<EndpointSlice>('EndpointSlice', [], r.operations);
+    const v4 = slices.find((s) => s.addressType === 'IPv4')!;
+    assert.deepEqual(
+      v4.endpoints?.map((e) => [e.addresses[0], e.conditions?.ready]),
+      [
+        ['192.0.2.10', true],
+        ['192.0.2.11', true],
+        ['192.0.2.12', false],
+      ],
+    );
+    assert.deepEqual(v4.ports, [{ name: 'http', protocol: 'TCP', port: 8080 }]);
+    assert.deepEqual(v4.metadata?.labels, {
+      team: 'x',
+      'kubernetes.io/service-name': 'ext',
+      'endpointslice.kubernetes.io/managed-by': 'endpointslicemirroring-controller.k8s.io',
+    });
+    assert.equal(v4.metadata.ownerReferences?.[0]?.kind, 'Endpoints');
+    const v6 = slices.find((s) => s.addressType === 'IPv6')!;
+    assert.deepEqual(
+      v6.endpoints?.map((e) => e.addresses[0]),
+      ['2001:db8::1'],
+    );
+    // Second pass: nothing to do.
+    assert.deepEqual(
+      reconcileMirroring({
+        service: svc('ext', { selector: null }),
+        endpoints: manual,
+        existing: slices,
+      }).operations,
+      [],
+    );
+    // Selector added: mirrored slices go away.
+    const gone = reconcileMirroring({ service: svc('ext'), endpoints: manual, existing: slices });
+    assert.deepEqual(applyToStore('EndpointSlice', slices, gone.operations), []);
+  });
+
+  test('Endpoints written by the Endpoints controller (skip-mirror) are not mirrored', () => {
+    const skip = structuredClone(manual);
+    skip.metadata!.labels = { 'endpointslice.kubernetes.io/skip-mirror': 'true' };
+    assert.deepEqual(
+      reconcileMirroring({ service: svc('ext', { selector: null }), endpoints: skip, existing: [] })
+        .operations,
+      [],
+    );
+  });
+
+  test('invalid addresses are skipped with a warning', () => {
+    const bad = structuredClone(manual);
+    bad.subsets![0]!.addresses!.push({ ip: 'not-an-ip' });
+    const r = reconcileMirroring({
+      service: svc('ext', { selector: null }),
+      endpoints: bad,
+      existing: [],
+    });
+    assert.match(
+      r.warnings[0] ?? '',
+      /Endpoints default\/ext: subsets\[0\]: invalid IP "not-an-ip"/,
+    );
+    assert.equal(r.operations.length, 2);
+  });
+});

@@ -1,0 +1,168 @@
+// Small pure helpers shared by the reconcilers: label selectors, pod state predicates, owner
+// references, targetPort resolution and IP families. No I/O; nothing here knows about the
+// API client or the work queue.
+
+import type {
+  IPFamilyName,
+  KubeObject,
+  LabelSelector,
+  OwnerReference,
+  Pod,
+  ServicePort,
+} from '../kube/types.js';
+import { parseIPSloppy } from '../util/ip.js';
+
+/** Does a Service-style selector map match these labels? An empty map matches everything. */
+export function matchesSelectorMap(
+  selector: Readonly<Record<string, string>>,
+  labels: Readonly<Record<string, string>> | undefined,
+): boolean {
+  for (const [k, v] of Object.entries(selector)) if (labels?.[k] !== v) return false;
+  return true;
+}
+
+/**
+ * Does a workload LabelSelector (matchLabels + matchExpressions) match these labels? A
+ * missing selector matches nothing (as the API treats an absent workload selector).
+ */
+export function matchesLabelSelector(
+  selector: LabelSelector | undefined,
+  labels: Readonly<Record<string, string>> | undefined,
+): boolean {
+  if (selector === undefined) return false;
+  if (!matchesSelectorMap(selector.matchLabels ?? {}, labels)) return false;
+  for (const req of selector.matchExpressions ?? []) {
+    const has = labels !== undefined && req.key in labels;
+    const value = labels?.[req.key];
+    const inValues = value !== undefined && (req.values ?? []).includes(value);
+    switch (req.operator) {
+      case 'In':
+        if (!inValues) return false;
+        break;
+      case 'NotIn':
+        if (inValues) return false;
+        break;
+      case 'Exists':
+        if (!has) return false;
+        break;
+      case 'DoesNotExist':
+        if (has) return false;
+        break;
+    }
+  }
+  return true;
+}
+
+/** Renders a LabelSelector in kubectl's `k=v,k2=v2` form (for Scale status.selector etc.). */
+export function formatLabelSelector(selector: LabelSelector | undefined): string {
+  return Object.entries(selector?.matchLabels ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+}
+
+export function isPodTerminal(pod: Pod): boolean {
+  const phase = pod.status?.phase;
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
+export function isPodTerminating(pod: Pod): boolean {
+  return pod.metadata?.deletionTimestamp !== undefined;
+}
+
+/** The pod's Ready condition is True. */
+export function isPodReady(pod: Pod): boolean {
+  return (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+/** Neither terminal nor being deleted: counts towards a workload's replicas. */
+export function isPodActive(pod: Pod): boolean {
+  return !isPodTerminal(pod) && !isPodTerminating(pod);
+}
+
+/** The pod's IPs: status.podIPs, else status.podIP. */
+export function podIPs(pod: Pod): string[] {
+  const ips = (pod.status?.podIPs ?? []).map((p) => p.ip).filter((ip) => ip !== '');
+  if (ips.length > 0) return ips;
+  const ip = pod.status?.podIP;
+  return ip !== undefined && ip !== '' ? [ip] : [];
+}
+
+/** IP family of an address, or undefined when it is not an IP. */
+export function ipFamilyOfAddress(ip: string): IPFamilyName | undefined {
+  return parseIPSloppy(ip)?.family;
+}
+
+/** The controller ownerReference of an object, if any. */
+export function controllerRef(obj: KubeObject): OwnerReference | undefined {
+  return (obj.metadata?.ownerReferences ?? []).find((r) => r.controller === true);
+}
+
+/** Is `obj` controlled by `owner` (controller ownerReference with owner's uid)? */
+export function isControlledBy(obj: KubeObject, owner: KubeObject): boolean {
+  const ref = controllerRef(obj);
+  return ref !== undefined && ref.uid === owner.metadata?.uid;
+}
+
+/** A controller ownerReference pointing at `owner`. */
+export function ownerRefTo(owner: KubeObject, apiVersion: string, kind: string): OwnerReference {
+  return {
+    apiVersion,
+    kind,
+    name: owner.metadata?.name ?? '',
+    uid: owner.metadata?.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+/**
+ * Resolves a Service port's targetPort for one pod: a number (or numeric string) is used as
+ * is; a name is looked up among the pod's container ports with the same name and protocol.
+ * Returns undefined when a named port does not exist in this pod.
+ */
+export function resolveTargetPort(sp: ServicePort, pod: Pod): number | undefined {
+  const tp = sp.targetPort ?? sp.port;
+  if (typeof tp === 'number') return tp === 0 ? sp.port : tp;
+  if (/^[0-9]+$/.test(tp)) return Number(tp);
+  if (tp === '') return sp.port;
+  const protocol = sp.protocol ?? 'TCP';
+  for (const c of pod.spec?.containers ?? [])
+    for (const p of c.ports ?? [])
+      if (p.name === tp && (p.protocol ?? 'TCP') === protocol) return p.containerPort;
+  return undefined;
+}
+
+/** Deterministic comparison of plain JSON values (key order does not matter). */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  return canonicalJSON(a) === canonicalJSON(b);
+}
+
+/** JSON with object keys sorted and undefined members dropped. */
+export function canonicalJSON(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map((x) => canonicalJSON(x ?? null)).join(',')}]`;
+  if (typeof v === 'object' && v !== null) {
+    const entries = Object.entries(v)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJSON(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/** Object name, or '' when missing. */
+export function nameOf(obj: KubeObject): string {
+  return obj.metadata?.name ?? '';
+}
+
+/** Object namespace, or '' when missing. */
+export function namespaceOf(obj: KubeObject): string {
+  return obj.metadata?.namespace ?? '';
+}
+
+/** A copy of a string map without one key. */
+export function omitKey(
+  m: Readonly<Record<string, string>> | undefined,
+  key: string,
+): Record<string, string> {
+  return Object.fromEntries(Object.entries(m ?? {}).filter(([k]) => k !== key));
+}
