@@ -4,6 +4,7 @@
 // 0 ok, 1 runtime failure, 2 bad usage or bad input.
 
 import { Command, CommanderError } from 'commander';
+import { registerDnsCommand } from './dns.js';
 import { EXIT_USAGE } from './run.js';
 
 export function buildProgram(): Command {
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride();
+  registerDnsCommand(program);
   return program;
 }
 
