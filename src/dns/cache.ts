@@ -171,7 +171,7 @@ export class DnsCache {
    * A cached response for `query` (raw client query; its ID and question bytes are patched
    * in), or undefined. `questionEnd` is where the client's question ends.
    */
-  get(key: string, query: Buffer, questionEnd: number): Buffer | undefined {
+  get(key: string, query: Buffer, questionEnd: number, count = true): Buffer | undefined {
     const now = this.now();
     for (const kind of ['success', 'denial'] as const) {
       const map = kind === 'success' ? this.success : this.denial;
@@ -181,7 +181,7 @@ export class DnsCache {
         map.delete(key);
         continue;
       }
-      this.stats[kind].hits++;
+      if (count) this.stats[kind].hits++;
       const out = Buffer.from(e.wire);
       out[0] = query[0] ?? 0;
       out[1] = query[1] ?? 0;
@@ -191,7 +191,7 @@ export class DnsCache {
         out.writeUInt32BE(Math.max(0, (e.ttls[i] ?? 0) - elapsed), e.ttlOffsets[i] ?? 0);
       return out;
     }
-    this.stats.success.misses++;
+    if (count) this.stats.success.misses++;
     return undefined;
   }
 }

@@ -268,7 +268,11 @@ export class Forwarder {
     this.inFlight++;
     try {
       const msg = await this.exchange(query, proto === 'tcp');
-      this.opts.cache?.put(key, msg);
+      // As CoreDNS's cache: the first answer already carries the capped TTLs.
+      if (this.opts.cache?.put(key, msg) !== undefined) {
+        const capped = this.opts.cache.get(key, query, q.questionEnd, false);
+        if (capped) return capped;
+      }
       const out = Buffer.from(msg);
       out[0] = query[0] ?? 0;
       out[1] = query[1] ?? 0;

@@ -64,8 +64,21 @@ class FastHistogram extends Histogram {
   }
 
   override async get(): ReturnType<Histogram['get']> {
-    const base = await super.get();
-    const values: typeof base.values = [];
+    return this.getForPromString();
+  }
+
+  /** prom-client's text exposition calls this (not get()) when a metric has it. */
+  async getForPromString(): ReturnType<Histogram['get']> {
+    // The base implementation gives name, help, type and aggregator (its own series are empty).
+    const proto = Histogram.prototype as unknown as {
+      getForPromString(this: Histogram): ReturnType<Histogram['get']>;
+    };
+    const base = await proto.getForPromString.call(this);
+    return { ...base, values: this.render(base.name) };
+  }
+
+  private render(name: string): Awaited<ReturnType<Histogram['get']>>['values'] {
+    const values: Awaited<ReturnType<Histogram['get']>>['values'] = [];
     for (const s of this.set.series.values()) {
       let cumulative = 0;
       this.set.buckets.forEach((le, i) => {
@@ -73,18 +86,18 @@ class FastHistogram extends Histogram {
         values.push({
           labels: { ...s.labels, le },
           value: cumulative,
-          metricName: `${base.name}_bucket`,
+          metricName: `${name}_bucket`,
         });
       });
       values.push({
         labels: { ...s.labels, le: '+Inf' },
         value: s.n,
-        metricName: `${base.name}_bucket`,
+        metricName: `${name}_bucket`,
       });
-      values.push({ labels: s.labels, value: s.sum, metricName: `${base.name}_sum` });
-      values.push({ labels: s.labels, value: s.n, metricName: `${base.name}_count` });
+      values.push({ labels: s.labels, value: s.sum, metricName: `${name}_sum` });
+      values.push({ labels: s.labels, value: s.n, metricName: `${name}_count` });
     }
-    return { ...base, values };
+    return values;
   }
 }
 
