@@ -92,6 +92,14 @@ export interface RecordIndexOptions {
   readonly trackNamespaces?: boolean;
 }
 
+const V4 =
+  /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+
+/** canonicalIP with a fast path for the common case of canonical dotted IPv4. */
+function canonical(ip: string): string | undefined {
+  return V4.test(ip) ? ip : canonicalIP(ip);
+}
+
 function svcKey(name: string, namespace: string): string {
   return `${name.toLowerCase()}.${namespace.toLowerCase()}`;
 }
@@ -142,7 +150,7 @@ export function toServiceEntry(svc: Service): ServiceEntry | string {
   const clusterIPs: string[] = [];
   for (const ip of raw) {
     if (ip === undefined || ip === '') continue;
-    const c = canonicalIP(ip);
+    const c = canonical(ip);
     if (c === undefined) return `spec.clusterIPs: ${ip} is not an IP address`;
     clusterIPs.push(c);
   }
@@ -198,7 +206,7 @@ export function toEndpointsEntry(slice: EndpointSlice): EndpointsEntry | string 
     // EndpointSlice semantics: an unset ready condition means ready.
     if (ep.conditions?.ready === false) continue;
     for (const a of ep.addresses) {
-      const ip = canonicalIP(a);
+      const ip = canonical(a);
       if (ip === undefined) continue;
       const ref = ep.targetRef?.name ?? '';
       addresses.push({
@@ -222,7 +230,7 @@ export function toEndpointsEntry(slice: EndpointSlice): EndpointsEntry | string 
 function podIPs(pod: Pod): string[] {
   const ips = new Set<string>();
   for (const p of pod.status?.podIPs ?? []) {
-    const c = canonicalIP(p.ip);
+    const c = canonical(p.ip);
     if (c) ips.add(c);
   }
   const primary = pod.status?.podIP;

@@ -23,7 +23,8 @@ import {
   encodeResponse,
   lowerName,
   parseQuery,
-  scanQuery,
+  quickScan,
+  EDNS_UDP_SIZE,
   typeName,
   udpLimit,
   type ParsedQuery,
@@ -125,13 +126,12 @@ export class DnsHandler {
   private fromCache(msg: Buffer, proto: Proto, family: '1' | '2', t0: number): Buffer | undefined {
     if (this.cacheSize === 0) return undefined;
     if (this.cacheGeneration !== this.opts.index.generation) return undefined;
-    const scan = scanQuery(msg);
-    if (!scan.ok) return undefined;
-    const q = scan.query;
+    const q = quickScan(msg);
+    if (!q) return undefined;
     const hit = this.cache.get(msg.toString('latin1', 12, q.questionEnd));
     if (!hit) return undefined;
-    const opt = q.edns ? 11 : 0;
-    const limit = proto === 'udp' ? udpLimit(q.edns) : TCP_SIZE;
+    const opt = q.hasEdns ? 11 : 0;
+    const limit = proto === 'udp' ? Math.min(q.udpSize, TCP_SIZE) : TCP_SIZE;
     if (hit.wire.length + opt > limit) return undefined;
     const out = Buffer.allocUnsafe(hit.wire.length + opt);
     hit.wire.copy(out);
@@ -140,12 +140,12 @@ export class DnsHandler {
     // Echo RD and CD as the slow path does.
     out[2] = ((out[2] ?? 0) & ~0x01) | ((msg[2] ?? 0) & 0x01);
     out[3] = ((out[3] ?? 0) & ~0x10) | ((msg[3] ?? 0) & 0x10);
-    if (q.edns) {
+    if (q.hasEdns) {
       const o = hit.wire.length;
       out[o] = 0;
       out.writeUInt16BE(TYPE.OPT, o + 1);
-      out.writeUInt16BE(1232, o + 3);
-      out.writeUInt32BE(q.edns.dnssecOk ? 0x8000 : 0, o + 5);
+      out.writeUInt16BE(EDNS_UDP_SIZE, o + 3);
+      out.writeUInt32BE(q.dnssecOk ? 0x8000 : 0, o + 5);
       out.writeUInt16BE(0, o + 9);
       out.writeUInt16BE(out.readUInt16BE(10) + 1, 10);
     }

@@ -123,6 +123,15 @@ const RA = 0x0080;
 const CD = 0x0010;
 
 function labelText(buf: Uint8Array, start: number, len: number): string {
+  let plain = true;
+  for (let i = start; i < start + len; i++) {
+    const c = buf[i] ?? 0;
+    if (c < 0x21 || c > 0x7e || c === 0x2e || c === 0x5c) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return Buffer.from(buf.buffer, buf.byteOffset + start, len).toString('latin1');
   let s = '';
   for (let i = start; i < start + len; i++) {
     const c = buf[i] ?? 0;
@@ -297,16 +306,25 @@ export function lowerName(name: string): string {
 }
 
 function ipv4Bytes(text: string): number[] | undefined {
-  const parts = text.split('.');
-  if (parts.length !== 4) return undefined;
-  const out: number[] = [];
-  for (const p of parts) {
-    if (!/^\d{1,3}$/.test(p)) return undefined;
-    const n = Number(p);
-    if (n > 255) return undefined;
-    out.push(n);
+  const out: number[] = [0, 0, 0, 0];
+  let part = 0;
+  let digits = 0;
+  let v = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 0x2e;
+    if (c === 0x2e) {
+      if (digits === 0 || v > 255 || part > 3) return undefined;
+      out[part++] = v;
+      v = 0;
+      digits = 0;
+    } else if (c >= 0x30 && c <= 0x39 && digits < 3) {
+      v = v * 10 + (c - 0x30);
+      digits++;
+    } else {
+      return undefined;
+    }
   }
-  return out;
+  return part === 4 ? out : undefined;
 }
 
 function ipv6Bytes(text: string): number[] | undefined {
@@ -417,15 +435,55 @@ class MessageWriter {
 
   /** Registers the labels of a name already in the buffer (the copied question). */
   registerName(labels: readonly string[], offsets: readonly number[]): void {
-    for (let i = 0; i < labels.length; i++) {
-      const suffix = `${labels.slice(i).join('.')}.`;
+    let suffix = '.';
+    for (let i = labels.length - 1; i >= 0; i--) {
+      suffix = suffix === '.' ? `${labels[i] ?? ''}.` : `${labels[i] ?? ''}.${suffix}`;
       const at = offsets[i] ?? 0;
       if (at < 0x3fff && !this.names.has(suffix)) this.names.set(suffix, at);
     }
   }
 
   name(name: string, compress = true): void {
-    const labels = splitName(name === '.' ? '' : name);
+    if (name === '.' || name === '') {
+      this.u8(0);
+      return;
+    }
+    if (name.includes('\\') || !name.endsWith('.')) {
+      this.escapedName(name.endsWith('.') ? name : `${name}.`, compress);
+      return;
+    }
+    // Fast path: plain FQDN; each suffix is a slice of the name, labels copied as bytes.
+    const n = name.length - 1;
+    let start = 0;
+    while (start < n) {
+      if (compress) {
+        const suffix = start === 0 ? name : name.slice(start);
+        const ptr = this.names.get(suffix);
+        if (ptr !== undefined) {
+          this.u16(0xc000 | ptr);
+          return;
+        }
+        if (this.off < 0x3fff) {
+          this.names.set(suffix, this.off);
+          this.added.push(suffix);
+        }
+      }
+      let end = name.indexOf('.', start);
+      if (end < 0 || end > n) end = n;
+      const len = Math.min(end - start, 63);
+      this.ensure(1 + len);
+      const buf = this.buf;
+      let o = this.off;
+      buf[o++] = len;
+      for (let k = 0; k < len; k++) buf[o++] = name.charCodeAt(start + k) & 0xff;
+      this.off = o;
+      start = end + 1;
+    }
+    this.u8(0);
+  }
+
+  private escapedName(name: string, compress: boolean): void {
+    const labels = splitName(name);
     const wire = nameToLabels(name);
     for (let i = 0; i < labels.length; i++) {
       const suffix = `${labels.slice(i).join('.')}.`;
@@ -616,4 +674,64 @@ export function formatRecord(rr: ResourceRecord): string {
     case 'OPAQUE':
       return `${head} \\# ${rr.rdata.length} ${Buffer.from(rr.rdata).toString('hex')}`;
   }
+}
+
+/** What the cache-hit path needs from a query; one reused object, no allocation. */
+export interface QuickScan {
+  questionEnd: number;
+  qtype: number;
+  hasEdns: boolean;
+  dnssecOk: boolean;
+  udpSize: number;
+}
+
+const quick: QuickScan = { questionEnd: 0, qtype: 0, hasEdns: false, dnssecOk: false, udpSize: 0 };
+
+/**
+ * The common query shape only (QUERY opcode, one question without pointers, nothing but an
+ * optional version-0 OPT after it), read without allocating. Anything else returns
+ * undefined and takes parseQuery's full path. The returned object is reused by the next call.
+ */
+export function quickScan(buf: Uint8Array): QuickScan | undefined {
+  const len = buf.length;
+  if (len < 17) return undefined;
+  // QR=0, opcode 0; QDCOUNT 1, ANCOUNT 0, NSCOUNT 0, ARCOUNT 0 or 1.
+  if (((buf[2] ?? 0) & 0xf8) !== 0 || buf[4] !== 0 || buf[5] !== 1) return undefined;
+  if (buf[6] !== 0 || buf[7] !== 0 || buf[8] !== 0 || buf[9] !== 0 || buf[10] !== 0)
+    return undefined;
+  const ar = buf[11] ?? 0;
+  if (ar > 1) return undefined;
+  let off = 12;
+  let nameLen = 1;
+  for (;;) {
+    if (off >= len) return undefined;
+    const l = buf[off] ?? 0;
+    if (l === 0) break;
+    if (l > 63) return undefined;
+    nameLen += l + 1;
+    if (nameLen > 255) return undefined;
+    off += l + 1;
+  }
+  off++;
+  if (off + 4 > len) return undefined;
+  quick.qtype = ((buf[off] ?? 0) << 8) | (buf[off + 1] ?? 0);
+  off += 4;
+  quick.questionEnd = off;
+  if (ar === 0) {
+    if (off !== len) return undefined;
+    quick.hasEdns = false;
+    quick.dnssecOk = false;
+    quick.udpSize = PLAIN_UDP_SIZE;
+    return quick;
+  }
+  // OPT: root name, type 41, class = size, TTL = ext-rcode, version, flags; rdlen; rdata.
+  if (off + 11 > len || buf[off] !== 0 || buf[off + 1] !== 0 || buf[off + 2] !== TYPE.OPT)
+    return undefined;
+  if (buf[off + 6] !== 0) return undefined;
+  const rdlen = ((buf[off + 9] ?? 0) << 8) | (buf[off + 10] ?? 0);
+  if (off + 11 + rdlen !== len) return undefined;
+  quick.hasEdns = true;
+  quick.udpSize = Math.max(((buf[off + 3] ?? 0) << 8) | (buf[off + 4] ?? 0), PLAIN_UDP_SIZE);
+  quick.dnssecOk = ((buf[off + 7] ?? 0) & 0x80) !== 0;
+  return quick;
 }
