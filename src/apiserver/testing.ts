@@ -1,0 +1,61 @@
+// Test and bench helper: a Store wired with the real strategies, a fixed clock and
+// deterministic uids and randomness, bootstrapped like a fresh API server. Production code
+// (dry runs, the UI demo) may use it too; it does no I/O.
+
+import { bootstrap } from './bootstrap.js';
+import { ServiceRegistry } from './services.js';
+import { Store, type StoreOptions } from './store.js';
+import { buildStrategies } from './strategies.js';
+
+export interface TestApi {
+  readonly store: Store;
+  readonly services: ServiceRegistry;
+  /** Current fake time in ms; advance it by assigning. */
+  clock: { now: number };
+}
+
+/** Seeded xorshift PRNG in [0,1). */
+export function seededRandom(seed = 1): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 0x100000000;
+  };
+}
+
+/** A bootstrapped in-memory API (namespaces and the kubernetes Service exist). */
+export function newTestApi(
+  opts: {
+    serviceCIDRs?: string[];
+    nodePortRange?: string;
+    historySize?: number;
+    onCommit?: StoreOptions['onCommit'];
+  } = {},
+): TestApi {
+  const clock = { now: Date.parse('2026-01-01T00:00:00Z') };
+  const random = seededRandom(42);
+  const services = new ServiceRegistry({
+    serviceCIDRs: opts.serviceCIDRs ?? ['10.96.0.0/12'],
+    nodePortRange: opts.nodePortRange ?? '30000-32767',
+    random,
+  });
+  let n = 0;
+  const store = new Store({
+    now: () => clock.now,
+    uid: () => `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
+    random,
+    strategies: buildStrategies(services),
+    ...(opts.historySize !== undefined ? { historySize: opts.historySize } : {}),
+    ...(opts.onCommit !== undefined ? { onCommit: opts.onCommit } : {}),
+  });
+  bootstrap(store, {
+    advertiseAddress: '172.18.0.2',
+    port: 6443,
+    serviceIP: services.kubernetesServiceIP,
+  });
+  return { store, services, clock };
+}

@@ -1,0 +1,278 @@
+// The machine's real kubectl (1.29+ and the default `kubectl`) against `svcnet apiserver`:
+// apply, get with kube-apiserver's printed columns, -o wide, describe, get -w, create
+// (protobuf on 1.32+), expose, scale, 422 and 409 errors, get all, delete. Loopback only.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startApiServer, type RunningApiServer } from '../../src/apiserver/daemon.js';
+import {
+  DEPLOYMENTS,
+  ENDPOINTS,
+  ENDPOINTSLICES,
+  PODS,
+  SERVICES,
+} from '../../src/apiserver/resources.js';
+import { findKubectls, KubectlRunner, tableRows } from './lib/apiserver-kubectl.js';
+
+const MANIFEST = `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  selector: {app: web}
+  ports:
+  - port: 80
+    targetPort: 8080
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25
+        ports: [{containerPort: 8080}]
+`;
+
+const BAD = `apiVersion: v1
+kind: Service
+metadata: {name: bad}
+spec:
+  type: NodePort
+  ports: [{port: 0, name: a}, {port: 81, name: a, nodePort: 99}]
+`;
+
+const kubectls = findKubectls(29);
+
+describe(
+  'kubectl against svcnet apiserver',
+  { skip: kubectls.length === 0 ? 'no kubectl installed' : false },
+  () => {
+    let server: RunningApiServer;
+    let dir: string;
+    let kubeconfig: string;
+
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'svcnet-apiserver-kubectl-'));
+      server = await startApiServer({ listen: '127.0.0.1:0', dataDir: join(dir, 'data') });
+      kubeconfig = join(dir, 'kubeconfig');
+      writeFileSync(kubeconfig, server.kubeconfig());
+    });
+
+    after(async () => {
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    for (const k of kubectls) {
+      it(`${k.label}: the tutorial workflows`, async () => {
+        const kc = new KubectlRunner(k, kubeconfig);
+        const ns = `t-${k.minor ?? 'default'}`;
+        const n = ['-n', ns];
+        const store = server.store;
+
+        // create namespace (protobuf on 1.32+)
+        assert.match(
+          await kc.ok(['create', 'namespace', ns]),
+          new RegExp(`namespace/${ns} created`),
+        );
+
+        // apply -f: Service + Deployment
+        const applied = await kc.ok(['apply', ...n, '-f', '-'], { stdin: MANIFEST });
+        assert.match(applied, /service\/web created/);
+        assert.match(applied, /deployment.apps\/web created/);
+        assert.equal((store.get(DEPLOYMENTS, ns, 'web').spec as { replicas: number }).replicas, 1);
+        const svc = store.get(SERVICES, ns, 'web');
+        const clusterIP = (svc.spec as { clusterIP: string }).clusterIP;
+        assert.match(clusterIP, /^10\.\d+\.\d+\.\d+$/);
+        // re-apply unchanged, then changed (strategic merge patch)
+        assert.match(
+          await kc.ok(['apply', ...n, '-f', '-'], { stdin: MANIFEST }),
+          /service\/web unchanged/,
+        );
+        const changed = await kc.ok(['apply', ...n, '-f', '-'], {
+          stdin: MANIFEST.replace('replicas: 1', 'replicas: 3'),
+        });
+        assert.match(changed, /deployment.apps\/web configured/);
+        assert.equal((store.get(DEPLOYMENTS, ns, 'web').spec as { replicas: number }).replicas, 3);
+
+        // endpoints and a slice as the controllers would write them
+        const svcUid = svc.metadata.uid ?? '';
+        store.create(ENDPOINTS, ns, {
+          metadata: { name: 'web' },
+          subsets: [
+            { addresses: [{ ip: '10.244.1.5' }], ports: [{ port: 8080, protocol: 'TCP' }] },
+          ],
+        });
+        store.create(ENDPOINTSLICES, ns, {
+          metadata: {
+            name: 'web-abcde',
+            labels: { 'kubernetes.io/service-name': 'web' },
+            ownerReferences: [
+              { apiVersion: 'v1', kind: 'Service', name: 'web', uid: svcUid, controller: true },
+            ],
+          },
+          addressType: 'IPv4',
+          endpoints: [{ addresses: ['10.244.1.5'], conditions: { ready: true } }],
+          ports: [{ port: 8080, protocol: 'TCP' }],
+        });
+
+        // get svc,ep,endpointslice with kube-apiserver's columns
+        const rows = tableRows(await kc.ok(['get', ...n, 'svc,ep,endpointslice']));
+        assert.deepEqual(rows[0], ['NAME', 'TYPE', 'CLUSTER-IP', 'EXTERNAL-IP', 'PORT(S)', 'AGE']);
+        assert.deepEqual(rows[1]?.slice(0, 5), [
+          'service/web',
+          'ClusterIP',
+          clusterIP,
+          '<none>',
+          '80/TCP',
+        ]);
+        assert.ok(
+          rows.some((r) => r[0] === 'endpoints/web' && r[1] === '10.244.1.5:8080'),
+          JSON.stringify(rows),
+        );
+        assert.ok(
+          rows.some(
+            (r) =>
+              r[0] === 'endpointslice.discovery.k8s.io/web-abcde' &&
+              r[1] === 'IPv4' &&
+              r[2] === '8080' &&
+              r[3] === '10.244.1.5',
+          ),
+          JSON.stringify(rows),
+        );
+        const endpointsHeader = rows.find((r) => r[0] === 'NAME' && r[1] === 'ENDPOINTS');
+        assert.deepEqual(endpointsHeader, ['NAME', 'ENDPOINTS', 'AGE']);
+        assert.ok(rows.some((r) => r.join(' ') === 'NAME ADDRESSTYPE PORTS ENDPOINTS AGE'));
+
+        // -o wide adds SELECTOR
+        const wide = tableRows(await kc.ok(['get', ...n, 'svc', '-o', 'wide']));
+        assert.deepEqual(wide[0], [
+          'NAME',
+          'TYPE',
+          'CLUSTER-IP',
+          'EXTERNAL-IP',
+          'PORT(S)',
+          'AGE',
+          'SELECTOR',
+        ]);
+        assert.equal(wide[1]?.[6], 'app=web');
+
+        // describe service
+        const described = await kc.ok(['describe', ...n, 'service', 'web']);
+        assert.match(described, /IP Family Policy:\s+SingleStack/);
+        assert.match(described, /IP Families:\s+IPv4/);
+        assert.match(described, new RegExp(`IPs:\\s+${clusterIP.replace(/\./g, '\\.')}`));
+        assert.match(described, /TargetPort:\s+8080\/TCP/);
+        assert.match(described, /Endpoints:\s+10\.244\.1\.5:8080/);
+        assert.match(described, /Session Affinity:\s+None/);
+
+        // get pods -w receives pods created through the API
+        const watching = kc.run(['get', ...n, 'pods', '-w', '--request-timeout=5s'], {
+          timeoutMs: 20_000,
+        });
+        await new Promise((r) => setTimeout(r, 1500));
+        for (const p of ['watched-a', 'watched-b'])
+          store.create(PODS, ns, {
+            metadata: { name: p },
+            spec: { containers: [{ name: 'c', image: 'busybox' }] },
+          });
+        const watched = (await watching).stdout;
+        assert.match(watched, /watched-a\s+0\/1\s+Pending\s+0/);
+        assert.match(watched, /watched-b\s+0\/1\s+Pending\s+0/);
+
+        // create deploy (protobuf on 1.32+), expose, scale
+        assert.match(
+          await kc.ok(['create', ...n, 'deploy', 'nginx', '--image=nginx']),
+          /deployment.apps\/nginx created/,
+        );
+        assert.match(
+          await kc.ok(['expose', ...n, 'deploy', 'nginx', '--port=80', '--type=NodePort']),
+          /service\/nginx exposed/,
+        );
+        const exposed = store.get(SERVICES, ns, 'nginx').spec as {
+          selector: object;
+          ports: { nodePort: number; targetPort: number }[];
+        };
+        assert.deepEqual(exposed.selector, { app: 'nginx' });
+        assert.ok(
+          exposed.ports[0] &&
+            exposed.ports[0].nodePort >= 30000 &&
+            exposed.ports[0].nodePort <= 32767,
+        );
+        assert.match(
+          await kc.ok(['scale', ...n, 'deploy', 'nginx', '--replicas=2']),
+          /deployment.apps\/nginx scaled/,
+        );
+        assert.equal(
+          (store.get(DEPLOYMENTS, ns, 'nginx').spec as { replicas: number }).replicas,
+          2,
+        );
+        const deploys = tableRows(await kc.ok(['get', ...n, 'deploy', '-o', 'wide']));
+        assert.deepEqual(deploys[0], [
+          'NAME',
+          'READY',
+          'UP-TO-DATE',
+          'AVAILABLE',
+          'AGE',
+          'CONTAINERS',
+          'IMAGES',
+          'SELECTOR',
+        ]);
+        assert.ok(deploys.some((r) => r[0] === 'nginx' && r[1] === '0/2' && r[7] === 'app=nginx'));
+
+        // 422 with the field causes; nothing stored
+        const bad = await kc.run(['apply', ...n, '-f', '-'], { stdin: BAD });
+        assert.notEqual(bad.code, 0);
+        assert.match(bad.stderr, /The Service "bad" is invalid/);
+        assert.match(bad.stderr, /spec\.ports\[0\]\.port: Invalid value: 0/);
+        assert.match(bad.stderr, /spec\.ports\[1\]\.name: Duplicate value: "a"\n/);
+        assert.equal(store.tryGet(SERVICES, ns, 'bad'), undefined);
+
+        // 409 on a stale replace
+        const stale = await kc.ok(['get', ...n, 'svc', 'web', '-o', 'json']);
+        await kc.ok(['label', ...n, 'svc', 'web', 'touched=yes']);
+        const conflict = await kc.run(['replace', ...n, '-f', '-'], { stdin: stale });
+        assert.notEqual(conflict.code, 0);
+        assert.match(
+          conflict.stderr,
+          /Operation cannot be fulfilled on services "web": the object has been modified/,
+        );
+
+        // get all resolves the "all" category
+        const all = await kc.ok(['get', ...n, 'all']);
+        for (const want of [
+          'pod/watched-a',
+          'service/web',
+          'service/nginx',
+          'deployment.apps/web',
+          'deployment.apps/nginx',
+        ])
+          assert.match(all, new RegExp(want.replace(/\./g, '\\.')));
+
+        // delete -f
+        const deleted = await kc.ok(['delete', ...n, '-f', '-'], { stdin: MANIFEST });
+        assert.match(deleted, /service "web" deleted/);
+        assert.match(deleted, /deployment.apps "web" deleted/);
+        assert.equal(store.tryGet(SERVICES, ns, 'web'), undefined);
+        assert.equal(
+          store.tryGet(ENDPOINTSLICES, ns, 'web-abcde'),
+          undefined,
+          'the slice is garbage-collected with its Service',
+        );
+        const gone = await kc.run(['get', ...n, 'svc', 'web']);
+        assert.match(gone.stderr, /services "web" not found/);
+      });
+    }
+  },
+);
