@@ -89,7 +89,7 @@ before(async () => {
   });
   dnsPort = (await daemon.start()).dns;
   await eventually(
-    async () => daemon.isSynced(),
+    () => Promise.resolve(daemon.isSynced()),
     (v) => v,
     'informers synced',
   );
