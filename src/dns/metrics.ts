@@ -21,23 +21,32 @@ const SIZE_BUCKETS = [
 
 type Labels = Record<string, string>;
 
+interface Series {
+  readonly labels: Labels;
+  readonly counts: Float64Array;
+  sum: number;
+  n: number;
+}
+
 /** Bucketed observations per label set, rendered by FastHistogram.get(). */
 class BucketSet {
-  readonly series = new Map<
-    string,
-    { labels: Labels; counts: Float64Array; sum: number; n: number }
-  >();
+  readonly series = new Map<string, Series>();
   readonly buckets: readonly number[];
   constructor(buckets: readonly number[]) {
     this.buckets = buckets;
   }
 
-  observe(key: string, labels: () => Labels, value: number): void {
+  /** The series for `key` (created with `labels()` on first use). */
+  entry(key: string, labels: () => Labels): Series {
     let s = this.series.get(key);
     if (!s) {
       s = { labels: labels(), counts: new Float64Array(this.buckets.length), sum: 0, n: 0 };
       this.series.set(key, s);
     }
+    return s;
+  }
+
+  add(s: Series, value: number): void {
     const b = this.buckets;
     for (let i = 0; i < b.length; i++) {
       if (value <= (b[i] ?? Infinity)) {
@@ -47,6 +56,10 @@ class BucketSet {
     }
     s.sum += value;
     s.n++;
+  }
+
+  observe(key: string, labels: () => Labels, value: number): void {
+    this.add(this.entry(key, labels), value);
   }
 }
 
@@ -104,15 +117,30 @@ class FastHistogram extends Histogram {
 /** Counts keyed by a joined label string, flushed into a prom-client Counter on scrape. */
 class CounterSet {
   readonly pending = new Map<string, { labels: Labels; n: number }>();
+  entry(key: string, labels: () => Labels): { labels: Labels; n: number } {
+    let e = this.pending.get(key);
+    if (!e) {
+      e = { labels: labels(), n: 0 };
+      this.pending.set(key, e);
+    }
+    return e;
+  }
   inc(key: string, labels: () => Labels): void {
-    const e = this.pending.get(key);
-    if (e) e.n++;
-    else this.pending.set(key, { labels: labels(), n: 1 });
+    this.entry(key, labels).n++;
   }
   flush(c: Counter): void {
     for (const e of this.pending.values()) if (e.n > 0) c.inc(e.labels, e.n);
     for (const e of this.pending.values()) e.n = 0;
   }
+}
+
+/** Everything one kind of query touches, found with a single map lookup per query. */
+export interface Combo {
+  readonly req: { n: number };
+  readonly resp: { n: number };
+  readonly duration: Series;
+  readonly reqSize: Series;
+  readonly respSize: Series;
 }
 
 export interface QueryObservation {
@@ -314,30 +342,89 @@ export class DnsMetrics {
     });
   }
 
-  /** Records one answered query (called on the hot path: no allocation on repeat keys). */
+  private readonly combos = new Map<string, Combo>();
+
+  /** Records one answered query (the hot path: one string key and one map lookup). */
   observe(o: QueryObservation): void {
-    const server = this.server;
-    const type = COMMON_TYPES.has(o.type) ? o.type : 'other';
-    const zone = o.zone;
-    this.requests.inc(`${zone}|${o.proto}|${o.family}|${type}`, () => ({
-      server,
-      zone,
-      view: '',
-      proto: o.proto,
-      family: o.family,
-      type,
-    }));
-    this.responses.inc(`${zone}|${o.rcode}|${o.plugin}`, () => ({
-      server,
-      zone,
-      view: '',
-      rcode: o.rcode,
-      plugin: o.plugin,
-    }));
-    this.duration.observe(`${zone}|${type}`, () => ({ server, zone, view: '', type }), o.seconds);
-    const labels = (): Labels => ({ server, zone, view: '', proto: o.proto });
-    this.reqSize.observe(`${zone}|${o.proto}`, labels, o.requestSize);
-    this.respSize.observe(`${zone}|${o.proto}`, labels, o.responseSize);
+    this.observeQuery(
+      o.proto,
+      o.family,
+      o.type,
+      o.zone,
+      o.rcode,
+      o.plugin,
+      o.seconds,
+      o.requestSize,
+      o.responseSize,
+    );
+  }
+
+  observeQuery(
+    proto: 'udp' | 'tcp',
+    family: '1' | '2',
+    qtype: string,
+    zone: string,
+    rcode: string,
+    plugin: string,
+    seconds: number,
+    requestSize: number,
+    responseSize: number,
+  ): void {
+    this.record(
+      this.combo(proto, family, qtype, zone, rcode, plugin),
+      seconds,
+      requestSize,
+      responseSize,
+    );
+  }
+
+  /** The series one kind of query updates; callers may keep it to skip the lookup. */
+  combo(
+    proto: 'udp' | 'tcp',
+    family: '1' | '2',
+    qtype: string,
+    zone: string,
+    rcode: string,
+    plugin: string,
+  ): Combo {
+    const key = `${zone}|${qtype}|${rcode}|${plugin}|${proto}|${family}`;
+    let c = this.combos.get(key);
+    if (!c) {
+      const server = this.server;
+      const type = COMMON_TYPES.has(qtype) ? qtype : 'other';
+      const sizeLabels = (): Labels => ({ server, zone, view: '', proto });
+      c = {
+        req: this.requests.entry(`${zone}|${proto}|${family}|${type}`, () => ({
+          server,
+          zone,
+          view: '',
+          proto,
+          family,
+          type,
+        })),
+        resp: this.responses.entry(`${zone}|${rcode}|${plugin}`, () => ({
+          server,
+          zone,
+          view: '',
+          rcode,
+          plugin,
+        })),
+        duration: this.duration.entry(`${zone}|${type}`, () => ({ server, zone, view: '', type })),
+        reqSize: this.reqSize.entry(`${zone}|${proto}`, sizeLabels),
+        respSize: this.respSize.entry(`${zone}|${proto}`, sizeLabels),
+      };
+      this.combos.set(key, c);
+    }
+    return c;
+  }
+
+  /** Adds one query to a combo's series. */
+  record(c: Combo, seconds: number, requestSize: number, responseSize: number): void {
+    c.req.n++;
+    c.resp.n++;
+    this.duration.add(c.duration, seconds);
+    this.reqSize.add(c.reqSize, requestSize);
+    this.respSize.add(c.respSize, responseSize);
   }
 
   /** One upstream exchange (forward plugin). */

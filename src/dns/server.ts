@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import * as dnsPacket from 'dns-packet';
 import type { Forwarder } from './forward.js';
 import type { RecordIndex, ZoneView } from './index.js';
-import type { DnsMetrics } from './metrics.js';
+import type { Combo, DnsMetrics } from './metrics.js';
 import { matchZone, resolve, type Answer, type ResolverConfig } from './resolve.js';
 import { zoneTransfer } from './transfer.js';
 import {
@@ -61,6 +61,8 @@ interface CachedResponse {
   readonly wire: Buffer;
   readonly zone: string;
   readonly rcode: string;
+  /** Metric series per (proto, family), filled on first use. */
+  readonly combos: (Combo | undefined)[];
 }
 
 /** Answers raw DNS messages; transport-agnostic (the servers below own the sockets). */
@@ -110,17 +112,17 @@ export class DnsHandler {
     reqSize: number,
     respSize: number,
   ): void {
-    this.opts.metrics?.observe({
+    this.opts.metrics?.observeQuery(
       proto,
       family,
-      type: typeName(qtype),
+      typeName(qtype),
       zone,
       rcode,
       plugin,
-      seconds: (performance.now() - t0) / 1000,
-      requestSize: reqSize,
-      responseSize: respSize,
-    });
+      (performance.now() - t0) / 1000,
+      reqSize,
+      respSize,
+    );
   }
 
   private fromCache(msg: Buffer, proto: Proto, family: '1' | '2', t0: number): Buffer | undefined {
@@ -149,18 +151,16 @@ export class DnsHandler {
       out.writeUInt16BE(0, o + 9);
       out.writeUInt16BE(out.readUInt16BE(10) + 1, 10);
     }
-    if (this.opts.metrics)
-      this.observe(
-        proto,
-        family,
-        q.qtype,
-        hit.zone,
-        hit.rcode,
-        'kubernetes',
-        t0,
-        msg.length,
-        out.length,
-      );
+    const metrics = this.opts.metrics;
+    if (metrics) {
+      const slot = (proto === 'tcp' ? 2 : 0) + (family === '2' ? 1 : 0);
+      let combo = hit.combos[slot];
+      if (!combo) {
+        combo = metrics.combo(proto, family, typeName(q.qtype), hit.zone, hit.rcode, 'kubernetes');
+        hit.combos[slot] = combo;
+      }
+      metrics.record(combo, (performance.now() - t0) / 1000, msg.length, out.length);
+    }
     return out;
   }
 
@@ -174,7 +174,12 @@ export class DnsHandler {
     // Cache the response as if the query had no OPT; hits append one when needed.
     const plain = q.edns ? Buffer.from(wire.subarray(0, wire.length - 11)) : wire;
     if (q.edns) plain.writeUInt16BE(plain.readUInt16BE(10) - 1, 10);
-    this.cache.set(msg.toString('latin1', 12, q.questionEnd), { wire: plain, zone, rcode });
+    this.cache.set(msg.toString('latin1', 12, q.questionEnd), {
+      wire: plain,
+      zone,
+      rcode,
+      combos: [],
+    });
   }
 
   private slow(
