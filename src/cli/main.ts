@@ -11,7 +11,7 @@ import { registerRenderCommand } from './render.js';
 import { registerTraceCommand } from './trace.js';
 import { registerApiserverCommand } from './apiserver.js';
 import { registerControllerCommand } from './controller.js';
-import { EXIT_USAGE } from './run.js';
+import { registerDnsCommand } from './dns.js';
 
 export function buildProgram(): Command {
   const program = new Command('svcnet')
@@ -27,6 +27,7 @@ export function buildProgram(): Command {
   registerTraceCommand(program);
   registerApiserverCommand(program);
   registerControllerCommand(program);
+  registerDnsCommand(program);
   return program;
 }
 

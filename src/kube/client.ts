@@ -112,6 +112,16 @@ export const STATEFUL_SETS: ResourceSpec = {
     }),
 };
 
+export const NAMESPACES: ResourceSpec = {
+  path: '/api/v1/namespaces',
+  model: 'V1Namespace',
+  list: (kc, labelSelector, fieldSelector) =>
+    kc.makeApiClient(k8s.CoreV1Api).listNamespace({
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(fieldSelector ? { fieldSelector } : {}),
+    }),
+};
+
 export interface InformerOptions {
   readonly labelSelector?: string;
   readonly fieldSelector?: string;

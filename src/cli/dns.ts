@@ -1,0 +1,118 @@
+// `svcnet dns`: the cluster DNS daemon (CoreDNS's kubernetes + forward + cache + health +
+// ready + prometheus plugins in one process). Flags override the --config file. Logs are
+// JSON on stderr; the process runs until SIGINT/SIGTERM.
+
+import { readFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { SvcnetError } from '../errors.js';
+import {
+  createInformer,
+  ENDPOINT_SLICES,
+  loadKubeConfig,
+  NAMESPACES,
+  PODS,
+  SERVICES,
+} from '../kube/client.js';
+import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
+import { buildDnsConfig } from '../dns/config.js';
+import { DnsDaemon } from '../dns/daemon.js';
+import { parseUpstream, type UpstreamAddress } from '../dns/forward.js';
+import { parseResolvConf } from '../dns/resolvconf.js';
+import { action, collect } from './run.js';
+
+interface DnsOptions {
+  kubeconfig: string;
+  listen?: string;
+  zone?: string;
+  upstream?: string[];
+  config?: string;
+  healthListen?: string;
+  readyListen?: string;
+  metricsListen?: string;
+  logLevel: string;
+}
+
+async function readText(path: string, what: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (e) {
+    const reason = e instanceof Error && 'code' in e ? String(e.code) : String(e);
+    throw new SvcnetError('INVALID_INPUT', `${what} ${path}: cannot read file (${reason})`, {
+      cause: e,
+    });
+  }
+}
+
+async function runDns(opts: DnsOptions): Promise<undefined> {
+  const fileText = opts.config !== undefined ? await readText(opts.config, '--config') : undefined;
+  const config = buildDnsConfig(
+    fileText,
+    {
+      ...(opts.listen !== undefined ? { listen: opts.listen } : {}),
+      ...(opts.zone !== undefined ? { zone: opts.zone } : {}),
+      ...(opts.upstream !== undefined ? { upstream: opts.upstream } : {}),
+      ...(opts.healthListen !== undefined ? { healthListen: opts.healthListen } : {}),
+      ...(opts.readyListen !== undefined ? { readyListen: opts.readyListen } : {}),
+      ...(opts.metricsListen !== undefined ? { metricsListen: opts.metricsListen } : {}),
+    },
+    opts.config ?? '--config',
+  );
+  const log = pino({ name: 'svcnet-dns', level: opts.logLevel }, pino.destination(2));
+  let upstreams: UpstreamAddress[] = [...config.upstreams];
+  if (upstreams.length === 0) {
+    const rc = parseResolvConf(await readText(config.resolvConf, 'resolv.conf'), config.resolvConf);
+    upstreams = rc.nameservers.map((n) => parseUpstream(n.includes(':') ? `[${n}]:53` : n));
+    if (upstreams.length === 0)
+      log.warn(
+        { resolvConf: config.resolvConf },
+        'No upstream nameservers; non-cluster names get SERVFAIL',
+      );
+  }
+  const kc = loadKubeConfig(opts.kubeconfig);
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const daemon = new DnsDaemon({
+    config,
+    services: createInformer<Service>(kc, SERVICES),
+    endpointSlices: createInformer<EndpointSlice>(kc, ENDPOINT_SLICES),
+    namespaces: createInformer<KubeObject>(kc, NAMESPACES),
+    ...(config.resolver.pods === 'verified' ? { pods: createInformer<Pod>(kc, PODS) } : {}),
+    upstreams,
+    registry,
+    log,
+  });
+  await daemon.start();
+  await new Promise<void>((resolve) => {
+    const stop = (): void => {
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  log.info('Shutting down');
+  await daemon.stop();
+  return undefined;
+}
+
+/** Registers `svcnet dns`. */
+export function registerDnsCommand(program: Command): void {
+  program
+    .command('dns')
+    .description('cluster DNS server for Services and Pods (CoreDNS kubernetes-plugin compatible)')
+    .requiredOption('--kubeconfig <file>', 'kubeconfig of the API server to watch')
+    .option('--listen <addr:port>', 'DNS listen address (UDP and TCP)', undefined)
+    .option('--zone <domain>', 'cluster domain (default cluster.local)')
+    .option(
+      '--upstream <addr:port>',
+      'upstream nameserver for other names (repeatable; default: resolv.conf)',
+      collect,
+    )
+    .option('--config <file>', 'YAML/JSON configuration file (see src/dns/config.ts)')
+    .option('--health-listen <addr:port>', '/health endpoint (default :8080; "off" disables)')
+    .option('--ready-listen <addr:port>', '/ready endpoint (default :8181; "off" disables)')
+    .option('--metrics-listen <addr:port>', '/metrics endpoint (default :9153; "off" disables)')
+    .option('--log-level <level>', 'pino log level', 'info')
+    .action(action('dns', runDns));
+}

@@ -1,0 +1,167 @@
+// The daemon wired to FakeInformers: SERVFAIL and /ready 503 before the informers sync,
+// answers after, live updates from watch events, invalid objects skipped and counted,
+// /health, and CoreDNS-named metrics on /metrics. Everything on loopback, port 0.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import * as dnsPacket from 'dns-packet';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { FakeInformer } from '../kube/informer.js';
+import type { EndpointSlice, KubeObject, Service } from '../kube/types.js';
+import { buildDnsConfig } from './config.js';
+import { DnsDaemon } from './daemon.js';
+import { q, udp } from './client.js';
+
+function get(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const web: Service = {
+  metadata: { name: 'web', namespace: 'shop' },
+  spec: {
+    clusterIP: '10.96.1.1',
+    clusterIPs: ['10.96.1.1'],
+    ports: [{ name: 'http', protocol: 'TCP', port: 80 }],
+  },
+};
+
+test('daemon: SERVFAIL until synced, then answers; follows events; /health /ready /metrics', async () => {
+  const services = new FakeInformer<Service>([web]);
+  const slices = new FakeInformer<EndpointSlice>([]);
+  const namespaces = new FakeInformer<KubeObject>([{ metadata: { name: 'shop' } }]);
+  const config = buildDnsConfig(undefined, {
+    listen: '127.0.0.1:0',
+    healthListen: '127.0.0.1:0',
+    readyListen: '127.0.0.1:0',
+    metricsListen: '127.0.0.1:0',
+  });
+  const registry = new Registry();
+  const daemon = new DnsDaemon({
+    config,
+    services,
+    endpointSlices: slices,
+    namespaces,
+    upstreams: [],
+    registry,
+    log: pino({ level: 'silent' }),
+  });
+  // Hold the informers back: start() of a FakeInformer syncs at once, so start the server
+  // parts first by stubbing start until we say so.
+  const release: (() => void)[] = [];
+  for (const inf of [services, slices, namespaces] as FakeInformer<KubeObject>[]) {
+    const real = inf.start.bind(inf);
+    inf.start = () =>
+      new Promise<void>((resolve) => {
+        release.push(() => {
+          void real().then(resolve);
+        });
+      });
+  }
+  const ports = await daemon.start();
+  try {
+    assert.ok(ports.health && ports.ready && ports.metrics);
+    const early = await udp(ports.dns, q('missing.shop.svc.cluster.local'));
+    assert.ok(early);
+    assert.equal((early[3] ?? 0) & 0xf, 2, 'SERVFAIL before sync');
+    assert.equal((await get(ports.ready, '/ready')).status, 503);
+    assert.equal((await get(ports.health, '/health')).body, 'OK');
+
+    for (const r of release) r();
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal((await get(ports.ready, '/ready')).status, 200);
+
+    const a = await udp(ports.dns, q('web.shop.svc.cluster.local'));
+    assert.ok(a);
+    assert.deepEqual(
+      dnsPacket.decode(a).answers?.map((x) => (x.type === 'OPT' ? '' : x.data)),
+      ['10.96.1.1'],
+    );
+    const nx = await udp(ports.dns, q('missing.shop.svc.cluster.local'));
+    assert.ok(nx);
+    assert.equal((nx[3] ?? 0) & 0xf, 3, 'NXDOMAIN after sync');
+    const nsNodata = await udp(ports.dns, q('shop.svc.cluster.local'));
+    assert.ok(nsNodata);
+    assert.equal((nsNodata[3] ?? 0) & 0xf, 0, 'existing namespace: NODATA');
+    const nsMissing = await udp(ports.dns, q('other.svc.cluster.local'));
+    assert.ok(nsMissing);
+    assert.equal((nsMissing[3] ?? 0) & 0xf, 3, 'unknown namespace: NXDOMAIN');
+
+    // A headless Service arrives with its endpoints through watch events.
+    services.upsert({
+      metadata: { name: 'db', namespace: 'shop' },
+      spec: { clusterIP: 'None', clusterIPs: ['None'] },
+    });
+    slices.upsert({
+      metadata: { name: 'db-1', namespace: 'shop', labels: { 'kubernetes.io/service-name': 'db' } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: ['10.244.0.9'], hostname: 'db-0', conditions: { ready: true } }],
+      ports: [{ name: 'pg', protocol: 'TCP', port: 5432 }],
+    });
+    const sts = await udp(ports.dns, q('db-0.db.shop.svc.cluster.local'));
+    assert.ok(sts);
+    assert.deepEqual(
+      dnsPacket.decode(sts).answers?.map((x) => (x.type === 'OPT' ? '' : x.data)),
+      ['10.244.0.9'],
+    );
+    // A bad object is skipped and counted; serving goes on.
+    services.upsert({
+      metadata: { name: 'bad', namespace: 'shop' },
+      spec: { clusterIP: 'not-an-ip' },
+    });
+    const still = await udp(ports.dns, q('web.shop.svc.cluster.local'));
+    assert.ok(still);
+    assert.equal(dnsPacket.decode(still).answers?.length, 1);
+
+    const metrics = (await get(ports.metrics, '/metrics')).body;
+    assert.match(
+      metrics,
+      /coredns_dns_requests_total\{[^}]*zone="cluster.local."[^}]*type="A"\} \d+/,
+    );
+    assert.match(
+      metrics,
+      /coredns_dns_responses_total\{[^}]*rcode="NXDOMAIN",plugin="kubernetes"\} 2/,
+    );
+    assert.match(metrics, /coredns_dns_request_duration_seconds_bucket\{[^}]*le="\+Inf"\} \d+/);
+    assert.match(metrics, /coredns_dns_request_duration_seconds_count\{[^}]*type="A"\} \d+/);
+    assert.match(metrics, /coredns_cache_entries\{[^}]*type="success"/);
+    assert.match(metrics, /svcnet_dns_skipped_objects_total\{kind="Service"\} 1/);
+  } finally {
+    await daemon.stop();
+  }
+});
+
+test('buildDnsConfig collects every field error', () => {
+  assert.throws(
+    () =>
+      buildDnsConfig(
+        'ttl: 99999\npods: sometimes\nbogus: 1\nupstreams: ["nope:x"]\n',
+        {},
+        'dns.yaml',
+      ),
+    (e: Error) =>
+      /dns\.yaml: ttl: must be an integer 0-3600/.test(e.message) &&
+      /dns\.yaml: pods: must be disabled, insecure or verified/.test(e.message) &&
+      /dns\.yaml: bogus: unknown field/.test(e.message) &&
+      /dns\.yaml: upstreams\[0\]/.test(e.message),
+  );
+  const c = buildDnsConfig('ttl: 30\nfallthrough: false\n', {
+    zone: 'corp.example',
+    upstream: ['[fd00::53]:5353'],
+  });
+  assert.deepEqual(c.resolver.zones, ['corp.example.', 'in-addr.arpa.', 'ip6.arpa.']);
+  assert.equal(c.resolver.ttl, 30);
+  assert.equal(c.resolver.fallthrough, undefined);
+  assert.deepEqual(c.upstreams, [{ host: 'fd00::53', port: 5353 }]);
+});

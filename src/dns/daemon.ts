@@ -1,0 +1,265 @@
+// The `svcnet dns` daemon wiring: informers (Services, EndpointSlices, Namespaces, and Pods
+// for `pods verified`) feed the record index one event at a time; the DNS server answers from
+// it (SERVFAIL for would-be NXDOMAINs until every informer has synced, as CoreDNS); the
+// forwarder with its cache takes the rest; /health (200 while the process serves), /ready
+// (200 once synced, 503 before) and /metrics (Prometheus, CoreDNS names) listen on their own
+// ports. Bad objects are skipped, logged and counted; the daemon keeps serving.
+
+import { createServer, type Server as HttpServer } from 'node:http';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Informer } from '../kube/informer.js';
+import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
+import { describeObject } from '../kube/types.js';
+import { DnsCache } from './cache.js';
+import type { DnsConfig, HostPort } from './config.js';
+import { Forwarder, type UpstreamAddress } from './forward.js';
+import { RecordIndex, type ServiceImport } from './index.js';
+import { DnsMetrics } from './metrics.js';
+import { DnsHandler, DnsServer } from './server.js';
+
+export interface DnsDaemonDeps {
+  readonly config: DnsConfig;
+  readonly services: Informer<Service>;
+  readonly endpointSlices: Informer<EndpointSlice>;
+  /** Without it every namespace is taken to exist. */
+  readonly namespaces?: Informer<KubeObject>;
+  /** Needed for `pods verified`. */
+  readonly pods?: Informer<Pod>;
+  readonly serviceImports?: Informer<ServiceImport>;
+  /** Upstreams to forward to (the CLI fills them from resolv.conf when none are given). */
+  readonly upstreams: readonly UpstreamAddress[];
+  readonly registry: Registry;
+  readonly log: Logger;
+  readonly now?: () => number;
+}
+
+export interface BoundPorts {
+  readonly dns: number;
+  readonly health: number | undefined;
+  readonly ready: number | undefined;
+  readonly metrics: number | undefined;
+}
+
+export class DnsDaemon {
+  readonly index: RecordIndex;
+  private readonly deps: DnsDaemonDeps;
+  private readonly metrics: DnsMetrics;
+  private readonly forwarder: Forwarder;
+  private readonly handler: DnsHandler;
+  private readonly server: DnsServer;
+  private readonly http: HttpServer[] = [];
+  private readonly informers: Informer<KubeObject>[];
+
+  constructor(deps: DnsDaemonDeps) {
+    this.deps = deps;
+    const cfg = deps.config;
+    this.index = new RecordIndex({
+      trackNamespaces: deps.namespaces !== undefined,
+      ...(deps.now ? { now: deps.now } : {}),
+    });
+    const cache = cfg.cache.enabled
+      ? new DnsCache({
+          maxTtl: cfg.cache.maxTtl,
+          capacity: cfg.cache.capacity,
+          ...(deps.now ? { now: deps.now } : {}),
+        })
+      : undefined;
+    const serverLabel = `dns://${cfg.listen.host === '0.0.0.0' ? '' : cfg.listen.host}:${cfg.listen.port}`;
+    this.metrics = new DnsMetrics(deps.registry, serverLabel, cache, () => this.forwarder.rejects);
+    this.forwarder = new Forwarder({
+      upstreams: deps.upstreams,
+      attemptTimeoutMs: cfg.forwardTimeoutMs,
+      totalTimeoutMs: cfg.forwardTimeoutMs * 2,
+      ...(cache ? { cache } : {}),
+      onExchange: (to, rcode, s) => {
+        this.metrics.observeUpstream(to, rcode, s);
+      },
+    });
+    this.handler = new DnsHandler({
+      index: this.index,
+      config: cfg.resolver,
+      isSynced: () => this.isSynced(),
+      forwarder: this.forwarder,
+      metrics: this.metrics,
+      log: deps.log,
+      transfer: cfg.transfer,
+    });
+    this.server = new DnsServer(
+      this.handler,
+      { host: cfg.listen.host, port: cfg.listen.port },
+      deps.log,
+    );
+    this.informers = [];
+    this.wire(
+      'Service',
+      deps.services,
+      (o) => this.index.upsertService(o),
+      (o) => {
+        this.index.deleteService(o);
+      },
+    );
+    this.wire(
+      'EndpointSlice',
+      deps.endpointSlices,
+      (o) => this.index.upsertEndpointSlice(o),
+      (o) => {
+        this.index.deleteEndpointSlice(o);
+      },
+    );
+    if (deps.namespaces)
+      this.wire(
+        'Namespace',
+        deps.namespaces,
+        (o) => this.index.upsertNamespace(o),
+        (o) => {
+          this.index.deleteNamespace(o);
+        },
+      );
+    if (deps.pods && cfg.resolver.pods === 'verified')
+      this.wire(
+        'Pod',
+        deps.pods,
+        (o) => this.index.upsertPod(o),
+        (o) => {
+          this.index.deletePod(o);
+        },
+      );
+    if (deps.serviceImports)
+      this.wire(
+        'ServiceImport',
+        deps.serviceImports,
+        (o) => this.index.upsertServiceImport(o),
+        (o) => {
+          this.index.deleteServiceImport(o);
+        },
+      );
+  }
+
+  private wire<T extends KubeObject>(
+    kind: string,
+    informer: Informer<T>,
+    upsert: (o: T) => string | undefined,
+    remove: (o: T) => void,
+  ): void {
+    const apply = (o: T): void => {
+      const problem = upsert(o);
+      if (problem !== undefined) {
+        this.metrics.skippedObject(kind);
+        this.deps.log.warn(
+          { object: describeObject({ ...o, kind }), problem },
+          'Skipping invalid object',
+        );
+      }
+    };
+    informer.addHandlers({
+      onAdd: apply,
+      onUpdate: (_old, o) => {
+        apply(o);
+      },
+      onDelete: remove,
+      onError: (err) => {
+        this.deps.log.warn({ kind, err }, 'Watch failed; the informer retries');
+      },
+    });
+    this.informers.push(informer);
+  }
+
+  /** True once every informer has listed. */
+  isSynced(): boolean {
+    return this.informers.every((i) => i.hasSynced());
+  }
+
+  /** Binds every listener (DNS first, so queries get SERVFAIL rather than nothing before sync). */
+  async start(): Promise<BoundPorts> {
+    const cfg = this.deps.config;
+    await this.server.listen();
+    const health = cfg.health
+      ? await this.listenHttp(cfg.health, (path) => (path === '/health' ? [200, 'OK'] : undefined))
+      : undefined;
+    const ready = cfg.ready
+      ? await this.listenHttp(cfg.ready, (path) =>
+          path === '/ready' ? (this.isSynced() ? [200, 'OK'] : [503, 'kubernetes']) : undefined,
+        )
+      : undefined;
+    const metrics = cfg.metrics ? await this.listenMetrics(cfg.metrics) : undefined;
+    const t0 = Date.now();
+    for (const inf of this.informers) {
+      inf.start().then(
+        () => {
+          if (this.isSynced())
+            this.deps.log.info(
+              { ...this.index.stats(), elapsedMs: Date.now() - t0 },
+              'Kubernetes API synced',
+            );
+        },
+        (err: unknown) => {
+          this.deps.log.error({ err }, 'Informer failed to start');
+        },
+      );
+    }
+    this.deps.log.info({ dns: this.server.port, health, ready, metrics }, 'DNS server listening');
+    return { dns: this.server.port, health, ready, metrics };
+  }
+
+  private async listenHttp(
+    at: HostPort,
+    route: (path: string) => [number, string] | undefined,
+  ): Promise<number> {
+    const srv = createServer((req, res) => {
+      const path = (req.url ?? '/').split('?')[0] ?? '/';
+      const r = route(path);
+      res.writeHead(r ? r[0] : 404, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end(r ? r[1] : 'not found');
+    });
+    return this.bind(srv, at);
+  }
+
+  private async listenMetrics(at: HostPort): Promise<number> {
+    const registry = this.deps.registry;
+    const srv = createServer((req, res) => {
+      if ((req.url ?? '').split('?')[0] !== '/metrics') {
+        res.writeHead(404).end('not found');
+        return;
+      }
+      registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { 'content-type': registry.contentType }).end(text);
+        },
+        (e: unknown) => {
+          res.writeHead(500).end(e instanceof Error ? e.message : String(e));
+        },
+      );
+    });
+    return this.bind(srv, at);
+  }
+
+  private bind(srv: HttpServer, at: HostPort): Promise<number> {
+    this.http.push(srv);
+    return new Promise((resolve, reject) => {
+      srv.once('error', reject);
+      srv.listen(at.port, at.host, () => {
+        srv.off('error', reject);
+        const addr = srv.address();
+        resolve(typeof addr === 'object' && addr ? addr.port : at.port);
+      });
+    });
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.informers.map((i) => i.stop()));
+    this.forwarder.close();
+    await this.server.close();
+    await Promise.all(
+      this.http.map(
+        (s) =>
+          new Promise<void>((r) => {
+            s.closeAllConnections();
+            s.close(() => {
+              r();
+            });
+          }),
+      ),
+    );
+  }
+}
