@@ -152,7 +152,7 @@ export function parseIpAddrJson(text: string): IpLink[] {
   const arr = JSON.parse(text === '' ? '[]' : text) as J[];
   return arr.map((l) => {
     const info = l.linkinfo as J | undefined;
-    const addrs = ((l.addr_info ?? []) as J[]).map((a) => ({
+    const addrs = ((l.addr_info ?? []) as J[]).map((a): IpAddress => ({
       family: a.family === 'inet6' ? 'IPv6' : 'IPv4',
       local: String(a.local),
       prefixlen: Number(a.prefixlen),
