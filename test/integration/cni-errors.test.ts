@@ -113,7 +113,7 @@ describe('svcnet-cni binary error contract', { skip }, () => {
       const r = await run(env, stdin);
       assert.equal(r.code, 1, what);
       assert.equal(r.out?.code, code, `${what}: ${JSON.stringify(r.out)}`);
-      assert.match(String(r.out?.msg), msg, what);
+      assert.match(String(r.out.msg), msg, what);
     }
   });
 
@@ -142,7 +142,7 @@ describe('svcnet-cni binary error contract', { skip }, () => {
     assert.equal(a2.code, 1);
     assert.equal(a2.out?.code, 999);
     assert.match(
-      String(a2.out?.msg),
+      String(a2.out.msg),
       /no IP addresses available in range set 0 \(10\.99\.0\.1-10\.99\.0\.2\)/,
     );
     assert.doesNotMatch(
