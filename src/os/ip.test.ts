@@ -9,7 +9,9 @@ test('RealIp: batches through nsenter for a netns path, names the failing line, 
     {
       cmd: 'nsenter',
       args: ['--net=/run/netns/p', 'ip', '-batch', '-'],
-      check: (r) => assert.equal(r.stdin, 'link set lo up\naddr add 10.0.0.2/24 dev eth0\n'),
+      check: (r) => {
+        assert.equal(r.stdin, 'link set lo up\naddr add 10.0.0.2/24 dev eth0\n');
+      },
     },
     {
       cmd: 'ip',
