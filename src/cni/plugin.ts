@@ -147,12 +147,16 @@ async function cmdDel(c: Ctx): Promise<void> {
   const names = attachNames(cfg.name, c.req.containerId ?? '', c.req.ifName ?? '');
   const errors: string[] = [];
   // Deleting the host end removes the Pod end, the host route and the /32 gateway with it;
-  // when the netns is already gone the pair is gone too and this is a no-op.
-  await deps.ip
-    .deleteLink(undefined, names.hostVeth)
-    .catch((e: unknown) => errors.push(errorText(e)));
+  // when the netns is already gone the pair is gone too and this is a no-op. Only when no
+  // host veth of ours exists (e.g. created under another name) is the Pod side entered.
+  let removed = false;
+  try {
+    removed = await deps.ip.deleteLink(undefined, names.hostVeth);
+  } catch (e) {
+    errors.push(errorText(e));
+  }
   const netns = c.req.netns;
-  if (netns && (await deps.ip.netnsExists(netns)))
+  if (!removed && netns && (await deps.ip.netnsExists(netns)))
     await deps.ip
       .deleteLink(netns, c.req.ifName ?? '')
       .catch((e: unknown) => errors.push(errorText(e)));

@@ -15,7 +15,7 @@ import { CniRuntime, type Attachment } from '../../src/cni/runtime/runtime.js';
 import { CniError, type CniResult } from '../../src/cni/types.js';
 import { cniSkipReason, NetnsLab, netnsPath, pluginDir, tempDir } from './lib/cni-lab.js';
 
-const skip = cniSkipReason({ ping: true });
+const skip = cniSkipReason({ ping: true, nft: true });
 const PODS = 20;
 
 async function inBatches<T>(
@@ -65,7 +65,7 @@ describe('svcnet-cni attaches Pods in namespaces', { skip }, () => {
               type: 'svcnet-cni',
               mode,
               ...(mode === 'bridge'
-                ? { bridge: 'svc-br0', isGateway: true, hairpinMode: true }
+                ? { bridge: 'svc-br0', isGateway: true, hairpinMode: true, ipMasq: true }
                 : {}),
               ipam: {
                 type: 'host-local',
@@ -109,6 +109,20 @@ describe('svcnet-cni attaches Pods in namespaces', { skip }, () => {
         assert.deepEqual(r.routes, [{ dst: '0.0.0.0/0' }]);
       }
 
+      if (mode === 'bridge') {
+        const nft = (
+          await lab.execer.run({
+            cmd: 'ip',
+            args: ['netns', 'exec', node, 'nft', 'list', 'map', 'ip', 'svcnet_cni', 'pod_masq'],
+          })
+        ).stdout;
+        for (const ip of ips)
+          assert.match(
+            nft,
+            new RegExp(`${ip.replaceAll('.', '\\.')} : jump masq_`),
+            `${ip} is masqueraded`,
+          );
+      }
       await inBatches(pods, 5, async (p, i) => {
         assert.ok(await lab.ping(p, gw), `${p} reaches the node at ${gw}`);
         assert.ok(await lab.ping(p, ips[(i + 1) % PODS] ?? ''), `${p} reaches its neighbour`);
@@ -149,6 +163,15 @@ describe('svcnet-cni attaches Pods in namespaces', { skip }, () => {
         /^\d+\.\d+\.\d+\.\d+$/.test(f),
       );
       assert.deepEqual(reserved, [], 'every reservation released');
+      if (mode === 'bridge') {
+        const nft = (
+          await lab.execer.run({
+            cmd: 'ip',
+            args: ['netns', 'exec', node, 'nft', 'list', 'map', 'ip', 'svcnet_cni', 'pod_masq'],
+          })
+        ).stdout;
+        assert.doesNotMatch(nft, /10\.244\.2\.\d+ : jump/, 'masquerade elements removed');
+      }
       for (const p of pods.slice(0, 3))
         assert.doesNotMatch(await lab.ip(p, '-o', 'link', 'show'), /eth0/);
     });

@@ -19,7 +19,7 @@ function which(cmd: string): boolean {
 
 /** Why the namespace tests cannot run here, or undefined when they can. */
 export function cniSkipReason(
-  opts: { reference?: boolean; ping?: boolean } = {},
+  opts: { reference?: boolean; ping?: boolean; nft?: boolean } = {},
 ): string | undefined {
   if (process.platform !== 'linux') return 'CNI integration tests need Linux';
   if (process.getuid?.() !== 0)
@@ -28,6 +28,7 @@ export function cniSkipReason(
     ['ip', 'iproute2'],
     ['nsenter', 'util-linux'],
     ...(opts.ping ? [['ping', 'iputils-ping']] : []),
+    ...(opts.nft ? [['nft', 'nftables']] : []),
   ] as const)
     if (!which(cmd)) return `missing ${cmd} (Debian package ${pkg})`;
   if (opts.reference && !existsSync(join(REFERENCE_DIR, 'ptp')))
