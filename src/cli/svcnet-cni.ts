@@ -1,9 +1,10 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --v8-pool-size=0
 // Entry point of the `svcnet-cni` CNI plugin binary: reads the CNI_* environment and the
 // network configuration on stdin, runs one operation (src/cni/plugin.ts) with the real
 // edges, prints the result or error JSON on stdout and exits 0 or 1. A container runtime
 // starts it for every Pod, so it stays small: no commander, no pino, nothing at import time
-// beyond what the plugin needs (the npm `build:cni` script bundles it into one file).
+// beyond what the plugin needs (the npm `build:cni` script bundles it into one file), and
+// the shebang turns off V8's worker pool, which only slows a sub-second process's start-up.
 
 import { RealExecer } from '../os/exec.js';
 import { RealIp } from '../os/ip.js';
