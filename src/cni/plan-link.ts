@@ -190,7 +190,7 @@ export function planAttach(
           `ptp mode needs a gateway for ${ip}/${a.prefix}; set ipam.ranges[].gateway`,
         );
       const gw = formatIP(a.gateway);
-      host.push(['addr', 'replace', `${gw}/${hostBits(a)}`, 'dev', names.hostVeth]);
+      host.push(['addr', 'replace', `${gw}/${hostBits(a)}`, 'dev', names.hostVeth, ...v6]);
       host.push(['route', 'add', `${ip}/${hostBits(a)}`, 'dev', names.hostVeth, 'scope', 'link']);
       pod.push(['addr', 'add', `${ip}/${a.prefix}`, 'dev', ifName, 'noprefixroute', ...v6]);
       pod.push(['route', 'add', `${gw}/${hostBits(a)}`, 'dev', ifName, 'scope', 'link', 'src', ip]);

@@ -255,3 +255,30 @@ test('VERSION, STATUS, GC and delegated IPAM', async () => {
   assert.equal((JSON.parse(delegated.stdout) as CniResult).ips?.[0]?.address, '192.168.5.7/24');
   w.execer.verify();
 });
+
+test('dual-stack ptp ADD: one address per range set, IPv6 without DAD, forwarding for both families', async () => {
+  const w = world();
+  const cfg = {
+    ...ptp,
+    ipam: {
+      ...ptp.ipam,
+      ranges: [[{ subnet: '10.244.1.0/24' }], [{ subnet: 'fd00:10:244:1::/64' }]],
+      routes: [{ dst: '0.0.0.0/0' }, { dst: '::/0' }],
+    },
+  };
+  const out = await runPlugin(env('ADD'), JSON.stringify(cfg), w.deps);
+  assert.equal(out.exitCode, 0, out.stdout);
+  const r = JSON.parse(out.stdout) as CniResult;
+  assert.deepEqual(
+    r.ips?.map((i) => `${i.address} gw ${i.gateway ?? ''}`),
+    ['10.244.1.2/24 gw 10.244.1.1', 'fd00:10:244:1::2/64 gw fd00:10:244:1::1'],
+  );
+  assert.ok(
+    w.ip.history.includes(
+      '/run/netns/pod1: addr add fd00:10:244:1::2/64 dev eth0 noprefixroute nodad',
+    ),
+  );
+  assert.match(w.ip.dump(POD), /route ::\/0 via fd00:10:244:1::1 dev eth0/);
+  assert.match(w.ip.dump(undefined), /route fd00:10:244:1::2\/128 dev veth[0-9a-f]{8} scope link/);
+  assert.equal(w.sysctl.values.get('net.ipv6.conf.all.forwarding'), '1');
+});
