@@ -283,7 +283,7 @@ function firewallChainRules(p: PortPlan, w: Writers): void {
     for (const ip of sp.loadBalancerVIPs) w.rules.add(c.fw, `${lb} -s ${ip} -j ${c.ext}`);
   w.rules.add(
     c.fw,
-    commentArgs(`other traffic to ${sp.nameString} will be dropped by KUBE-PROXY-FIREWALL`),
+    commentArgs(`other traffic to ${sp.nameString} will be dropped by ${KUBE_PROXY_FIREWALL}`),
   );
 }
 

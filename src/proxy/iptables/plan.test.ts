@@ -448,3 +448,47 @@ test('jump rules are returned on full syncs only', () => {
     ['mangle', 'nat', 'filter'],
   );
 });
+
+test('partial syncs over many buckets leave the kernel exactly as a fresh full sync would', () => {
+  const many = (n: number, from = 0) =>
+    Array.from({ length: n }, (_, i) => {
+      const k = i + from;
+      return [
+        svc(`ns${k % 7}/s${k}`, { clusterIP: `10.96.${k >> 8}.${k & 255}` }),
+        slice(`ns${k % 7}/s${k}`, [ep(`10.244.${k >> 8}.${k & 255}`)]),
+      ];
+    }).flat();
+  const options = { ...OPTS, largeClusterEndpointsThreshold: 100_000 };
+  const h = new Harness(options).add(...many(990));
+  const ipt = new FakeIptables();
+  const apply = (p: IptablesPlan) => {
+    ipt.restoreSync(p.text, { noflush: true });
+  };
+  apply(h.sync(true));
+  // Crossing 1000 ports changes the bucketing on a partial sync.
+  h.add(...many(30, 990));
+  apply(h.sync(false));
+  // Change one endpoint, delete one Service, add one: each a partial sync.
+  h.eps.update(undefined, slice('ns3/s3', [ep('10.244.99.3')]));
+  apply(h.sync(false));
+  const gone = many(1, 500)[0] as Service;
+  h.svcs.update(gone, undefined);
+  apply(h.sync(false));
+  h.add(...many(1, 5000));
+  const last = h.sync(false);
+  assert.equal(last.fullSync, false);
+  assert.ok(last.text.length < 200_000, 'a partial sync does not rewrite every chain');
+  apply(last);
+
+  const fresh = new Harness(options);
+  fresh.add(
+    ...many(1020).filter((o) => o.metadata?.name !== 's500' && o.metadata?.name !== 's500-1'),
+  );
+  fresh.eps.update(undefined, slice('ns3/s3', [ep('10.244.99.3')]));
+  fresh.add(...many(1, 5000));
+  const want = new FakeIptables();
+  want.restoreSync(fresh.sync(true).text, { noflush: true });
+  const canon = (f: FakeIptables) => f.saveSync('nat').split('\n').sort().join('\n');
+  assert.equal(canon(ipt), canon(want));
+  assert.equal(last.counts.natRulesTotal, fresh.sync(true).counts.natRulesTotal);
+});

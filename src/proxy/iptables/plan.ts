@@ -37,6 +37,16 @@ import {
 import type { JumpRule } from './plan-fixed.js';
 import { planServicePort } from './plan-service.js';
 import type { SepName, ServicePlanContext, ServicePortFragment } from './plan-service.js';
+import {
+  bucketCount,
+  findFragment,
+  groupPorts,
+  makeBucket,
+  partialEndpointCount,
+  portsOfServices,
+} from './plan-buckets.js';
+import type { Bucket, PartialInput } from './plan-buckets.js';
+import type { ServicePortInfo } from '../model/service-port.js';
 import type { EndpointInfo } from '../model/endpoint.js';
 import { RuleWriter, chainLine } from './rule-writer.js';
 
@@ -66,8 +76,8 @@ export interface IptablesPlanInput {
 export interface PlanState {
   readonly family: IPFamily;
   readonly optionsText: string;
-  /** Per Service port (servicePortKey), what it contributed. */
-  readonly fragments: ReadonlyMap<string, ServicePortFragment>;
+  /** Per Service port, what it contributed, bucketed by Service (see plan-buckets.ts). */
+  readonly buckets: readonly Bucket[];
   /** Stale service chains left in place (large-cluster cleanup throttling). */
   readonly orphans: ReadonlySet<string>;
   readonly lastCleanupMs: number;
@@ -77,9 +87,10 @@ export interface PlanState {
 }
 
 /** Every service chain that exists once `state`'s plan is applied. */
-export function natChainsOf(state: Pick<PlanState, 'fragments' | 'orphans'>): Set<string> {
+export function natChainsOf(state: Pick<PlanState, 'buckets' | 'orphans'>): Set<string> {
   const out = new Set(state.orphans);
-  for (const f of state.fragments.values()) for (const c of f.natChains) out.add(c);
+  for (const b of state.buckets)
+    for (const f of b.fragments.values()) for (const c of f.natChains) out.add(c);
   return out;
 }
 
@@ -138,50 +149,74 @@ function countEndpoints(input: IptablesPlanInput): number {
   return total;
 }
 
+function sumBuckets(buckets: readonly Bucket[]) {
+  const t = {
+    filterRules: 0,
+    dispatchRules: 0,
+    chainRules: 0,
+    noLocalInternal: 0,
+    noLocalExternal: 0,
+  };
+  for (const b of buckets) {
+    t.filterRules += b.filterRules;
+    t.dispatchRules += b.dispatchRules;
+    t.chainRules += b.chainRules;
+    t.noLocalInternal += b.noLocalInternal;
+    t.noLocalExternal += b.noLocalExternal;
+  }
+  return t;
+}
+
 interface StaleResult {
   readonly deleted: string[];
   readonly orphans: ReadonlySet<string>;
   readonly cleanedAt: number;
 }
 
-/** Chains of previous Service ports that their current version (if any) no longer has. */
+/** Chains of previous Service ports (in the given buckets) that their current version lacks. */
 function replacedChains(
   previous: PlanState,
-  fragments: ReadonlyMap<string, ServicePortFragment>,
+  buckets: readonly Bucket[],
+  which: Iterable<number>,
 ): string[] {
   const out: string[] = [];
-  for (const [key, before] of previous.fragments) {
-    const now = fragments.get(key);
-    if (now === before) continue;
-    const keep = new Set(now?.natChains ?? []);
-    for (const c of before.natChains) if (!keep.has(c)) out.push(c);
-  }
+  for (const b of which)
+    for (const [key, before] of previous.buckets[b]?.fragments ?? []) {
+      const now = findFragment(buckets, key, before.serviceKey);
+      if (now === before) continue;
+      const keep = new Set(now?.natChains ?? []);
+      for (const c of before.natChains) if (!keep.has(c)) out.push(c);
+    }
   return out;
 }
 
 /**
  * Stale service chains: from the kernel's list when given (as kube-proxy reads
- * `iptables-save`; this costs a pass over every active chain), else by diffing each
- * Service port against the previous state (cheap: only re-planned ports are compared).
+ * `iptables-save`; this costs a pass over every active chain), else by diffing the
+ * re-planned Service ports against the previous state (cheap: only changed buckets).
  */
 function staleCandidates(
   input: IptablesPlanInput,
   previous: PlanState | undefined,
-  fragments: ReadonlyMap<string, ServicePortFragment>,
+  buckets: readonly Bucket[],
+  rebuilt: ReadonlySet<number>,
 ): string[] {
   if (input.existingNatChains !== undefined) {
-    const active = natChainsOf({ fragments, orphans: new Set() });
+    const active = natChainsOf({ buckets, orphans: new Set() });
     return [...new Set(input.existingNatChains)].filter(
       (c) => isServiceChainName(c) && !active.has(c),
     );
   }
   if (!previous) return [];
-  const replaced = replacedChains(previous, fragments);
+  const all = previous.buckets.length !== buckets.length;
+  const which = all ? previous.buckets.keys() : rebuilt;
+  const replaced = replacedChains(previous, buckets, which);
   if (previous.orphans.size === 0) return replaced;
   // An orphan is active again only if its Service port was re-planned in this sync.
   const revived = new Set<string>();
-  for (const [key, f] of fragments)
-    if (previous.fragments.get(key) !== f) for (const c of f.natChains) revived.add(c);
+  for (const b of all ? buckets.keys() : rebuilt)
+    for (const f of buckets[b]?.fragments.values() ?? [])
+      for (const c of f.natChains) revived.add(c);
   const orphans = [...previous.orphans].filter((c) => !revived.has(c));
   return [...new Set([...replaced, ...orphans])];
 }
@@ -189,11 +224,12 @@ function staleCandidates(
 function staleChains(
   input: IptablesPlanInput,
   previous: PlanState | undefined,
-  fragments: ReadonlyMap<string, ServicePortFragment>,
+  buckets: readonly Bucket[],
+  rebuilt: ReadonlySet<number>,
   largeClusterMode: boolean,
 ): StaleResult {
   const now = input.nowMs ?? 0;
-  const candidates = staleCandidates(input, previous, fragments).sort();
+  const candidates = staleCandidates(input, previous, buckets, rebuilt).sort();
   // In large clusters kube-proxy deletes stale chains at most once per syncPeriod.
   const throttled =
     largeClusterMode &&
@@ -204,73 +240,68 @@ function staleChains(
   return { deleted: candidates, orphans: new Set(), cleanedAt: now };
 }
 
-/** Per-service results gathered into the two tables' text. */
-interface Assembly {
-  readonly filter: string[];
-  readonly natDecls: string[];
-  readonly natDispatch: string[];
-  readonly natChainRules: string[];
-  readonly fragments: Map<string, ServicePortFragment>;
-  filterRules: number;
-  natRules: number;
-  natChains: number;
-  skippedNatRules: number;
-  noLocalInternal: number;
-  noLocalExternal: number;
-}
-
 const NO_ENDPOINTS: readonly EndpointInfo[] = [];
 
-function assembleServices(
+/** The partial-sync input, when this sync can be partial with the same bucketing. */
+function partialInput(
   input: IptablesPlanInput,
   previous: PlanState | undefined,
   fullSync: boolean,
+): PartialInput | undefined {
+  const changed = input.changedServices;
+  if (fullSync || !previous || !(changed instanceof Set)) return undefined;
+  if (previous.buckets.length !== bucketCount(input.services.size)) return undefined;
+  return {
+    previous: previous.buckets,
+    changed,
+    changedPorts: portsOfServices(input.services, changed),
+  };
+}
+
+/** The buckets of this sync, which were rebuilt, and the fragments whose chains are written. */
+interface Assembly {
+  readonly buckets: readonly Bucket[];
+  readonly rebuilt: ReadonlySet<number>;
+  readonly written: readonly ServicePortFragment[];
+}
+
+function assemble(
+  input: IptablesPlanInput,
+  previous: PlanState | undefined,
+  fullSync: boolean,
+  partial: PartialInput | undefined,
   ctx: ServicePlanContext,
   optionsText: string,
 ): Assembly {
-  const changed = input.changedServices instanceof Set ? input.changedServices : undefined;
-  const a: Assembly = {
-    filter: [],
-    natDecls: [],
-    natDispatch: [],
-    natChainRules: [],
-    fragments: new Map(),
-    filterRules: 0,
-    natRules: 0,
-    natChains: 0,
-    skippedNatRules: 0,
-    noLocalInternal: 0,
-    noLocalExternal: 0,
-  };
-  for (const [key, sp] of input.services) {
+  const n = bucketCount(input.services.size);
+  const written: ServicePortFragment[] = [];
+  const fragmentFor = (key: string, sp: ServicePortInfo): ServicePortFragment => {
     const endpoints = input.endpoints.get(key) ?? NO_ENDPOINTS;
-    const prev = previous?.fragments.get(key);
-    const unchanged = !fullSync && changed !== undefined && !changed.has(sp.serviceKey);
-    const old = unchanged ? prev : undefined;
-    // Same inputs give the same rules: reuse them, but a full sync still writes them.
+    const prev = previous ? findFragment(previous.buckets, key, sp.serviceKey) : undefined;
+    // Same inputs give the same rules: reuse them (they are still written).
     const same =
       prev?.source.sp === sp &&
       prev.source.endpoints === endpoints &&
       prev.largeClusterMode === ctx.largeClusterMode &&
       previous?.optionsText === optionsText;
-    const frag = old ?? (same ? prev : planServicePort(sp, endpoints, ctx));
-    a.fragments.set(key, frag);
-    a.filter.push(frag.filterText);
-    a.filterRules += frag.filterRules;
-    a.natDispatch.push(frag.natDispatchText);
-    a.natRules += frag.natDispatchRules;
-    if (frag.noLocalEndpointsInternal) a.noLocalInternal++;
-    if (frag.noLocalEndpointsExternal) a.noLocalExternal++;
-    if (old) {
-      a.skippedNatRules += frag.natChainRules;
-      continue;
-    }
-    a.natDecls.push(frag.natChainDecls);
-    a.natChains += frag.natChains.length;
-    a.natChainRules.push(frag.natChainText);
-    a.natRules += frag.natChainRules;
+    const frag = same ? prev : planServicePort(sp, endpoints, ctx);
+    written.push(frag);
+    return frag;
+  };
+  const groups = groupPorts(input.services, n, fragmentFor, partial);
+  const buckets = partial ? [...partial.previous] : new Array<Bucket>(n);
+  for (const [b, frags] of groups) buckets[b] = makeBucket(frags);
+  if (!partial && !fullSync && previous) {
+    // The bucket count changed on a partial sync: chains of unchanged Services are in the
+    // kernel already; write only the changed ones.
+    const changed = input.changedServices instanceof Set ? input.changedServices : new Set();
+    return {
+      buckets,
+      rebuilt: new Set(groups.keys()),
+      written: written.filter((f) => changed.has(f.serviceKey)),
+    };
   }
-  return a;
+  return { buckets, rebuilt: new Set(groups.keys()), written };
 }
 
 function lazyDocument(text: string): () => IptablesDocument {
@@ -286,7 +317,10 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
   const { family, options } = input;
   const optionsText = JSON.stringify(options);
   const fullSync = isFullSync(input, previous, optionsText);
-  const numEndpoints = countEndpoints(input);
+  const partial = partialInput(input, previous, fullSync);
+  const numEndpoints = partial
+    ? partialEndpointCount(partial, input.endpoints)
+    : countEndpoints(input);
   const largeClusterMode = numEndpoints > options.largeClusterEndpointsThreshold;
   const ctx: ServicePlanContext = {
     family,
@@ -294,9 +328,12 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
     largeClusterMode,
     sepNames: previous?.sepNames ?? new WeakMap<EndpointInfo, SepName>(),
   };
-  const a = assembleServices(input, previous, fullSync, ctx, optionsText);
-  const stale = staleChains(input, previous, a.fragments, largeClusterMode);
+  const a = assemble(input, previous, fullSync, partial, ctx, optionsText);
+  const stale = staleChains(input, previous, a.buckets, a.rebuilt, largeClusterMode);
   const last = nodePortsJumpRules(options, family);
+  const totals = sumBuckets(a.buckets);
+  const writtenRules = a.written.reduce((n, f) => n + f.natChainRules, 0);
+  const writtenChains = a.written.reduce((n, f) => n + f.natChains.length, 0);
 
   const filterChains: string[] = [...FILTER_FIXED_CHAINS];
   const filterHead = new RuleWriter();
@@ -316,22 +353,22 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
     '*filter\n',
     ...filterChains.map(chainLine),
     filterHead.text,
-    ...a.filter,
+    ...a.buckets.map((b) => b.filterText),
     filterTail.text,
     'COMMIT\n*nat\n',
     ...NAT_FIXED_CHAINS.map(chainLine),
-    ...a.natDecls,
+    ...a.written.map((f) => f.natChainDecls),
     ...stale.deleted.map(chainLine),
     natHead.text,
-    ...a.natDispatch,
-    ...a.natChainRules,
+    ...a.buckets.map((b) => b.dispatchText),
+    ...a.written.map((f) => f.natChainText),
     ...stale.deleted.map((c) => `-X ${c}\n`),
     natTail.text,
     'COMMIT\n',
   ].join('');
-  const filterRules = filterHead.count + a.filterRules + filterTail.count;
-  const natRulesLast = natHead.count + a.natRules + natTail.count;
-  const natChainCount = NAT_FIXED_CHAINS.length + a.natChains + stale.deleted.length;
+  const filterRules = filterHead.count + totals.filterRules + filterTail.count;
+  const natRulesLast = natHead.count + totals.dispatchRules + writtenRules + natTail.count;
+  const natChainCount = NAT_FIXED_CHAINS.length + writtenChains + stale.deleted.length;
   const getDocument = lazyDocument(text);
   return {
     text,
@@ -346,7 +383,7 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
     state: {
       family,
       optionsText,
-      fragments: a.fragments,
+      buckets: a.buckets,
       orphans: stale.orphans,
       lastCleanupMs: stale.cleanedAt,
       largeClusterMode,
@@ -358,13 +395,13 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
       filterRules,
       natChains: natChainCount,
       natRulesLast,
-      natRulesTotal: natRulesLast + a.skippedNatRules,
+      natRulesTotal: natRulesLast - writtenRules + totals.chainRules,
       deletedChains: stale.deleted.length,
     },
     numServices: input.services.size,
     numEndpoints,
-    noLocalEndpointsInternal: a.noLocalInternal,
-    noLocalEndpointsExternal: a.noLocalExternal,
+    noLocalEndpointsInternal: totals.noLocalInternal,
+    noLocalEndpointsExternal: totals.noLocalExternal,
     largeClusterMode,
     warnings: last.warnings,
   };

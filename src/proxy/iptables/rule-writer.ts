@@ -29,9 +29,15 @@ export class RuleWriter {
   }
 }
 
-/** `-m comment --comment X`, X quoted when it needs to be. */
+const NEEDS_QUOTES = /[\s"'\\]/;
+const NEEDS_ESCAPES = /["\\]/;
+
+/** `-m comment --comment X`, X quoted as quoteArg would (fast path: nothing to escape). */
 export function commentArgs(text: string): string {
-  return `-m comment --comment ${quoteArg(text)}`;
+  if (text === '' || NEEDS_ESCAPES.test(text)) return `-m comment --comment ${quoteArg(text)}`;
+  return NEEDS_QUOTES.test(text)
+    ? `-m comment --comment "${text}"`
+    : `-m comment --comment ${text}`;
 }
 
 /** `:NAME - [0:0]` line for a user-defined chain. */
