@@ -6,6 +6,8 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { RealExecer } from '../os/exec.js';
 import { findLab, labDown, labExec, labUp } from '../lab/lab.js';
 import { superviseLab } from '../lab/supervisor.js';
+import { startForwarder } from '../lab/forward.js';
+import { waitForTermination } from '../os/process.js';
 import { planLab } from '../lab/topology.js';
 import { action } from './run.js';
 
@@ -82,6 +84,25 @@ export function registerLabCommand(program: Command): void {
     .action(
       action('lab exec', async (target: string, cmd: string[], o: { name: string }) => {
         process.exitCode = await labExec(o.name, target, cmd);
+        return undefined;
+      }),
+    );
+  lab
+    .command('forward', { hidden: true })
+    .description('internal: bridge a unix socket to a TCP address (the lab API endpoint)')
+    .requiredOption('--listen-unix <path>')
+    .requiredOption('--to <host:port>')
+    .action(
+      action('lab forward', async (o: { listenUnix: string; to: string }) => {
+        const m = /^(.*):(\d+)$/.exec(o.to);
+        if (!m)
+          throw new InvalidArgumentError(`--to: must be HOST:PORT, got ${JSON.stringify(o.to)}`);
+        const fwd = await startForwarder(
+          { path: o.listenUnix },
+          { host: (m[1] ?? '').replace(/^\[|\]$/g, ''), port: Number(m[2]) },
+        );
+        await waitForTermination();
+        await fwd.close();
         return undefined;
       }),
     );

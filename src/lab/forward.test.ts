@@ -27,7 +27,11 @@ test('TCP → unix socket → TCP carries HTTP requests and responses both ways'
     await outer.close();
     await inner.close();
     api.closeAllConnections();
-    await new Promise<void>((r) => api.close(() => { r(); }));
+    await new Promise<void>((r) =>
+      api.close(() => {
+        r();
+      }),
+    );
     rmSync(dir, { recursive: true, force: true });
   }
 });

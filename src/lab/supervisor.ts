@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { Execer } from '../os/exec.js';
 import { applyNetworkScript, deleteNamespaces } from './network.js';
 import { mountPrivateDirs } from './sandbox.js';
+import { waitForTermination } from '../os/process.js';
 import { networkScript, type LabPlan } from './topology.js';
 
 export interface LabState {
@@ -48,16 +49,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
   }
   writeState(stateDir, { status: 'ready', plan, startedAt, readyAt: new Date().toISOString() });
   log(`lab ${plan.name} ready: ${plan.nodes.length} nodes`);
-  await new Promise<void>((resolve) => {
-    // A pending signal listener does not keep Node's event loop alive; this timer does.
-    const keepAlive = setInterval(() => undefined, 1 << 30);
-    const stop = (): void => {
-      clearInterval(keepAlive);
-      resolve();
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-  });
+  await waitForTermination();
   log(`lab ${plan.name} stopping`);
   writeState(stateDir, { status: 'stopping', plan, startedAt });
   await deleteNamespaces(execer, script.namespaces);

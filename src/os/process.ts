@@ -83,3 +83,21 @@ export function startProcess(
     closeSync(fd);
   }
 }
+
+/**
+ * Resolves on the first SIGTERM or SIGINT. Keeps the event loop alive meanwhile (a pending
+ * signal listener alone does not), so a daemon's main can simply await it.
+ */
+export function waitForTermination(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const keepAlive = setInterval(() => undefined, 1 << 30);
+    const stop = (sig: NodeJS.Signals): void => {
+      clearInterval(keepAlive);
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      resolve(sig);
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+}

@@ -1,0 +1,31 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { planComponents, labPaths } from './components.js';
+import { planLab } from './topology.js';
+
+test('the control plane runs in the first node; every node gets an agent and a proxy', () => {
+  const specs = planComponents(planLab({ nodes: 2 }), labPaths('/run/x'), { cni: 'svcnet' });
+  assert.deepEqual(
+    specs.map((s) => `${s.netns} ${s.name}`),
+    [
+      'node-0 apiserver',
+      'node-0 apiserver-socket',
+      'node-0 controller',
+      'node-0 agent-svcnet-control-plane',
+      'node-0 proxy-svcnet-control-plane',
+      'node-1 agent-svcnet-worker',
+      'node-1 proxy-svcnet-worker',
+    ],
+  );
+  const api = specs[0]!;
+  assert.deepEqual(api.args.slice(0, 3), ['apiserver', '--listen', '172.18.0.2:6443']);
+  assert.deepEqual(api.ready, { kind: 'file', path: '/run/x/cluster.kubeconfig' });
+  const proxy = specs.find((s) => s.name === 'proxy-svcnet-worker')!;
+  assert.ok(proxy.args.includes('--hostname-override') && proxy.args.includes('svcnet-worker'));
+  assert.ok(proxy.args.join(' ').includes('--cluster-cidr 10.244.0.0/16'));
+});
+
+test('--cni reference reaches every agent', () => {
+  const specs = planComponents(planLab({ nodes: 3 }), labPaths('/s'), { cni: 'reference' });
+  assert.equal(specs.filter((s) => s.args.includes('reference')).length, 3);
+});

@@ -1,0 +1,123 @@
+// Which svcnet processes make up the lab and where they run, as data: the API server, its
+// socket bridge and the controllers in the control-plane node; on every node the node agent
+// (the lab's kubelet) and the proxy. The supervisor starts them in this order, each inside
+// its node's network namespace, and waits for each one's readiness signal. Pure.
+
+import { join } from 'node:path';
+import type { LabPlan } from './topology.js';
+
+export type Readiness =
+  { readonly kind: 'file'; readonly path: string } | { readonly kind: 'none' };
+
+export interface ComponentSpec {
+  /** Unique, used for the log file name: `<name>.log`. */
+  readonly name: string;
+  readonly netns: string;
+  /** Arguments after the svcnet CLI. */
+  readonly args: readonly string[];
+  readonly ready: Readiness;
+}
+
+export interface LabPaths {
+  readonly stateDir: string;
+  /** kubeconfig the components use (server: the API server's node address). */
+  readonly clusterKubeconfig: string;
+  /** Unix socket bridged to the API server, for the host-side forwarder. */
+  readonly apiSocket: string;
+}
+
+export function labPaths(stateDir: string): LabPaths {
+  return {
+    stateDir,
+    clusterKubeconfig: join(stateDir, 'cluster.kubeconfig'),
+    apiSocket: join(stateDir, 'api.sock'),
+  };
+}
+
+export interface ComponentOptions {
+  /** CNI used by the node agents: our plugin, or Debian's reference plugins. */
+  readonly cni: 'svcnet' | 'reference';
+}
+
+export function planComponents(
+  plan: LabPlan,
+  paths: LabPaths,
+  opts: ComponentOptions,
+): ComponentSpec[] {
+  const cp = plan.nodes[0];
+  if (!cp) return [];
+  const api = `${cp.ip}:${plan.apiServerPort}`;
+  const kc = paths.clusterKubeconfig;
+  const specs: ComponentSpec[] = [
+    {
+      name: 'apiserver',
+      netns: cp.netns,
+      args: [
+        'apiserver',
+        '--listen',
+        api,
+        '--advertise-address',
+        cp.ip,
+        '--service-cluster-ip-range',
+        plan.serviceCIDR,
+        '--write-kubeconfig',
+        kc,
+      ],
+      ready: { kind: 'file', path: kc },
+    },
+    {
+      name: 'apiserver-socket',
+      netns: cp.netns,
+      args: ['lab', 'forward', '--listen-unix', paths.apiSocket, '--to', api],
+      ready: { kind: 'file', path: paths.apiSocket },
+    },
+    {
+      name: 'controller',
+      netns: cp.netns,
+      args: ['controller', '--kubeconfig', kc],
+      ready: { kind: 'none' },
+    },
+  ];
+  for (const n of plan.nodes) {
+    specs.push({
+      name: `agent-${n.name}`,
+      netns: n.netns,
+      args: [
+        'lab',
+        'agent',
+        '--kubeconfig',
+        kc,
+        '--node',
+        n.name,
+        '--node-ip',
+        n.ip,
+        '--pod-cidr',
+        n.podCIDR,
+        '--cni',
+        opts.cni,
+        '--cluster-dns',
+        plan.dnsServiceIP,
+        '--state-dir',
+        paths.stateDir,
+      ],
+      ready: { kind: 'none' },
+    });
+    specs.push({
+      name: `proxy-${n.name}`,
+      netns: n.netns,
+      args: [
+        'proxy',
+        '--kubeconfig',
+        kc,
+        '--mode',
+        'iptables',
+        '--hostname-override',
+        n.name,
+        '--cluster-cidr',
+        plan.clusterCIDR,
+      ],
+      ready: { kind: 'none' },
+    });
+  }
+  return specs;
+}

@@ -1,0 +1,83 @@
+// Starts the lab's component processes (components.ts) inside their node namespaces and stops
+// them in reverse order. Each runs as `ip netns exec NODE svcnet ARGS...`, logs to
+// `<logDir>/<name>.log`, and counts as started once its readiness signal appears; a component
+// that exits before that fails `lab up` with the tail of its log.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SvcnetError } from '../errors.js';
+import { startProcess, type ManagedProcess } from '../os/process.js';
+import type { ComponentSpec } from './components.js';
+
+export interface RunningComponent {
+  readonly spec: ComponentSpec;
+  readonly proc: ManagedProcess;
+}
+
+function tail(file: string, lines = 15): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+export async function startComponents(
+  specs: readonly ComponentSpec[],
+  self: readonly string[],
+  logDir: string,
+  timeoutMs = 30_000,
+): Promise<RunningComponent[]> {
+  const running: RunningComponent[] = [];
+  try {
+    for (const spec of specs) {
+      const log = join(logDir, `${spec.name}.log`);
+      const proc = startProcess('ip', ['netns', 'exec', spec.netns, ...self, ...spec.args], log);
+      running.push({ spec, proc });
+      let exited: number | undefined;
+      void proc.exited.then((code) => (exited = code));
+      const deadline = Date.now() + timeoutMs;
+      while (spec.ready.kind === 'file' && !existsSync(spec.ready.path)) {
+        if (exited !== undefined)
+          throw new SvcnetError(
+            'INTERNAL',
+            `${spec.name} exited with ${exited} while starting:\n${tail(log)}`,
+          );
+        if (Date.now() > deadline)
+          throw new SvcnetError(
+            'TIMEOUT',
+            `${spec.name} not ready after ${timeoutMs} ms:\n${tail(log)}`,
+          );
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    return running;
+  } catch (e) {
+    await stopComponents(running);
+    throw e;
+  }
+}
+
+/** SIGTERM in reverse start order, SIGKILL whatever is left after graceMs. */
+export async function stopComponents(
+  running: readonly RunningComponent[],
+  graceMs = 5000,
+): Promise<void> {
+  for (const c of [...running].reverse()) {
+    c.proc.signal('SIGTERM');
+    let timer: NodeJS.Timeout | undefined;
+    const killed = await Promise.race([
+      c.proc.exited.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => {
+          resolve(true);
+        }, graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (killed) {
+      c.proc.signal('SIGKILL');
+      await c.proc.exited;
+    }
+  }
+}
