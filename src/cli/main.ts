@@ -5,6 +5,7 @@
 
 import { Command, CommanderError } from 'commander';
 import { EXIT_USAGE } from './run.js';
+import { registerProxyCommand } from './proxy.js';
 
 export function buildProgram(): Command {
   const program = new Command('svcnet')
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride();
+  registerProxyCommand(program);
   return program;
 }
 
