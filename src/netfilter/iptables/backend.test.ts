@@ -83,8 +83,8 @@ test('restore sends the text with -w --noflush --counters and names the failing 
     },
   );
   const ipt = new RealIptables(ex, 'IPv4', commandsFor('IPv4', 'nft'));
-  await ipt.restore(text);
-  await assert.rejects(ipt.restore(text), (e: unknown) => {
+  await ipt.restore(text, { noflush: true, counters: true });
+  await assert.rejects(ipt.restore(text, { noflush: true, counters: true }), (e: unknown) => {
     assert.ok(e instanceof IptablesRestoreError);
     assert.equal(e.line, 3);
     assert.equal(e.code, 'IPTABLES_RESTORE_FAILED');
@@ -94,7 +94,7 @@ test('restore sends the text with -w --noflush --counters and names the failing 
   ex.verify();
 });
 
-test('ensureRuleAtTop checks first and inserts only when missing; chainExists maps exit codes', async () => {
+test('ensureRule checks first and inserts only when missing; chainExists maps exit codes', async () => {
   const jump = ['-m', 'comment', '--comment', 'kubernetes service portals', '-j', 'KUBE-SERVICES'];
   const ex = new FakeExecer().expect(
     {
@@ -125,8 +125,8 @@ test('ensureRuleAtTop checks first and inserts only when missing; chainExists ma
     },
   );
   const ipt = new RealIptables(ex, 'IPv4');
-  assert.equal(await ipt.ensureRuleAtTop('nat', 'OUTPUT', jump), false);
-  assert.equal(await ipt.ensureRuleAtTop('nat', 'OUTPUT', jump), true);
+  assert.equal(await ipt.ensureRule('prepend', 'nat', 'OUTPUT', jump), true);
+  assert.equal(await ipt.ensureRule('prepend', 'nat', 'OUTPUT', jump), false);
   assert.equal(await ipt.chainExists('mangle', 'KUBE-PROXY-CANARY'), false);
   assert.equal(await ipt.chainExists('mangle', 'KUBE-PROXY-CANARY'), true);
   await assert.rejects(ipt.chainExists('mangle', 'KUBE-PROXY-CANARY'), /exit 4/);

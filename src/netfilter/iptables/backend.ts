@@ -14,23 +14,35 @@ import type { IptablesTableName } from './model.js';
 
 export type IptablesVariant = 'legacy' | 'nft';
 
-/** What the proxy needs from iptables for one IP family. */
+/** `iptables-restore` flags (kube-proxy always uses noflush + counters). */
+export interface RestoreFlags {
+  readonly noflush: boolean;
+  readonly counters?: boolean;
+}
+
+/**
+ * What the proxy needs from iptables for one IP family (the shape of the `Iptables` seam in
+ * fake.ts, plus the rule check and delete the canary and `--cleanup` use).
+ */
 export interface IptablesBackend {
   readonly family: IPFamily;
-  /** Applies restore input atomically with `--noflush --counters` (tables not listed are untouched). */
-  restore(text: string): Promise<void>;
+  /** Applies restore input atomically; with noflush, tables and chains not declared are untouched. */
+  restore(text: string, flags: RestoreFlags): Promise<void>;
   /** `iptables-save` of one table (or all). */
   save(table?: IptablesTableName): Promise<string>;
   /** Whether a chain exists in a table. */
   chainExists(table: IptablesTableName, chain: string): Promise<boolean>;
-  /** Makes sure `-A chain args` exists, inserting it at the top when missing; true when inserted. */
-  ensureRuleAtTop(
+  /** Creates the chain if missing; true when it already existed. */
+  ensureChain(table: IptablesTableName, chain: string): Promise<boolean>;
+  /** Adds the rule (at the top for prepend) unless present; true when it already existed. */
+  ensureRule(
+    position: 'prepend' | 'append',
     table: IptablesTableName,
     chain: string,
     args: readonly string[],
   ): Promise<boolean>;
-  /** Deletes a rule if present; true when one was deleted. */
-  deleteRule(table: IptablesTableName, chain: string, args: readonly string[]): Promise<boolean>;
+  /** Whether `-A chain args` exists (`iptables -C`). */
+  ruleExists(table: IptablesTableName, chain: string, args: readonly string[]): Promise<boolean>;
 }
 
 /** Raised when iptables-restore rejects input; `line` is the failing input line when known. */
@@ -176,8 +188,13 @@ export class RealIptables implements IptablesBackend {
     this.waitSeconds = waitSeconds;
   }
 
-  async restore(text: string): Promise<void> {
-    const args = ['-w', String(this.waitSeconds), '--noflush', '--counters'];
+  async restore(
+    text: string,
+    flags: RestoreFlags = { noflush: true, counters: true },
+  ): Promise<void> {
+    const args = ['-w', String(this.waitSeconds)];
+    if (flags.noflush) args.push('--noflush');
+    if (flags.counters === true) args.push('--counters');
     const res = await this.execer.run({
       cmd: this.commands.restore,
       args,
@@ -228,35 +245,41 @@ export class RealIptables implements IptablesBackend {
     );
   }
 
-  async ensureRuleAtTop(
-    table: IptablesTableName,
-    chain: string,
-    args: readonly string[],
-  ): Promise<boolean> {
-    const check = await this.iptables(['-t', table, '-C', chain, ...args]);
-    if (check.code === 0) return false;
-    const ins = await this.iptables(['-t', table, '-I', chain, ...args]);
-    if (ins.code !== 0)
+  async ensureChain(table: IptablesTableName, chain: string): Promise<boolean> {
+    if (await this.chainExists(table, chain)) return true;
+    const res = await this.iptables(['-t', table, '-N', chain]);
+    // Created meanwhile by someone else: exit 1 "Chain already exists".
+    if (res.code !== 0 && !(await this.chainExists(table, chain)))
       throw new ExecError(
-        `${this.commands.iptables} -t ${table} -I ${chain} ${args.join(' ')}: exit ${ins.code}: ${ins.stderr.trim()}`,
-        ins,
+        `${this.commands.iptables} -t ${table} -N ${chain}: exit ${res.code}: ${res.stderr.trim()}`,
+        res,
       );
-    return true;
+    return false;
   }
 
-  async deleteRule(
+  async ruleExists(
     table: IptablesTableName,
     chain: string,
     args: readonly string[],
   ): Promise<boolean> {
-    const check = await this.iptables(['-t', table, '-C', chain, ...args]);
-    if (check.code !== 0) return false;
-    const del = await this.iptables(['-t', table, '-D', chain, ...args]);
-    if (del.code !== 0)
+    const res = await this.iptables(['-t', table, '-C', chain, ...args]);
+    return res.code === 0;
+  }
+
+  async ensureRule(
+    position: 'prepend' | 'append',
+    table: IptablesTableName,
+    chain: string,
+    args: readonly string[],
+  ): Promise<boolean> {
+    if (await this.ruleExists(table, chain, args)) return true;
+    const op = position === 'prepend' ? '-I' : '-A';
+    const res = await this.iptables(['-t', table, op, chain, ...args]);
+    if (res.code !== 0)
       throw new ExecError(
-        `${this.commands.iptables} -t ${table} -D ${chain}: exit ${del.code}: ${del.stderr.trim()}`,
-        del,
+        `${this.commands.iptables} -t ${table} ${op} ${chain} ${args.join(' ')}: exit ${res.code}: ${res.stderr.trim()}`,
+        res,
       );
-    return true;
+    return false;
   }
 }
