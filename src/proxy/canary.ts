@@ -129,5 +129,6 @@ export function canaryChecks(
     seen.add(j.table);
     out.push({ kind: 'rule', table: j.table, chain: j.sourceChain, args: j.args });
   }
+  for (const c of canaries) out.push({ kind: 'chain', table: c.table, chain: c.chain });
   return out;
 }

@@ -13,7 +13,6 @@ import { describeObject, objectKey } from '../kube/types.js';
 import { validateEndpointSlice, validateService } from '../kube/validate.js';
 import { formatFieldError } from '../errors.js';
 import type { IptablesTableName } from '../netfilter/iptables/model.js';
-import { parseDocument } from '../netfilter/iptables/parse.js';
 import { renderDocument } from '../netfilter/iptables/render.js';
 import type { Conntrack } from '../os/conntrack.js';
 import type { IPFamily } from '../util/ip.js';
@@ -35,6 +34,7 @@ import type { ProxyHealth } from './healthz.js';
 import type { ProxyMetrics } from './metrics.js';
 import { BoundedFrequencyRunner } from './runner.js';
 import { canaryChecks } from './canary.js';
+import { addHooks, scanKernelState } from './plan-hooks.js';
 import type { CanaryCheck } from './canary.js';
 import type { Informer } from '../kube/informer.js';
 
@@ -394,7 +394,10 @@ export class IptablesProxier {
     let text: string;
     try {
       const options = this.deps.optionsFor(f.family, this.node);
-      const existingNatChains = fullSync ? await this.existingNatChains(f) : undefined;
+      // A full sync reads the kernel once: stale service chains to delete, and which hooks
+      // (jumps from built-in chains, canaries) are missing.
+      const kernel = fullSync ? scanKernelState(await f.iptables.save()) : undefined;
+      const existingNatChains = kernel?.chains.get('nat');
       plan = planIptables(
         {
           family: f.family,
@@ -408,7 +411,15 @@ export class IptablesProxier {
         f.planState,
       );
       for (const w of plan.warnings) log.info({ ipFamily: f.family }, w);
-      text = renderDocument(plan.document);
+      // The plan may decide on a full sync by itself (changed options): read the kernel then.
+      const hookState = plan.fullSync
+        ? (kernel ?? scanKernelState(await f.iptables.save()))
+        : undefined;
+      const document =
+        hookState !== undefined
+          ? addHooks(plan.document, plan.jumps, plan.canaryChains, hookState).document
+          : plan.document;
+      text = renderDocument(document);
       log.debug(
         {
           ipFamily: f.family,
@@ -430,7 +441,6 @@ export class IptablesProxier {
     }
     f.planState = plan.state;
     if (plan.fullSync) {
-      await this.ensureHooks(f, plan.jumps, plan.canaryChains);
       f.hooks = { jumps: plan.jumps, canaries: plan.canaryChains };
       f.lastFullSyncAt = start;
     }
@@ -487,26 +497,6 @@ export class IptablesProxier {
       elapsedMs: end - start,
       restoreBytes: text.length,
     };
-  }
-
-  private async existingNatChains(f: FamilyState): Promise<string[]> {
-    const text = await f.iptables.save('nat');
-    if (text.trim() === '') return [];
-    return parseDocument(text).tables.flatMap((t) =>
-      t.name === 'nat' ? t.chains.map((c) => c.name) : [],
-    );
-  }
-
-  private async ensureHooks(
-    f: FamilyState,
-    jumps: readonly JumpRule[],
-    canaries: IptablesPlan['canaryChains'],
-  ): Promise<void> {
-    for (const j of jumps) {
-      await f.iptables.ensureChain(j.table, j.targetChain);
-      await f.iptables.ensureRule('prepend', j.table, j.sourceChain, j.args);
-    }
-    for (const c of canaries) await f.iptables.ensureChain(c.table, c.chain);
   }
 
   private async syncServiceHealth(): Promise<void> {
