@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { EXIT_USAGE } from './run.js';
 import { registerProxyCommand } from './proxy.js';
+import { registerRenderCommand } from './render.js';
 
 export function buildProgram(): Command {
   const program = new Command('svcnet')
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerProxyCommand(program);
+  registerRenderCommand(program);
   return program;
 }
 

@@ -36,48 +36,40 @@ export const SERVICES: ResourceSpec = {
   path: '/api/v1/services',
   model: 'V1Service',
   list: (kc, labelSelector, fieldSelector) =>
-    kc
-      .makeApiClient(k8s.CoreV1Api)
-      .listServiceForAllNamespaces({
-        ...(labelSelector ? { labelSelector } : {}),
-        ...(fieldSelector ? { fieldSelector } : {}),
-      }),
+    kc.makeApiClient(k8s.CoreV1Api).listServiceForAllNamespaces({
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(fieldSelector ? { fieldSelector } : {}),
+    }),
 };
 
 export const ENDPOINT_SLICES: ResourceSpec = {
   path: '/apis/discovery.k8s.io/v1/endpointslices',
   model: 'V1EndpointSlice',
   list: (kc, labelSelector, fieldSelector) =>
-    kc
-      .makeApiClient(k8s.DiscoveryV1Api)
-      .listEndpointSliceForAllNamespaces({
-        ...(labelSelector ? { labelSelector } : {}),
-        ...(fieldSelector ? { fieldSelector } : {}),
-      }),
+    kc.makeApiClient(k8s.DiscoveryV1Api).listEndpointSliceForAllNamespaces({
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(fieldSelector ? { fieldSelector } : {}),
+    }),
 };
 
 export const NODES: ResourceSpec = {
   path: '/api/v1/nodes',
   model: 'V1Node',
   list: (kc, labelSelector, fieldSelector) =>
-    kc
-      .makeApiClient(k8s.CoreV1Api)
-      .listNode({
-        ...(labelSelector ? { labelSelector } : {}),
-        ...(fieldSelector ? { fieldSelector } : {}),
-      }),
+    kc.makeApiClient(k8s.CoreV1Api).listNode({
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(fieldSelector ? { fieldSelector } : {}),
+    }),
 };
 
 export const PODS: ResourceSpec = {
   path: '/api/v1/pods',
   model: 'V1Pod',
   list: (kc, labelSelector, fieldSelector) =>
-    kc
-      .makeApiClient(k8s.CoreV1Api)
-      .listPodForAllNamespaces({
-        ...(labelSelector ? { labelSelector } : {}),
-        ...(fieldSelector ? { fieldSelector } : {}),
-      }),
+    kc.makeApiClient(k8s.CoreV1Api).listPodForAllNamespaces({
+      ...(labelSelector ? { labelSelector } : {}),
+      ...(fieldSelector ? { fieldSelector } : {}),
+    }),
 };
 
 export interface InformerOptions {

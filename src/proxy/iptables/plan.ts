@@ -154,7 +154,7 @@ function staleChains(
     else deleted.push(c);
   }
   deleted.sort();
-  return { deleted, natChains, cleanedAt: throttled ? (previous?.lastCleanupMs ?? now) : now };
+  return { deleted, natChains, cleanedAt: throttled ? previous.lastCleanupMs : now };
 }
 
 /**
@@ -172,7 +172,7 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
     family,
     options,
     largeClusterMode,
-    sepNames: previous?.sepNames ?? new Map(),
+    sepNames: previous?.sepNames ?? new Map<string, string>(),
   };
   const warnings: string[] = [];
 

@@ -3,7 +3,7 @@
 // false; only the first address is used; IPs are read leniently and written canonically;
 // duplicates across slices collapse (a local copy wins). Pure; no I/O.
 
-import type { EndpointSlice, Protocol } from '../../kube/types.js';
+import type { EndpointSlice } from '../../kube/types.js';
 import { LABEL_SERVICE_NAME } from '../../kube/names.js';
 import { formatIP, parseIPSloppy } from '../../util/ip.js';
 import type { IPFamily } from '../../util/ip.js';
@@ -63,7 +63,7 @@ export function endpointsFromSlice(
       namespace: ns,
       name: svc,
       port: p.name ?? '',
-      protocol: (p.protocol ?? 'TCP') as Protocol,
+      protocol: p.protocol ?? 'TCP',
     };
     const list: EndpointInfo[] = [];
     for (const ep of slice.endpoints ?? []) {

@@ -1,0 +1,436 @@
+// KubeProxyConfiguration (kubeproxy.config.k8s.io/v1alpha1) files: parsing, validation that
+// names every bad or unknown field, and kube-proxy's defaults (masqueradeBit 14,
+// syncPeriod 30s, minSyncPeriod 1s, localhostNodePorts true, detectLocalMode ClusterCIDR,
+// conntrack maxPerCore 32768 / min 131072, ...). Durations use Go's syntax ("1m30s").
+// Pure: callers read the file. Throws ValidationError (INVALID_INPUT) listing every problem.
+
+import { parseDocument } from 'yaml';
+import { ValidationError } from '../errors.js';
+import type { FieldError } from '../errors.js';
+import { parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
+
+export const KUBE_PROXY_CONFIG_API_VERSION = 'kubeproxy.config.k8s.io/v1alpha1';
+export const KUBE_PROXY_CONFIG_KIND = 'KubeProxyConfiguration';
+
+export type ProxyMode = 'iptables' | 'nftables' | 'ipvs' | 'kernelspace';
+export type DetectLocalMode =
+  'ClusterCIDR' | 'NodeCIDR' | 'BridgeInterface' | 'InterfaceNamePrefix';
+
+export interface IptablesModeConfig {
+  readonly masqueradeBit: number;
+  readonly masqueradeAll: boolean;
+  readonly localhostNodePorts: boolean;
+  readonly syncPeriodMs: number;
+  readonly minSyncPeriodMs: number;
+}
+
+export interface ConntrackConfig {
+  readonly maxPerCore: number;
+  readonly min: number;
+  readonly tcpEstablishedTimeoutMs: number;
+  readonly tcpCloseWaitTimeoutMs: number;
+  readonly tcpBeLiberal: boolean;
+  /** 0 means "leave the kernel's value". */
+  readonly udpTimeoutMs: number;
+  readonly udpStreamTimeoutMs: number;
+}
+
+/** A validated, defaulted KubeProxyConfiguration. */
+export interface KubeProxyConfig {
+  readonly mode: ProxyMode;
+  readonly featureGates: Readonly<Record<string, boolean>>;
+  readonly clientConnection: {
+    readonly kubeconfig: string;
+    readonly qps: number;
+    readonly burst: number;
+    readonly contentType: string;
+    readonly acceptContentTypes: string;
+  };
+  readonly hostnameOverride: string;
+  readonly bindAddress: string;
+  readonly healthzBindAddress: string;
+  readonly metricsBindAddress: string;
+  readonly bindAddressHardFail: boolean;
+  readonly enableProfiling: boolean;
+  readonly iptables: IptablesModeConfig;
+  readonly nftables: Omit<IptablesModeConfig, 'localhostNodePorts'>;
+  /** The effective sync periods (top-level fields, else the mode's). */
+  readonly syncPeriodMs: number;
+  readonly minSyncPeriodMs: number;
+  readonly detectLocalMode: DetectLocalMode;
+  readonly detectLocal: { readonly bridgeInterface: string; readonly interfaceNamePrefix: string };
+  /** clusterCIDR split on commas: at most one per IP family. */
+  readonly clusterCIDRs: readonly string[];
+  /** CIDRs and keywords; empty means all local addresses (iptables' default). */
+  readonly nodePortAddresses: readonly string[];
+  readonly oomScoreAdj: number;
+  readonly conntrack: ConntrackConfig;
+  readonly configSyncPeriodMs: number;
+}
+
+const SECOND = 1000;
+const DURATION_UNITS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  ms: 1,
+  s: SECOND,
+  m: 60 * SECOND,
+  h: 3600 * SECOND,
+};
+
+/** Parses a Go duration ("1h2m3.5s", "250ms", "0") into milliseconds, or undefined. */
+export function parseDuration(text: string): number | undefined {
+  if (text === '0') return 0;
+  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/y;
+  let total = 0;
+  let pos = 0;
+  const neg = text.startsWith('-');
+  if (neg || text.startsWith('+')) pos = 1;
+  if (pos >= text.length) return undefined;
+  while (pos < text.length) {
+    re.lastIndex = pos;
+    const m = re.exec(text);
+    if (!m) return undefined;
+    total += Number(m[1]) * (DURATION_UNITS[m[2] ?? ''] ?? 0);
+    pos = re.lastIndex;
+  }
+  return neg ? -total : total;
+}
+
+type FieldSpec =
+  | 'string'
+  | 'bool'
+  | 'int'
+  | 'number'
+  | 'duration'
+  | 'stringList'
+  | 'boolMap'
+  | 'object'
+  | { readonly [key: string]: FieldSpec };
+
+const SYNC = { syncPeriod: 'duration', minSyncPeriod: 'duration' } as const;
+
+const SCHEMA: Record<string, FieldSpec> = {
+  apiVersion: 'string',
+  kind: 'string',
+  featureGates: 'boolMap',
+  clientConnection: {
+    kubeconfig: 'string',
+    acceptContentTypes: 'string',
+    contentType: 'string',
+    qps: 'number',
+    burst: 'int',
+  },
+  logging: 'object',
+  hostnameOverride: 'string',
+  bindAddress: 'string',
+  healthzBindAddress: 'string',
+  metricsBindAddress: 'string',
+  bindAddressHardFail: 'bool',
+  enableProfiling: 'bool',
+  showHiddenMetricsForVersion: 'string',
+  mode: 'string',
+  iptables: { masqueradeBit: 'int', masqueradeAll: 'bool', localhostNodePorts: 'bool', ...SYNC },
+  ipvs: {
+    ...SYNC,
+    scheduler: 'string',
+    excludeCIDRs: 'stringList',
+    strictARP: 'bool',
+    tcpTimeout: 'duration',
+    tcpFinTimeout: 'duration',
+    udpTimeout: 'duration',
+  },
+  nftables: { masqueradeBit: 'int', masqueradeAll: 'bool', ...SYNC },
+  winkernel: 'object',
+  ...SYNC,
+  detectLocalMode: 'string',
+  detectLocal: { bridgeInterface: 'string', interfaceNamePrefix: 'string' },
+  clusterCIDR: 'string',
+  nodePortAddresses: 'stringList',
+  oomScoreAdj: 'int',
+  conntrack: {
+    maxPerCore: 'int',
+    min: 'int',
+    tcpEstablishedTimeout: 'duration',
+    tcpCloseWaitTimeout: 'duration',
+    tcpBeLiberal: 'bool',
+    udpTimeout: 'duration',
+    udpStreamTimeout: 'duration',
+  },
+  configSyncPeriod: 'duration',
+  portRange: 'string',
+  windowsRunAsService: 'bool',
+};
+
+type Raw = Record<string, unknown>;
+
+function isObject(v: unknown): v is Raw {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function checkValue(
+  spec: FieldSpec,
+  v: unknown,
+  field: string,
+  add: (f: string, m: string) => void,
+) {
+  const show = JSON.stringify(v) ?? String(v);
+  if (typeof spec === 'object') {
+    if (!isObject(v)) {
+      add(field, `must be an object, got ${show}`);
+      return;
+    }
+    for (const [k, sub] of Object.entries(v)) {
+      const s = spec[k];
+      if (s === undefined) add(`${field}.${k}`, 'unknown field');
+      else if (sub !== null) checkValue(s, sub, `${field}.${k}`, add);
+    }
+    return;
+  }
+  const ok: Record<string, (x: unknown) => boolean> = {
+    string: (x) => typeof x === 'string',
+    bool: (x) => typeof x === 'boolean',
+    int: (x) => typeof x === 'number' && Number.isInteger(x),
+    number: (x) => typeof x === 'number' && Number.isFinite(x),
+    duration: (x) => typeof x === 'string' && parseDuration(x) !== undefined,
+    stringList: (x) => Array.isArray(x) && x.every((e) => typeof e === 'string'),
+    boolMap: (x) => isObject(x) && Object.values(x).every((e) => typeof e === 'boolean'),
+    object: (x) => isObject(x),
+  };
+  const what: Record<string, string> = {
+    string: 'a string',
+    bool: 'true or false',
+    int: 'an integer',
+    number: 'a number',
+    duration: 'a duration such as "30s" or "1m0s"',
+    stringList: 'a list of strings',
+    boolMap: 'a map of names to true/false',
+    object: 'an object',
+  };
+  if (!(ok[spec]?.(v) ?? false)) add(field, `must be ${what[spec] ?? spec}, got ${show}`);
+}
+
+function get(raw: Raw, path: string): unknown {
+  let cur: unknown = raw;
+  for (const k of path.split('.')) cur = isObject(cur) ? cur[k] : undefined;
+  return cur;
+}
+
+function str(raw: Raw, path: string, dflt: string): string {
+  const v = get(raw, path);
+  return typeof v === 'string' && v !== '' ? v : dflt;
+}
+
+function num(raw: Raw, path: string, dflt: number): number {
+  const v = get(raw, path);
+  return typeof v === 'number' ? v : dflt;
+}
+
+function bool(raw: Raw, path: string, dflt: boolean): boolean {
+  const v = get(raw, path);
+  return typeof v === 'boolean' ? v : dflt;
+}
+
+function dur(raw: Raw, path: string, dflt: number): number {
+  const v = get(raw, path);
+  return typeof v === 'string' ? (parseDuration(v) ?? dflt) : dflt;
+}
+
+const MODES = new Set(['iptables', 'nftables', 'ipvs', 'kernelspace']);
+const DETECT_MODES = new Set(['ClusterCIDR', 'NodeCIDR', 'BridgeInterface', 'InterfaceNamePrefix']);
+const NODE_PORT_KEYWORDS = new Set(['primary', 'localhost', 'all']);
+
+function checkHostPort(raw: Raw, field: string, add: (f: string, m: string) => void) {
+  const v = get(raw, field);
+  if (typeof v !== 'string' || v === '') return;
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d+)$/.exec(v);
+  const host = m?.[1] ?? m?.[2] ?? '';
+  const port = Number(m?.[3] ?? NaN);
+  if (!m || (host !== '' && !parseIPSloppy(host)) || port > 65535)
+    add(field, `must be IP:port (e.g. 0.0.0.0:10256), got ${JSON.stringify(v)}`);
+}
+
+function checkSemantics(raw: Raw, add: (f: string, m: string) => void): void {
+  if (raw.apiVersion !== KUBE_PROXY_CONFIG_API_VERSION)
+    add(
+      'apiVersion',
+      `must be ${KUBE_PROXY_CONFIG_API_VERSION}, got ${JSON.stringify(raw.apiVersion)}`,
+    );
+  if (raw.kind !== KUBE_PROXY_CONFIG_KIND)
+    add('kind', `must be ${KUBE_PROXY_CONFIG_KIND}, got ${JSON.stringify(raw.kind)}`);
+  const mode = get(raw, 'mode');
+  if (typeof mode === 'string' && mode !== '' && !MODES.has(mode))
+    add(
+      'mode',
+      `must be one of iptables, nftables, ipvs, kernelspace, got ${JSON.stringify(mode)}`,
+    );
+  for (const t of ['iptables', 'nftables']) {
+    const bit = get(raw, `${t}.masqueradeBit`);
+    if (typeof bit === 'number' && (bit < 0 || bit > 31))
+      add(`${t}.masqueradeBit`, `must be 0-31, got ${bit}`);
+  }
+  for (const f of [
+    'syncPeriod',
+    'iptables.syncPeriod',
+    'nftables.syncPeriod',
+    'configSyncPeriod',
+  ]) {
+    const v = get(raw, f);
+    if (typeof v === 'string' && (parseDuration(v) ?? 1) <= 0)
+      add(f, `must be greater than 0, got ${JSON.stringify(v)}`);
+  }
+  for (const f of ['minSyncPeriod', 'iptables.minSyncPeriod', 'nftables.minSyncPeriod']) {
+    const v = get(raw, f);
+    if (typeof v === 'string' && (parseDuration(v) ?? 0) < 0)
+      add(f, `must not be negative, got ${JSON.stringify(v)}`);
+  }
+  const detect = get(raw, 'detectLocalMode');
+  if (typeof detect === 'string' && detect !== '' && !DETECT_MODES.has(detect))
+    add(
+      'detectLocalMode',
+      `must be one of ClusterCIDR, NodeCIDR, BridgeInterface, InterfaceNamePrefix, got ${JSON.stringify(detect)}`,
+    );
+  if (detect === 'BridgeInterface' && str(raw, 'detectLocal.bridgeInterface', '') === '')
+    add('detectLocal.bridgeInterface', 'required when detectLocalMode is BridgeInterface');
+  if (detect === 'InterfaceNamePrefix' && str(raw, 'detectLocal.interfaceNamePrefix', '') === '')
+    add('detectLocal.interfaceNamePrefix', 'required when detectLocalMode is InterfaceNamePrefix');
+  checkClusterCIDR(raw, add);
+  const bind = get(raw, 'bindAddress');
+  if (typeof bind === 'string' && bind !== '' && !parseIPSloppy(bind))
+    add('bindAddress', `must be an IP address, got ${JSON.stringify(bind)}`);
+  checkHostPort(raw, 'healthzBindAddress', add);
+  checkHostPort(raw, 'metricsBindAddress', add);
+  const npa = get(raw, 'nodePortAddresses');
+  if (Array.isArray(npa))
+    npa.forEach((e, i) => {
+      if (typeof e === 'string' && !NODE_PORT_KEYWORDS.has(e) && !parseCIDRSloppy(e))
+        add(
+          `nodePortAddresses[${i}]`,
+          `must be a CIDR or one of primary, localhost, all, got ${JSON.stringify(e)}`,
+        );
+    });
+  const oom = get(raw, 'oomScoreAdj');
+  if (typeof oom === 'number' && (oom < -1000 || oom > 1000))
+    add('oomScoreAdj', `must be -1000..1000, got ${oom}`);
+  for (const f of [
+    'conntrack.maxPerCore',
+    'conntrack.min',
+    'clientConnection.burst',
+    'clientConnection.qps',
+  ]) {
+    const v = get(raw, f);
+    if (typeof v === 'number' && v < 0) add(f, `must not be negative, got ${v}`);
+  }
+}
+
+function checkClusterCIDR(raw: Raw, add: (f: string, m: string) => void): void {
+  const v = get(raw, 'clusterCIDR');
+  if (typeof v !== 'string' || v === '') return;
+  const parts = v.split(',').map((s) => s.trim());
+  const families = new Set<string>();
+  for (const p of parts) {
+    const c = parseCIDRSloppy(p);
+    if (!c)
+      add(
+        'clusterCIDR',
+        `must be a CIDR or a comma-separated dual-stack pair, got ${JSON.stringify(v)}`,
+      );
+    else if (families.has(c.family))
+      add('clusterCIDR', `has two ${c.family} CIDRs: ${JSON.stringify(v)}`);
+    else families.add(c.family);
+  }
+}
+
+function build(raw: Raw): KubeProxyConfig {
+  const mode = str(raw, 'mode', 'iptables') as ProxyMode;
+  const iptables: IptablesModeConfig = {
+    masqueradeBit: num(raw, 'iptables.masqueradeBit', 14),
+    masqueradeAll: bool(raw, 'iptables.masqueradeAll', false),
+    localhostNodePorts: bool(raw, 'iptables.localhostNodePorts', true),
+    syncPeriodMs: dur(raw, 'iptables.syncPeriod', 30 * SECOND),
+    minSyncPeriodMs: dur(raw, 'iptables.minSyncPeriod', SECOND),
+  };
+  const nftables = {
+    masqueradeBit: num(raw, 'nftables.masqueradeBit', 14),
+    masqueradeAll: bool(raw, 'nftables.masqueradeAll', false),
+    syncPeriodMs: dur(raw, 'nftables.syncPeriod', 30 * SECOND),
+    minSyncPeriodMs: dur(raw, 'nftables.minSyncPeriod', SECOND),
+  };
+  const modeSync = mode === 'nftables' ? nftables : iptables;
+  const clusterCIDR = str(raw, 'clusterCIDR', '');
+  const gates = get(raw, 'featureGates');
+  return {
+    mode,
+    featureGates: isObject(gates) ? (gates as Record<string, boolean>) : {},
+    clientConnection: {
+      kubeconfig: str(raw, 'clientConnection.kubeconfig', ''),
+      qps: num(raw, 'clientConnection.qps', 5),
+      burst: num(raw, 'clientConnection.burst', 10),
+      contentType: str(raw, 'clientConnection.contentType', 'application/vnd.kubernetes.protobuf'),
+      acceptContentTypes: str(raw, 'clientConnection.acceptContentTypes', ''),
+    },
+    hostnameOverride: str(raw, 'hostnameOverride', ''),
+    bindAddress: str(raw, 'bindAddress', ''),
+    healthzBindAddress: str(raw, 'healthzBindAddress', '0.0.0.0:10256'),
+    metricsBindAddress: str(raw, 'metricsBindAddress', '127.0.0.1:10249'),
+    bindAddressHardFail: bool(raw, 'bindAddressHardFail', false),
+    enableProfiling: bool(raw, 'enableProfiling', false),
+    iptables,
+    nftables,
+    syncPeriodMs: dur(raw, 'syncPeriod', modeSync.syncPeriodMs),
+    minSyncPeriodMs: dur(raw, 'minSyncPeriod', modeSync.minSyncPeriodMs),
+    detectLocalMode: str(raw, 'detectLocalMode', 'ClusterCIDR') as DetectLocalMode,
+    detectLocal: {
+      bridgeInterface: str(raw, 'detectLocal.bridgeInterface', ''),
+      interfaceNamePrefix: str(raw, 'detectLocal.interfaceNamePrefix', ''),
+    },
+    clusterCIDRs: clusterCIDR === '' ? [] : clusterCIDR.split(',').map((s) => s.trim()),
+    nodePortAddresses: (get(raw, 'nodePortAddresses') as string[] | undefined) ?? [],
+    oomScoreAdj: num(raw, 'oomScoreAdj', -999),
+    conntrack: {
+      maxPerCore: num(raw, 'conntrack.maxPerCore', 32768),
+      min: num(raw, 'conntrack.min', 131072),
+      tcpEstablishedTimeoutMs: dur(raw, 'conntrack.tcpEstablishedTimeout', 24 * 3600 * SECOND),
+      tcpCloseWaitTimeoutMs: dur(raw, 'conntrack.tcpCloseWaitTimeout', 3600 * SECOND),
+      tcpBeLiberal: bool(raw, 'conntrack.tcpBeLiberal', false),
+      udpTimeoutMs: dur(raw, 'conntrack.udpTimeout', 0),
+      udpStreamTimeoutMs: dur(raw, 'conntrack.udpStreamTimeout', 0),
+    },
+    configSyncPeriodMs: dur(raw, 'configSyncPeriod', 15 * 60 * SECOND),
+  };
+}
+
+/** kube-proxy's defaults (what an empty KubeProxyConfiguration means). */
+export function defaultKubeProxyConfig(): KubeProxyConfig {
+  return build({ apiVersion: KUBE_PROXY_CONFIG_API_VERSION, kind: KUBE_PROXY_CONFIG_KIND });
+}
+
+/**
+ * Parses and validates a KubeProxyConfiguration document (YAML or JSON) read from `path`.
+ * Unknown fields, wrong types and bad values all fail, each naming its field; the result
+ * carries kube-proxy's defaults for everything not set.
+ */
+export function parseKubeProxyConfiguration(text: string, path: string): KubeProxyConfig {
+  const errors: FieldError[] = [];
+  const object = `KubeProxyConfiguration ${path}`;
+  const add = (field: string, message: string) => errors.push({ object, field, message });
+  const doc = parseDocument(text, { uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    for (const e of doc.errors) add('', `invalid YAML: ${e.message.split('\n')[0] ?? ''}`);
+    throw new ValidationError(errors);
+  }
+  const raw: unknown = doc.toJS();
+  if (!isObject(raw)) {
+    add('', 'must be a YAML/JSON object');
+    throw new ValidationError(errors);
+  }
+  for (const [k, v] of Object.entries(raw)) {
+    const spec = SCHEMA[k];
+    if (spec === undefined) add(k, 'unknown field');
+    else if (v !== null) checkValue(spec, v, k, add);
+  }
+  if (errors.length === 0) checkSemantics(raw, add);
+  if (errors.length > 0) throw new ValidationError(errors);
+  return build(raw);
+}
