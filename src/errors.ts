@@ -24,6 +24,15 @@ export class SvcnetError extends Error {
   }
 }
 
+/** The kind of a field problem, as Kubernetes' `Status` causes name it. */
+export type FieldErrorType =
+  | 'FieldValueRequired'
+  | 'FieldValueInvalid'
+  | 'FieldValueDuplicate'
+  | 'FieldValueNotSupported'
+  | 'FieldValueForbidden'
+  | 'FieldValueTooLong';
+
 /** One problem with one field of one object: `Service default/web: spec.ports[1].port: ...`. */
 export interface FieldError {
   /** e.g. `Service default/web`, or a file name when the object is unknown. */
@@ -31,6 +40,10 @@ export interface FieldError {
   /** JSON-path-like field, e.g. `spec.ports[1].port`; empty when the whole object is wrong. */
   readonly field: string;
   readonly message: string;
+  /** Kind of problem (the API server's 422 cause reason); FieldValueInvalid when absent. */
+  readonly reason?: FieldErrorType;
+  /** The offending value, when there is one (the API server prints it in the cause). */
+  readonly value?: unknown;
 }
 
 export function formatFieldError(e: FieldError): string {

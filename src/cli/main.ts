@@ -4,6 +4,7 @@
 // 0 ok, 1 runtime failure, 2 bad usage or bad input.
 
 import { Command, CommanderError } from 'commander';
+import { registerApiserverCommand } from './apiserver.js';
 import { EXIT_USAGE } from './run.js';
 import { registerProxyCommand } from './proxy.js';
 import { registerRenderCommand } from './render.js';
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride();
+  registerApiserverCommand(program);
   registerProxyCommand(program);
   registerRenderCommand(program);
   return program;

@@ -4,7 +4,7 @@
 //
 // IPs are read leniently (leading zeros allowed), as kube-proxy reads stored objects.
 
-import type { FieldError } from '../errors.js';
+import type { FieldError, FieldErrorType } from '../errors.js';
 import { parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { EndpointSlice, KubeObject, Node, Service } from './types.js';
 import { describeObject } from './types.js';
@@ -25,8 +25,16 @@ class Collector {
   constructor(object: string) {
     this.object = object;
   }
-  add(field: string, message: string): void {
-    this.errors.push({ object: this.object, field, message });
+  /** Records a problem; `extra` carries the cause type and offending value for API errors. */
+  add(field: string, message: string, extra?: { reason?: FieldErrorType; value?: unknown }): void {
+    const reason = extra?.reason ?? (message === 'required' ? 'FieldValueRequired' : undefined);
+    this.errors.push({
+      object: this.object,
+      field,
+      message,
+      ...(reason !== undefined ? { reason } : {}),
+      ...(extra !== undefined && 'value' in extra ? { value: extra.value } : {}),
+    });
   }
 }
 
@@ -47,7 +55,9 @@ export function validateMeta(obj: KubeObject, namespaced: boolean, c: Collector)
   const name = obj.metadata?.name;
   if (typeof name !== 'string' || name === '') c.add('metadata.name', 'required');
   else if (name.length > 253 || !DNS1123_SUBDOMAIN.test(name))
-    c.add('metadata.name', `must be a lowercase RFC 1123 subdomain, got ${show(name)}`);
+    c.add('metadata.name', `must be a lowercase RFC 1123 subdomain, got ${show(name)}`, {
+      value: name,
+    });
   const ns = obj.metadata?.namespace;
   if (namespaced && ns !== undefined && (typeof ns !== 'string' || !DNS1123_LABEL.test(ns)))
     c.add('metadata.namespace', `must be a lowercase RFC 1123 label, got ${show(ns)}`);
@@ -55,11 +65,12 @@ export function validateMeta(obj: KubeObject, namespaced: boolean, c: Collector)
 
 function checkIP(c: Collector, field: string, v: unknown): void {
   if (typeof v !== 'string' || parseIPSloppy(v) === undefined)
-    c.add(field, `must be a valid IP address, got ${show(v)}`);
+    c.add(field, `must be a valid IP address, got ${show(v)}`, { value: v });
 }
 
 function checkPort(c: Collector, field: string, v: unknown, min = 1): void {
-  if (!isInt(v) || v < min || v > 65535) c.add(field, `must be ${min}-65535, got ${show(v)}`);
+  if (!isInt(v) || v < min || v > 65535)
+    c.add(field, `must be ${min}-65535, got ${show(v)}`, { value: v });
 }
 
 export function validateService(svc: Service): FieldError[] {
@@ -75,10 +86,13 @@ export function validateService(svc: Service): FieldError[] {
     c.add(
       'spec.type',
       `must be one of ClusterIP, NodePort, LoadBalancer, ExternalName, got ${show(type)}`,
+      { reason: 'FieldValueNotSupported', value: type },
     );
   if (type === 'ExternalName') {
     if (typeof spec.externalName !== 'string' || spec.externalName === '')
-      c.add('spec.externalName', 'required for type ExternalName');
+      c.add('spec.externalName', 'required for type ExternalName', {
+        reason: 'FieldValueRequired',
+      });
   }
   const ports = spec.ports ?? [];
   if (!Array.isArray(ports)) c.add('spec.ports', 'must be a list');
@@ -91,27 +105,41 @@ export function validateService(svc: Service): FieldError[] {
       checkPort(c, `${f}.port`, p.port);
       const proto = p.protocol ?? 'TCP';
       if (!PROTOCOLS.has(proto))
-        c.add(`${f}.protocol`, `must be TCP, UDP or SCTP, got ${show(proto)}`);
+        c.add(`${f}.protocol`, `must be TCP, UDP or SCTP, got ${show(proto)}`, {
+          reason: 'FieldValueNotSupported',
+          value: proto,
+        });
       if (p.name !== undefined && p.name !== '') {
         if (!DNS1123_LABEL.test(p.name) || p.name.length > 63)
-          c.add(`${f}.name`, `must be a lowercase RFC 1123 label, got ${show(p.name)}`);
-        if (names.has(p.name)) c.add(`${f}.name`, `duplicate port name ${show(p.name)}`);
+          c.add(`${f}.name`, `must be a lowercase RFC 1123 label, got ${show(p.name)}`, {
+            value: p.name,
+          });
+        if (names.has(p.name))
+          c.add(`${f}.name`, `duplicate port name ${show(p.name)}`, {
+            reason: 'FieldValueDuplicate',
+            value: p.name,
+          });
         names.add(p.name);
       } else if (ports.length > 1)
-        c.add(`${f}.name`, 'required when a Service has more than one port');
+        c.add(`${f}.name`, 'required when a Service has more than one port', {
+          reason: 'FieldValueRequired',
+        });
       if (p.targetPort !== undefined) {
         if (typeof p.targetPort === 'string') {
           if (!isValidIanaSvcName(p.targetPort))
             c.add(
               `${f}.targetPort`,
               `must be a port number or an IANA service name, got ${show(p.targetPort)}`,
+              { value: p.targetPort },
             );
         } else checkPort(c, `${f}.targetPort`, p.targetPort);
       }
       if (p.nodePort !== undefined && p.nodePort !== 0) {
         checkPort(c, `${f}.nodePort`, p.nodePort);
         if (type === 'ClusterIP' || type === 'ExternalName')
-          c.add(`${f}.nodePort`, `may not be set when type is ${type}`);
+          c.add(`${f}.nodePort`, `may not be set when type is ${type}`, {
+            reason: 'FieldValueForbidden',
+          });
       }
     });
   }
@@ -133,34 +161,44 @@ export function validateService(svc: Service): FieldError[] {
   });
   (spec.ipFamilies ?? []).forEach((f, i) => {
     if (f !== 'IPv4' && f !== 'IPv6')
-      c.add(`spec.ipFamilies[${i}]`, `must be IPv4 or IPv6, got ${show(f)}`);
+      c.add(`spec.ipFamilies[${i}]`, `must be IPv4 or IPv6, got ${show(f)}`, {
+        reason: 'FieldValueNotSupported',
+        value: f,
+      });
   });
   if (spec.ipFamilyPolicy !== undefined && !IP_FAMILY_POLICIES.has(spec.ipFamilyPolicy))
     c.add(
       'spec.ipFamilyPolicy',
       `must be SingleStack, PreferDualStack or RequireDualStack, got ${show(spec.ipFamilyPolicy)}`,
+      { reason: 'FieldValueNotSupported', value: spec.ipFamilyPolicy },
     );
   if (spec.externalTrafficPolicy !== undefined && !TRAFFIC_POLICIES.has(spec.externalTrafficPolicy))
     c.add(
       'spec.externalTrafficPolicy',
       `must be Cluster or Local, got ${show(spec.externalTrafficPolicy)}`,
+      { reason: 'FieldValueNotSupported', value: spec.externalTrafficPolicy },
     );
   if (spec.internalTrafficPolicy !== undefined && !TRAFFIC_POLICIES.has(spec.internalTrafficPolicy))
     c.add(
       'spec.internalTrafficPolicy',
       `must be Cluster or Local, got ${show(spec.internalTrafficPolicy)}`,
+      { reason: 'FieldValueNotSupported', value: spec.internalTrafficPolicy },
     );
   if (
     spec.sessionAffinity !== undefined &&
     spec.sessionAffinity !== 'None' &&
     spec.sessionAffinity !== 'ClientIP'
   )
-    c.add('spec.sessionAffinity', `must be None or ClientIP, got ${show(spec.sessionAffinity)}`);
+    c.add('spec.sessionAffinity', `must be None or ClientIP, got ${show(spec.sessionAffinity)}`, {
+      reason: 'FieldValueNotSupported',
+      value: spec.sessionAffinity,
+    });
   const timeout = spec.sessionAffinityConfig?.clientIP?.timeoutSeconds;
   if (timeout !== undefined && (!isInt(timeout) || timeout < 1 || timeout > 86400))
     c.add(
       'spec.sessionAffinityConfig.clientIP.timeoutSeconds',
       `must be 1-86400, got ${show(timeout)}`,
+      { value: timeout },
     );
   if (spec.healthCheckNodePort !== undefined && spec.healthCheckNodePort !== 0)
     checkPort(c, 'spec.healthCheckNodePort', spec.healthCheckNodePort);

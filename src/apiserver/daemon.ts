@@ -1,0 +1,233 @@
+// Wiring of a running API server: allocators and strategies, the store (optionally on a data
+// dir), the bootstrap objects, the hono app on @hono/node-server listening only where told,
+// and the kubeconfig with the bearer token. Used by `svcnet apiserver`, tests and the bench.
+
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { serve, type ServerType } from '@hono/node-server';
+import { SvcnetError } from '../errors.js';
+import { bootstrap } from './bootstrap.js';
+import { DataDir } from './persist.js';
+import { createApiServer } from './server.js';
+import { ServiceRegistry } from './services.js';
+import { Store } from './store.js';
+import { buildStrategies } from './strategies.js';
+import { certCovers, createServingCert, type ServingCert } from './x509.js';
+
+export interface ApiServerConfig {
+  /** `ADDR:PORT`; port 0 picks a free one. */
+  readonly listen: string;
+  readonly dataDir?: string;
+  readonly serviceCIDRs?: readonly string[];
+  readonly nodePortRange?: string;
+  readonly token?: string;
+  /** Address put in the `kubernetes` Endpoints; defaults to the listen address. */
+  readonly advertiseAddress?: string;
+  readonly historySize?: number;
+  /**
+   * Serve plain HTTP instead of HTTPS. kubectl never sends a bearer token over plain HTTP,
+   * so this is for clients that do (client-node) and for tests.
+   */
+  readonly insecureHttp?: boolean;
+  readonly onRequest?: (info: { method: string; path: string; status: number; ms: number }) => void;
+}
+
+export interface RunningApiServer {
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  readonly token: string;
+  readonly store: Store;
+  readonly services: ServiceRegistry;
+  /** PEM of the self-signed serving certificate (undefined for plain HTTP). */
+  readonly caCert: string | undefined;
+  /** Kubeconfig YAML for this server. */
+  kubeconfig(): string;
+  close(): Promise<void>;
+}
+
+/** Parses `ADDR:PORT` / `[v6]:PORT`. */
+export function parseListen(text: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(text.trim());
+  const port = Number(m?.[3]);
+  if (!m || port > 65535)
+    throw new SvcnetError('INVALID_INPUT', `--listen: want ADDR:PORT, got ${JSON.stringify(text)}`);
+  return { host: m[1] ?? m[2] ?? '', port };
+}
+
+function pickAdvertise(host: string): string {
+  if (host !== '0.0.0.0' && host !== '::') return host;
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (!a.internal && a.family === 'IPv4') return a.address;
+  return '127.0.0.1';
+}
+
+/**
+ * Kubeconfig YAML with a bearer token: https:// servers carry their CA certificate; http://
+ * servers get insecure-skip-tls-verify, without which client-node refuses them.
+ */
+export function renderKubeconfig(url: string, token: string, caCert?: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '  - name: svcnet',
+    '    cluster:',
+    `      server: ${url}`,
+    caCert !== undefined
+      ? `      certificate-authority-data: ${Buffer.from(caCert).toString('base64')}`
+      : '      insecure-skip-tls-verify: true',
+    'users:',
+    '  - name: svcnet-admin',
+    '    user:',
+    `      token: ${token}`,
+    'contexts:',
+    '  - name: svcnet',
+    '    context:',
+    '      cluster: svcnet',
+    '      user: svcnet-admin',
+    '      namespace: default',
+    'current-context: svcnet',
+    '',
+  ].join('\n');
+}
+
+export function writeKubeconfig(path: string, server: RunningApiServer): void {
+  writeFileSync(path, server.kubeconfig(), { mode: 0o600 });
+}
+
+function readPair(dir: string): ServingCert | undefined {
+  try {
+    return {
+      cert: readFileSync(join(dir, 'tls.crt'), 'utf8'),
+      key: readFileSync(join(dir, 'tls.key'), 'utf8'),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The serving certificate: reused from the data dir when it still covers every host. */
+function servingCert(hosts: string[], dataDir: string | undefined): ServingCert {
+  const existing = dataDir !== undefined ? readPair(dataDir) : undefined;
+  if (existing && certCovers(existing, hosts)) return existing;
+  const pair = createServingCert(hosts);
+  if (dataDir !== undefined) {
+    writeFileSync(join(dataDir, 'tls.key'), pair.key, { mode: 0o600 });
+    writeFileSync(join(dataDir, 'tls.crt'), pair.cert, { mode: 0o644 });
+  }
+  return pair;
+}
+
+/** Starts an API server; resolves once it listens and the bootstrap objects exist. */
+export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiServer> {
+  const { host, port } = parseListen(cfg.listen);
+  let services: ServiceRegistry;
+  try {
+    services = new ServiceRegistry({
+      serviceCIDRs: cfg.serviceCIDRs ?? ['10.96.0.0/12'],
+      nodePortRange: cfg.nodePortRange ?? '30000-32767',
+    });
+  } catch (e) {
+    throw new SvcnetError('INVALID_INPUT', e instanceof Error ? e.message : String(e), {
+      cause: e,
+    });
+  }
+  const dataDir = cfg.dataDir !== undefined ? new DataDir(cfg.dataDir) : undefined;
+  const store = new Store({
+    strategies: buildStrategies(services),
+    ...(cfg.historySize !== undefined ? { historySize: cfg.historySize } : {}),
+    ...(dataDir
+      ? {
+          onCommit: (c) => {
+            dataDir.append(c);
+          },
+        }
+      : {}),
+  });
+  if (dataDir) {
+    const state = dataDir.load();
+    store.load(state.objects, state.rv);
+    dataDir.open();
+  }
+  const generate = (): string => randomBytes(24).toString('base64url');
+  const token = cfg.token ?? dataDir?.token(generate) ?? generate();
+
+  const advertise = cfg.advertiseAddress ?? pickAdvertise(host);
+  const tls =
+    cfg.insecureHttp === true
+      ? undefined
+      : servingCert(
+          [
+            ...(host !== '0.0.0.0' && host !== '::' ? [host] : []),
+            advertise,
+            '127.0.0.1',
+            '::1',
+            'localhost',
+            services.kubernetesServiceIP,
+            'kubernetes',
+            'kubernetes.default',
+            'kubernetes.default.svc',
+            'kubernetes.default.svc.cluster.local',
+          ],
+          cfg.dataDir,
+        );
+
+  let server: ServerType | undefined;
+  const bound = await new Promise<AddressInfo>((resolve, reject) => {
+    const app = createApiServer({
+      store,
+      token,
+      ...(cfg.onRequest ? { onRequest: cfg.onRequest } : {}),
+    });
+    server = serve(
+      {
+        fetch: app.fetch,
+        hostname: host,
+        port,
+        ...(tls
+          ? { createServer: createHttpsServer, serverOptions: { key: tls.key, cert: tls.cert } }
+          : {}),
+      },
+      (info) => {
+        resolve(info);
+      },
+    );
+    server.once('error', reject);
+  });
+  const urlAddr = bound.address === '0.0.0.0' || bound.address === '::' ? advertise : bound.address;
+  const urlHost = urlAddr.includes(':') ? `[${urlAddr}]` : urlAddr;
+  const url = `${tls ? 'https' : 'http'}://${urlHost}:${bound.port}`;
+  bootstrap(store, {
+    advertiseAddress: advertise,
+    port: bound.port,
+    serviceIP: services.kubernetesServiceIP,
+  });
+  return {
+    url,
+    host: bound.address,
+    port: bound.port,
+    token,
+    store,
+    services,
+    caCert: tls?.cert,
+    kubeconfig: () => renderKubeconfig(url, token, tls?.cert),
+    close: () =>
+      new Promise<void>((resolve) => {
+        const s = server;
+        if (!s) {
+          resolve();
+          return;
+        }
+        if ('closeAllConnections' in s) s.closeAllConnections();
+        s.close(() => {
+          dataDir?.close();
+          resolve();
+        });
+      }),
+  };
+}

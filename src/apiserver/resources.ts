@@ -1,0 +1,223 @@
+// The resource types the embedded API server serves: group/version/kind, plural and short
+// names, scope, categories, subresources and the field selectors each supports. Discovery,
+// OpenAPI, routing, Table conversion and the store all read this one table. Pure data.
+
+import type { KubeObject } from '../kube/types.js';
+
+export type Subresource = 'status' | 'scale' | 'finalize' | 'binding' | 'log' | 'eviction';
+
+export interface ResourceType {
+  /** API group; '' for the core group. */
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  /** Lower-case plural used in paths, e.g. `endpointslices`. */
+  readonly plural: string;
+  readonly singular: string;
+  readonly namespaced: boolean;
+  readonly shortNames: readonly string[];
+  readonly categories: readonly string[];
+  readonly subresources: readonly Subresource[];
+  /** Kind-specific field selector labels (metadata.name/namespace are always supported). */
+  readonly fields: Readonly<Record<string, (o: KubeObject) => string | undefined>>;
+  /** Whether the object has a spec/status split (status writes go through /status). */
+  readonly hasStatus: boolean;
+}
+
+const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+export const RESOURCE_VERBS: readonly string[] = VERBS;
+
+type Loose = Record<string, unknown>;
+
+function dig(o: unknown, ...path: string[]): unknown {
+  let cur: unknown = o;
+  for (const p of path) {
+    if (typeof cur !== 'object' || cur === null) return undefined;
+    cur = (cur as Loose)[p];
+  }
+  return cur;
+}
+
+function str(o: unknown, ...path: string[]): string | undefined {
+  const v = dig(o, ...path);
+  if (v === undefined || v === null) return undefined;
+  return typeof v === 'string'
+    ? v
+    : typeof v === 'boolean' || typeof v === 'number'
+      ? String(v)
+      : undefined;
+}
+
+function boolField(o: unknown, ...path: string[]): string {
+  return dig(o, ...path) === true ? 'true' : 'false';
+}
+
+function r(
+  group: string,
+  kind: string,
+  plural: string,
+  opts: Partial<Omit<ResourceType, 'group' | 'kind' | 'plural'>> = {},
+): ResourceType {
+  return {
+    group,
+    version: 'v1',
+    kind,
+    plural,
+    singular: kind.toLowerCase(),
+    namespaced: true,
+    shortNames: [],
+    categories: [],
+    subresources: [],
+    fields: {},
+    hasStatus: false,
+    ...opts,
+  };
+}
+
+export const NAMESPACES = r('', 'Namespace', 'namespaces', {
+  namespaced: false,
+  shortNames: ['ns'],
+  subresources: ['status', 'finalize'],
+  fields: { 'status.phase': (o) => str(o, 'status', 'phase') },
+  hasStatus: true,
+});
+export const NODES = r('', 'Node', 'nodes', {
+  namespaced: false,
+  shortNames: ['no'],
+  subresources: ['status'],
+  fields: { 'spec.unschedulable': (o) => boolField(o, 'spec', 'unschedulable') },
+  hasStatus: true,
+});
+export const PODS = r('', 'Pod', 'pods', {
+  shortNames: ['po'],
+  categories: ['all'],
+  subresources: ['status', 'binding', 'log', 'eviction'],
+  fields: {
+    'spec.nodeName': (o) => str(o, 'spec', 'nodeName'),
+    'spec.restartPolicy': (o) => str(o, 'spec', 'restartPolicy'),
+    'spec.schedulerName': (o) => str(o, 'spec', 'schedulerName'),
+    'spec.serviceAccountName': (o) => str(o, 'spec', 'serviceAccountName'),
+    'spec.hostNetwork': (o) => boolField(o, 'spec', 'hostNetwork'),
+    'status.phase': (o) => str(o, 'status', 'phase'),
+    'status.podIP': (o) => str(o, 'status', 'podIP'),
+    'status.podIPs': (o) => str(o, 'status', 'podIP'),
+    'status.nominatedNodeName': (o) => str(o, 'status', 'nominatedNodeName'),
+  },
+  hasStatus: true,
+});
+export const SERVICES = r('', 'Service', 'services', {
+  shortNames: ['svc'],
+  categories: ['all'],
+  subresources: ['status'],
+  fields: {
+    'spec.clusterIP': (o) => str(o, 'spec', 'clusterIP'),
+    'spec.type': (o) => str(o, 'spec', 'type'),
+  },
+  hasStatus: true,
+});
+export const ENDPOINTS = r('', 'Endpoints', 'endpoints', {
+  singular: 'endpoints',
+  shortNames: ['ep'],
+});
+export const EVENTS = r('', 'Event', 'events', {
+  shortNames: ['ev'],
+  fields: {
+    'involvedObject.kind': (o) => str(o, 'involvedObject', 'kind'),
+    'involvedObject.namespace': (o) => str(o, 'involvedObject', 'namespace'),
+    'involvedObject.name': (o) => str(o, 'involvedObject', 'name'),
+    'involvedObject.uid': (o) => str(o, 'involvedObject', 'uid'),
+    'involvedObject.apiVersion': (o) => str(o, 'involvedObject', 'apiVersion'),
+    'involvedObject.resourceVersion': (o) => str(o, 'involvedObject', 'resourceVersion'),
+    'involvedObject.fieldPath': (o) => str(o, 'involvedObject', 'fieldPath'),
+    reason: (o) => str(o, 'reason'),
+    reportingComponent: (o) => str(o, 'reportingComponent'),
+    source: (o) => str(o, 'source', 'component'),
+    type: (o) => str(o, 'type'),
+  },
+});
+export const CONFIGMAPS = r('', 'ConfigMap', 'configmaps', { shortNames: ['cm'] });
+export const ENDPOINTSLICES = r('discovery.k8s.io', 'EndpointSlice', 'endpointslices');
+export const DEPLOYMENTS = r('apps', 'Deployment', 'deployments', {
+  shortNames: ['deploy'],
+  categories: ['all'],
+  subresources: ['status', 'scale'],
+  hasStatus: true,
+});
+export const REPLICASETS = r('apps', 'ReplicaSet', 'replicasets', {
+  shortNames: ['rs'],
+  categories: ['all'],
+  subresources: ['status', 'scale'],
+  fields: { 'status.replicas': (o) => str(o, 'status', 'replicas') ?? '0' },
+  hasStatus: true,
+});
+export const STATEFULSETS = r('apps', 'StatefulSet', 'statefulsets', {
+  shortNames: ['sts'],
+  categories: ['all'],
+  subresources: ['status', 'scale'],
+  hasStatus: true,
+});
+
+/** Every served resource, in discovery order. */
+export const RESOURCES: readonly ResourceType[] = [
+  NAMESPACES,
+  NODES,
+  PODS,
+  SERVICES,
+  ENDPOINTS,
+  EVENTS,
+  CONFIGMAPS,
+  ENDPOINTSLICES,
+  DEPLOYMENTS,
+  REPLICASETS,
+  STATEFULSETS,
+];
+
+/** `apps/v1`, or `v1` for the core group. */
+export function apiVersionOf(rt: ResourceType): string {
+  return rt.group === '' ? rt.version : `${rt.group}/${rt.version}`;
+}
+
+/** Stable key of a resource type in the store and the data dir: `apps/deployments`. */
+export function resourceKey(rt: ResourceType): string {
+  return rt.group === '' ? rt.plural : `${rt.group}/${rt.plural}`;
+}
+
+/** Served group versions, core first, each with its resources. */
+export function groupVersions(): { group: string; version: string; resources: ResourceType[] }[] {
+  const out: { group: string; version: string; resources: ResourceType[] }[] = [];
+  for (const rt of RESOURCES) {
+    let gv = out.find((g) => g.group === rt.group && g.version === rt.version);
+    if (!gv) {
+      gv = { group: rt.group, version: rt.version, resources: [] };
+      out.push(gv);
+    }
+    gv.resources.push(rt);
+  }
+  return out;
+}
+
+export function findResource(
+  group: string,
+  version: string,
+  plural: string,
+): ResourceType | undefined {
+  return RESOURCES.find(
+    (rt) => rt.group === group && rt.version === version && rt.plural === plural,
+  );
+}
+
+export function findResourceByKind(apiVersion: string, kind: string): ResourceType | undefined {
+  return RESOURCES.find((rt) => apiVersionOf(rt) === apiVersion && rt.kind === kind);
+}
+
+/** Value of a field selector label for an object (metadata.name/namespace for every kind). */
+export function fieldValue(rt: ResourceType, o: KubeObject, field: string): string | undefined {
+  if (field === 'metadata.name') return o.metadata?.name;
+  if (field === 'metadata.namespace') return o.metadata?.namespace ?? '';
+  return rt.fields[field]?.(o);
+}
+
+/** The field selector labels a resource supports. */
+export function supportedFields(rt: ResourceType): Set<string> {
+  return new Set(['metadata.name', 'metadata.namespace', ...Object.keys(rt.fields)]);
+}

@@ -1,0 +1,911 @@
+// The API server's storage semantics, in memory and without I/O: one global resourceVersion
+// counter, create/get/list/update/delete with the metadata rules of kube-apiserver (uid,
+// creationTimestamp, generation, generateName, optimistic concurrency, finalizers and
+// deletionTimestamp, graceful pod deletion, namespace existence and teardown, owner-reference
+// garbage collection), and watches with per-resource event history (410 Expired when a watch
+// starts before it), label/field selectors with ADDED/DELETED on selector transitions, and
+// synthetic initial events. Per-kind defaulting, validation and allocation come from injected
+// strategies (strategies.ts). Persistence is a commit hook (persist.ts writes it to disk);
+// HTTP is server.ts.
+
+import type { ObjectMeta, OwnerReference } from '../kube/types.js';
+import { clone, deepEqual, formatTime, storeKey, type StoredObject } from './object.js';
+import {
+  NAMESPACES,
+  PODS,
+  RESOURCES,
+  apiVersionOf,
+  fieldValue,
+  resourceKey,
+  supportedFields,
+  type ResourceType,
+} from './resources.js';
+import {
+  checkFieldSelector,
+  matchesFields,
+  matchesLabels,
+  parseFieldSelector,
+  parseLabelSelector,
+  type FieldSelector,
+  type LabelSelector,
+} from './selectors.js';
+import { ApiError, type StatusCause } from './status.js';
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+export interface WatchEvent {
+  readonly type: WatchEventType;
+  readonly object: StoredObject;
+}
+
+/** What the store tells the persistence layer after every committed change. */
+export type Commit =
+  | {
+      readonly op: 'put';
+      readonly resource: string;
+      readonly key: string;
+      readonly rv: number;
+      readonly object: StoredObject;
+    }
+  | { readonly op: 'delete'; readonly resource: string; readonly key: string; readonly rv: number };
+
+export interface StrategyContext {
+  readonly now: number;
+  readonly dryRun: boolean;
+}
+
+/** Per-kind behaviour: defaulting, validation, allocation. All hooks are optional. */
+export interface Strategy {
+  /** Defaulting and status reset on create; may throw ApiError. */
+  prepareForCreate?(obj: StoredObject, ctx: StrategyContext): void;
+  /** Defaulting on update (old is the stored object). */
+  prepareForUpdate?(obj: StoredObject, old: StoredObject, ctx: StrategyContext): void;
+  validate?(obj: StoredObject, old: StoredObject | undefined): StatusCause[];
+  /**
+   * Reserves resources (IPs, ports) for obj; returns an undo function. Throws ApiError when
+   * allocation fails. Called after validation, before commit.
+   */
+  allocate?(obj: StoredObject, old: StoredObject | undefined, ctx: StrategyContext): () => void;
+  /** Releases what allocate reserved, when the object is finally removed. */
+  release?(obj: StoredObject): void;
+  /** Rebuilds allocator state from a stored object (after loading from disk). */
+  restore?(obj: StoredObject): void;
+}
+
+export interface StoreOptions {
+  /** Milliseconds since the epoch. */
+  readonly now?: () => number;
+  readonly uid?: () => string;
+  /** Uniform in [0,1): generateName suffixes. */
+  readonly random?: () => number;
+  /** Events retained per resource for watches that resume from a resourceVersion. */
+  readonly historySize?: number;
+  readonly strategies?: ReadonlyMap<string, Strategy>;
+  readonly onCommit?: (c: Commit) => void;
+}
+
+export interface ListOptions {
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  readonly limit?: number;
+  readonly continue?: string;
+  readonly resourceVersion?: string;
+  readonly resourceVersionMatch?: string;
+}
+
+export interface ListResult {
+  readonly items: StoredObject[];
+  readonly resourceVersion: string;
+  readonly continue?: string;
+  readonly remainingItemCount?: number;
+}
+
+export interface WatchOptions {
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  readonly resourceVersion?: string;
+  readonly sendInitialEvents?: boolean;
+  readonly allowWatchBookmarks?: boolean;
+}
+
+export interface DeleteOptions {
+  readonly gracePeriodSeconds?: number;
+  readonly propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
+  readonly preconditions?: { uid?: string; resourceVersion?: string };
+  readonly dryRun?: boolean;
+}
+
+export interface WriteOptions {
+  readonly dryRun?: boolean;
+  /** Write only `status` (the /status subresource). */
+  readonly subresource?: 'status';
+}
+
+export interface WatchHandle {
+  stop(): void;
+}
+
+interface Watcher {
+  readonly ns: string | undefined;
+  readonly labels: LabelSelector;
+  readonly fields: FieldSelector;
+  readonly rt: ResourceType;
+  readonly sink: (e: WatchEvent) => void;
+}
+
+interface HistoryEntry {
+  readonly rv: number;
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  readonly object: StoredObject;
+  readonly prev: StoredObject | undefined;
+}
+
+/** Ring buffer of one resource's recent events. */
+class History {
+  private readonly buf: (HistoryEntry | undefined)[];
+  private start = 0;
+  private size = 0;
+  /** Watches may resume from any resourceVersion >= floor. */
+  floor: number;
+
+  constructor(capacity: number, floor: number) {
+    this.buf = new Array<HistoryEntry | undefined>(capacity);
+    this.floor = floor;
+  }
+
+  push(e: HistoryEntry): void {
+    const cap = this.buf.length;
+    if (this.size === cap) {
+      const old = this.buf[this.start];
+      if (old) this.floor = old.rv;
+      this.buf[this.start] = e;
+      this.start = (this.start + 1) % cap;
+    } else {
+      this.buf[(this.start + this.size) % cap] = e;
+      this.size++;
+    }
+  }
+
+  since(rv: number): HistoryEntry[] {
+    const out: HistoryEntry[] = [];
+    for (let i = 0; i < this.size; i++) {
+      const e = this.buf[(this.start + i) % this.buf.length];
+      if (e && e.rv > rv) out.push(e);
+    }
+    return out;
+  }
+}
+
+const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
+function defaultUid(): string {
+  return crypto.randomUUID();
+}
+
+function parseRV(s: string | undefined): number | undefined {
+  if (s === undefined || s === '') return undefined;
+  if (!/^\d+$/.test(s)) throw ApiError.badRequest(`invalid resource version: "${s}"`);
+  return Number(s);
+}
+
+function ownerUids(o: StoredObject): string[] {
+  return (o.metadata.ownerReferences ?? []).map((r) => r.uid);
+}
+
+function isTerminalPod(o: StoredObject): boolean {
+  const phase = (o.status as { phase?: string } | undefined)?.phase;
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
+/** The in-memory object store; see the file header for the semantics it implements. */
+export class Store {
+  private rvCounter = 0;
+  private readonly data = new Map<string, Map<string, StoredObject>>();
+  private readonly histories = new Map<string, History>();
+  private readonly watchers = new Map<string, Set<Watcher>>();
+  /** owner uid -> dependents as `resourceKey\u0000storeKey`. */
+  private readonly dependents = new Map<string, Set<string>>();
+  private readonly byKey = new Map<string, ResourceType>(
+    RESOURCES.map((rt) => [resourceKey(rt), rt]),
+  );
+  private readonly now: () => number;
+  private readonly uid: () => string;
+  private readonly random: () => number;
+  private readonly historySize: number;
+  private readonly strategies: ReadonlyMap<string, Strategy>;
+  private readonly onCommit: ((c: Commit) => void) | undefined;
+
+  constructor(opts: StoreOptions = {}) {
+    this.now = opts.now ?? Date.now;
+    this.uid = opts.uid ?? defaultUid;
+    this.random = opts.random ?? Math.random;
+    this.historySize = opts.historySize ?? 2000;
+    this.strategies = opts.strategies ?? new Map();
+    this.onCommit = opts.onCommit;
+    for (const rt of RESOURCES) this.data.set(resourceKey(rt), new Map());
+  }
+
+  /** Current resourceVersion of the whole store. */
+  get resourceVersion(): number {
+    return this.rvCounter;
+  }
+
+  private table(rt: ResourceType): Map<string, StoredObject> {
+    const t = this.data.get(resourceKey(rt));
+    if (!t) throw ApiError.internal(`no storage for ${resourceKey(rt)}`);
+    return t;
+  }
+
+  private history(rt: ResourceType): History {
+    const k = resourceKey(rt);
+    let h = this.histories.get(k);
+    if (!h) {
+      h = new History(this.historySize, this.rvCounter);
+      this.histories.set(k, h);
+    }
+    return h;
+  }
+
+  private strategy(rt: ResourceType): Strategy {
+    return this.strategies.get(resourceKey(rt)) ?? {};
+  }
+
+  /** Number of stored objects of a resource (all namespaces). */
+  count(rt: ResourceType): number {
+    return this.table(rt).size;
+  }
+
+  /**
+   * Loads objects from disk: no events, no defaulting; allocators are rebuilt through the
+   * strategies' restore hooks. Watch history starts empty at `rv`.
+   */
+  load(objects: readonly { resource: string; object: StoredObject }[], rv: number): void {
+    for (const { resource, object } of objects) {
+      const rt = this.byKey.get(resource);
+      if (!rt) continue;
+      this.table(rt).set(storeKey(object.metadata.namespace, object.metadata.name ?? ''), object);
+      this.indexOwners(rt, object, undefined);
+      this.strategy(rt).restore?.(object);
+    }
+    this.rvCounter = Math.max(this.rvCounter, rv);
+    for (const h of this.histories.values()) h.floor = this.rvCounter;
+  }
+
+  /** Every stored object (for snapshots). */
+  *entries(): Generator<{ resource: string; key: string; object: StoredObject }> {
+    for (const [resource, t] of this.data)
+      for (const [key, object] of t) yield { resource, key, object };
+  }
+
+  // ---- reads ----
+
+  get(rt: ResourceType, ns: string | undefined, name: string): StoredObject {
+    const o = this.table(rt).get(storeKey(rt.namespaced ? ns : undefined, name));
+    if (!o) throw ApiError.notFound(rt.group, rt.plural, name);
+    return o;
+  }
+
+  tryGet(rt: ResourceType, ns: string | undefined, name: string): StoredObject | undefined {
+    return this.table(rt).get(storeKey(rt.namespaced ? ns : undefined, name));
+  }
+
+  list(rt: ResourceType, ns: string | undefined, opts: ListOptions = {}): ListResult {
+    const labels = parseLabelSelector(opts.labelSelector ?? '');
+    const fields = parseFieldSelector(opts.fieldSelector ?? '');
+    checkFieldSelector(fields, supportedFields(rt));
+    const rv = parseRV(opts.resourceVersion);
+    if (opts.resourceVersionMatch === 'Exact' && rv !== undefined && rv !== this.rvCounter)
+      throw ApiError.gone(`too old resource version: ${rv} (${this.rvCounter})`);
+    let start = '';
+    let listRV = this.rvCounter;
+    if (opts.continue !== undefined && opts.continue !== '') {
+      const token = decodeContinue(opts.continue);
+      start = token.start;
+      listRV = token.rv;
+    }
+    const keys = [...this.table(rt).keys()].sort();
+    const items: StoredObject[] = [];
+    const limit = opts.limit !== undefined && opts.limit > 0 ? opts.limit : Infinity;
+    let next: string | undefined;
+    let remaining = 0;
+    for (const key of keys) {
+      if (start !== '' && key <= start) continue;
+      const o = this.table(rt).get(key);
+      if (!o || !this.matches(rt, o, ns, labels, fields)) continue;
+      if (items.length >= limit) {
+        remaining++;
+        continue;
+      }
+      items.push(o);
+      if (items.length === limit) next = key;
+    }
+    const more = remaining > 0 && next !== undefined;
+    return {
+      items,
+      resourceVersion: String(listRV),
+      ...(more && next !== undefined
+        ? { continue: encodeContinue(listRV, next), remainingItemCount: remaining }
+        : {}),
+    };
+  }
+
+  private matches(
+    rt: ResourceType,
+    o: StoredObject,
+    ns: string | undefined,
+    labels: LabelSelector,
+    fields: FieldSelector,
+  ): boolean {
+    if (rt.namespaced && ns !== undefined && o.metadata.namespace !== ns) return false;
+    if (!matchesLabels(labels, o.metadata.labels)) return false;
+    return fields.length === 0 || matchesFields(fields, (f) => fieldValue(rt, o, f));
+  }
+
+  // ---- watch ----
+
+  /**
+   * Starts a watch; events are delivered synchronously to sink. Resuming from a
+   * resourceVersion older than the retained history throws 410 Expired.
+   */
+  watch(
+    rt: ResourceType,
+    ns: string | undefined,
+    opts: WatchOptions,
+    sink: (e: WatchEvent) => void,
+  ): WatchHandle {
+    const labels = parseLabelSelector(opts.labelSelector ?? '');
+    const fields = parseFieldSelector(opts.fieldSelector ?? '');
+    checkFieldSelector(fields, supportedFields(rt));
+    const rv = parseRV(opts.resourceVersion);
+    const w: Watcher = { ns, labels, fields, rt, sink };
+    const initial = opts.sendInitialEvents === true || rv === undefined || rv === 0;
+    let replay: HistoryEntry[] = [];
+    if (!initial) {
+      const h = this.history(rt);
+      if (rv < h.floor || rv > this.rvCounter)
+        throw ApiError.gone(`too old resource version: ${rv} (${h.floor + 1})`);
+      replay = h.since(rv);
+    }
+    let set = this.watchers.get(resourceKey(rt));
+    if (!set) {
+      set = new Set();
+      this.watchers.set(resourceKey(rt), set);
+    }
+    set.add(w);
+    if (initial) {
+      const keys = [...this.table(rt).keys()].sort();
+      for (const k of keys) {
+        const o = this.table(rt).get(k);
+        if (o && this.matches(rt, o, ns, labels, fields)) sink({ type: 'ADDED', object: o });
+      }
+      if (opts.sendInitialEvents === true && opts.allowWatchBookmarks === true)
+        sink({ type: 'BOOKMARK', object: this.bookmark(rt, true) });
+    } else for (const e of replay) this.deliver(w, e);
+    return {
+      stop: () => {
+        set.delete(w);
+      },
+    };
+  }
+
+  /** A BOOKMARK object at the current resourceVersion. */
+  bookmark(rt: ResourceType, initialEventsEnd = false): StoredObject {
+    return {
+      kind: rt.kind,
+      apiVersion: apiVersionOf(rt),
+      metadata: {
+        resourceVersion: String(this.rvCounter),
+        ...(initialEventsEnd ? { annotations: { [INITIAL_EVENTS_END]: 'true' } } : {}),
+      },
+    };
+  }
+
+  private deliver(w: Watcher, e: HistoryEntry): void {
+    const cur = this.matches(w.rt, e.object, w.ns, w.labels, w.fields);
+    if (e.type === 'MODIFIED') {
+      const was = e.prev !== undefined && this.matches(w.rt, e.prev, w.ns, w.labels, w.fields);
+      if (cur && was) w.sink({ type: 'MODIFIED', object: e.object });
+      else if (cur) w.sink({ type: 'ADDED', object: e.object });
+      else if (was) w.sink({ type: 'DELETED', object: e.object });
+    } else if (cur) w.sink({ type: e.type, object: e.object });
+  }
+
+  private emit(
+    rt: ResourceType,
+    type: 'ADDED' | 'MODIFIED' | 'DELETED',
+    object: StoredObject,
+    prev: StoredObject | undefined,
+  ): void {
+    const rv = Number(object.metadata.resourceVersion);
+    const entry: HistoryEntry = { rv, type, object, prev };
+    this.history(rt).push(entry);
+    const key = storeKey(object.metadata.namespace, object.metadata.name ?? '');
+    this.onCommit?.(
+      type === 'DELETED'
+        ? { op: 'delete', resource: resourceKey(rt), key, rv }
+        : { op: 'put', resource: resourceKey(rt), key, rv, object },
+    );
+    const set = this.watchers.get(resourceKey(rt));
+    if (set) for (const w of [...set]) this.deliver(w, entry);
+  }
+
+  // ---- writes ----
+
+  private nextRV(): number {
+    return ++this.rvCounter;
+  }
+
+  private generateName(rt: ResourceType, ns: string | undefined, prefix: string): string {
+    for (let attempt = 0; attempt < 8; attempt++) {
+      let suffix = '';
+      for (let i = 0; i < 5; i++)
+        suffix += NAME_CHARS[Math.floor(this.random() * NAME_CHARS.length)] ?? 'b';
+      const name = `${prefix.slice(0, 58)}${suffix}`;
+      if (!this.table(rt).has(storeKey(ns, name))) return name;
+    }
+    throw ApiError.alreadyExists(rt.group, rt.plural, prefix);
+  }
+
+  private requireNamespace(rt: ResourceType, ns: string | undefined): void {
+    if (!rt.namespaced) return;
+    if (ns === undefined || ns === '')
+      throw ApiError.badRequest(
+        'the server could not find the requested resource: namespace is required',
+      );
+    const n = this.table(NAMESPACES).get(ns);
+    if (!n) throw ApiError.notFound('', 'namespaces', ns);
+    if (n.metadata.deletionTimestamp !== undefined)
+      throw new ApiError(
+        403,
+        'Forbidden',
+        `${rt.plural} is forbidden: unable to create new content in namespace ${ns} because it is being terminated`,
+      );
+  }
+
+  private check(rt: ResourceType, obj: StoredObject, old: StoredObject | undefined): void {
+    const causes = this.strategy(rt).validate?.(obj, old) ?? [];
+    if (causes.length > 0)
+      throw ApiError.invalid(
+        rt.group,
+        rt.kind,
+        obj.metadata.name ?? obj.metadata.generateName ?? '',
+        causes,
+      );
+  }
+
+  /** POST: creates an object (201). The input is not modified. */
+  create(
+    rt: ResourceType,
+    ns: string | undefined,
+    input: unknown,
+    opts: WriteOptions = {},
+  ): StoredObject {
+    const obj = normalizeInput(rt, input);
+    const meta = obj.metadata;
+    if (rt.namespaced) {
+      if (
+        meta.namespace !== undefined &&
+        meta.namespace !== '' &&
+        ns !== undefined &&
+        meta.namespace !== ns
+      )
+        throw ApiError.badRequest(
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
+      if (ns !== undefined) meta.namespace = ns;
+    } else delete meta.namespace;
+    this.requireNamespace(rt, meta.namespace);
+    if ((meta.name === undefined || meta.name === '') && meta.generateName)
+      meta.name = this.generateName(rt, meta.namespace, meta.generateName);
+    if (meta.name === undefined || meta.name === '')
+      throw ApiError.invalid(rt.group, rt.kind, '', [
+        {
+          reason: 'FieldValueRequired',
+          field: 'metadata.name',
+          message: 'Required value: name or generateName is required',
+        },
+      ]);
+    const now = this.now();
+    const ctx: StrategyContext = { now, dryRun: opts.dryRun === true };
+    meta.uid = this.uid();
+    meta.creationTimestamp = formatTime(now);
+    meta.generation = 1;
+    delete meta.resourceVersion;
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    delete meta.managedFields;
+    this.strategy(rt).prepareForCreate?.(obj, ctx);
+    this.check(rt, obj, undefined);
+    const key = storeKey(meta.namespace, meta.name);
+    if (this.table(rt).has(key)) throw ApiError.alreadyExists(rt.group, rt.plural, meta.name);
+    const undo = this.strategy(rt).allocate?.(obj, undefined, ctx);
+    if (opts.dryRun === true) {
+      undo?.();
+      meta.resourceVersion = String(this.rvCounter);
+      return obj;
+    }
+    meta.resourceVersion = String(this.nextRV());
+    this.table(rt).set(key, obj);
+    this.indexOwners(rt, obj, undefined);
+    this.emit(rt, 'ADDED', obj, undefined);
+    return obj;
+  }
+
+  /**
+   * PUT: replaces an object. A non-empty metadata.resourceVersion that is not current is a
+   * 409 Conflict. A main-resource write keeps the stored status; a status write keeps
+   * everything else. An update that changes nothing returns the stored object unchanged.
+   */
+  update(
+    rt: ResourceType,
+    ns: string | undefined,
+    name: string,
+    input: unknown,
+    opts: WriteOptions = {},
+  ): StoredObject {
+    const old = this.get(rt, ns, name);
+    const incoming = normalizeInput(rt, input);
+    const inMeta = incoming.metadata;
+    if (inMeta.name !== undefined && inMeta.name !== '' && inMeta.name !== name)
+      throw ApiError.badRequest(
+        `the name of the object (${inMeta.name}) does not match the name on the URL (${name})`,
+      );
+    if (
+      rt.namespaced &&
+      inMeta.namespace !== undefined &&
+      inMeta.namespace !== '' &&
+      inMeta.namespace !== ns
+    )
+      throw ApiError.badRequest(
+        'the namespace of the provided object does not match the namespace sent on the request',
+      );
+    if (
+      inMeta.resourceVersion !== undefined &&
+      inMeta.resourceVersion !== '' &&
+      inMeta.resourceVersion !== old.metadata.resourceVersion
+    )
+      throw ApiError.conflict(rt.group, rt.plural, name);
+    let obj: StoredObject;
+    if (opts.subresource === 'status') {
+      obj = clone(old);
+      if (incoming.status === undefined) delete obj.status;
+      else obj.status = incoming.status;
+    } else {
+      obj = incoming;
+      if (rt.hasStatus) {
+        if (old.status === undefined) delete obj.status;
+        else obj.status = clone(old.status);
+      }
+      const m = obj.metadata;
+      m.name = name;
+      if (rt.namespaced) setMeta(m, 'namespace', old.metadata.namespace);
+      else delete m.namespace;
+      setMeta(m, 'uid', old.metadata.uid);
+      setMeta(m, 'creationTimestamp', old.metadata.creationTimestamp);
+      setMeta(m, 'generation', old.metadata.generation);
+      if (old.metadata.deletionTimestamp !== undefined) {
+        m.deletionTimestamp = old.metadata.deletionTimestamp;
+        if (old.metadata.deletionGracePeriodSeconds !== undefined)
+          m.deletionGracePeriodSeconds = old.metadata.deletionGracePeriodSeconds;
+      } else {
+        delete m.deletionTimestamp;
+        delete m.deletionGracePeriodSeconds;
+      }
+      if (m.generateName === undefined && old.metadata.generateName !== undefined)
+        m.generateName = old.metadata.generateName;
+      delete m.managedFields;
+      if (old.metadata.managedFields !== undefined) m.managedFields = old.metadata.managedFields;
+    }
+    const ctx: StrategyContext = { now: this.now(), dryRun: opts.dryRun === true };
+    if (opts.subresource !== 'status') this.strategy(rt).prepareForUpdate?.(obj, old, ctx);
+    this.check(rt, obj, old);
+    setMeta(obj.metadata, 'resourceVersion', old.metadata.resourceVersion);
+    if (specChanged(obj, old)) obj.metadata.generation = (old.metadata.generation ?? 0) + 1;
+    if (deepEqual(obj, old)) return old;
+    const undo = this.strategy(rt).allocate?.(obj, old, ctx);
+    if (opts.dryRun === true) {
+      undo?.();
+      return obj;
+    }
+    const finalizersGone =
+      obj.metadata.deletionTimestamp !== undefined && (obj.metadata.finalizers ?? []).length === 0;
+    // As kube-apiserver: an update that leaves a terminating object without finalizers and
+    // with no grace period left removes it (a pod still in its grace period stays).
+    if (finalizersGone && (obj.metadata.deletionGracePeriodSeconds ?? 0) === 0) {
+      obj.metadata.resourceVersion = String(this.nextRV());
+      this.table(rt).set(storeKey(obj.metadata.namespace, name), obj);
+      this.remove(rt, obj);
+      return obj;
+    }
+    obj.metadata.resourceVersion = String(this.nextRV());
+    this.table(rt).set(storeKey(obj.metadata.namespace, name), obj);
+    this.indexOwners(rt, obj, old);
+    this.emit(rt, 'MODIFIED', obj, old);
+    return obj;
+  }
+
+  /**
+   * DELETE: removes an object, or marks it terminating (deletionTimestamp) when it has
+   * finalizers or is a pod on a node that gets a grace period. Returns the object as it is
+   * now (terminating) or as it was removed.
+   */
+  delete(
+    rt: ResourceType,
+    ns: string | undefined,
+    name: string,
+    opts: DeleteOptions = {},
+  ): StoredObject {
+    const old = this.get(rt, ns, name);
+    const pre = opts.preconditions;
+    if (pre?.uid !== undefined && pre.uid !== old.metadata.uid)
+      throw ApiError.conflict(
+        rt.group,
+        rt.plural,
+        name,
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid ?? ''}`,
+      );
+    if (pre?.resourceVersion !== undefined && pre.resourceVersion !== old.metadata.resourceVersion)
+      throw ApiError.conflict(
+        rt.group,
+        rt.plural,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in meta: ${old.metadata.resourceVersion ?? ''}`,
+      );
+    if (opts.dryRun === true) return old;
+    const now = this.now();
+    const obj = clone(old);
+    const m = obj.metadata;
+    const policy = opts.propagationPolicy ?? 'Background';
+
+    if (rt === NAMESPACES) return this.deleteNamespace(obj, old, now);
+
+    let grace = 0;
+    if (
+      rt === PODS &&
+      !isTerminalPod(old) &&
+      (obj.spec as { nodeName?: string } | undefined)?.nodeName
+    ) {
+      grace =
+        opts.gracePeriodSeconds ??
+        (obj.spec as { terminationGracePeriodSeconds?: number } | undefined)
+          ?.terminationGracePeriodSeconds ??
+        30;
+      if (grace < 0) grace = 0;
+    }
+    const finalizers = new Set(m.finalizers ?? []);
+    if (policy === 'Foreground' && this.hasDependents(old)) finalizers.add('foregroundDeletion');
+    if (policy === 'Orphan') this.orphanDependents(old);
+
+    const pending = finalizers.size > 0;
+    if (m.deletionTimestamp !== undefined) {
+      // Already terminating: only a shorter grace period changes anything.
+      const current = m.deletionGracePeriodSeconds ?? 0;
+      if (grace === 0 && !pending) return this.remove(rt, this.bump(rt, obj, old));
+      if (grace < current) {
+        m.deletionGracePeriodSeconds = grace;
+        m.deletionTimestamp = formatTime(now + grace * 1000);
+        return this.commitModified(rt, obj, old);
+      }
+      return old;
+    }
+    if (grace === 0 && !pending) {
+      return this.remove(rt, this.bump(rt, obj, old));
+    }
+    m.deletionTimestamp = formatTime(now + grace * 1000);
+    m.deletionGracePeriodSeconds = grace;
+    if (finalizers.size > 0) m.finalizers = [...finalizers];
+    const out = this.commitModified(rt, obj, old);
+    if (policy === 'Foreground') this.deleteDependents(old);
+    return out;
+  }
+
+  private bump(rt: ResourceType, obj: StoredObject, _old: StoredObject): StoredObject {
+    obj.metadata.resourceVersion = String(this.nextRV());
+    this.table(rt).set(storeKey(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
+    return obj;
+  }
+
+  private commitModified(rt: ResourceType, obj: StoredObject, old: StoredObject): StoredObject {
+    obj.metadata.resourceVersion = String(this.nextRV());
+    this.table(rt).set(storeKey(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
+    this.emit(rt, 'MODIFIED', obj, old);
+    return obj;
+  }
+
+  private deleteNamespace(obj: StoredObject, old: StoredObject, now: number): StoredObject {
+    const name = obj.metadata.name ?? '';
+    if (obj.metadata.deletionTimestamp === undefined) {
+      obj.metadata.deletionTimestamp = formatTime(now);
+      obj.metadata.deletionGracePeriodSeconds = 0;
+      obj.status = { ...(obj.status as object | undefined), phase: 'Terminating' };
+      this.commitModified(NAMESPACES, obj, old);
+    }
+    for (const rt of RESOURCES) {
+      if (!rt.namespaced) continue;
+      for (const o of [...this.table(rt).values()])
+        if (o.metadata.namespace === name && o.metadata.deletionTimestamp === undefined)
+          this.delete(rt, name, o.metadata.name ?? '', { gracePeriodSeconds: 0 });
+    }
+    return this.finishNamespace(name) ?? this.get(NAMESPACES, undefined, name);
+  }
+
+  /** Removes a terminating namespace once nothing is left in it. */
+  private finishNamespace(name: string): StoredObject | undefined {
+    const ns = this.table(NAMESPACES).get(name);
+    if (!ns || ns.metadata.deletionTimestamp === undefined) return undefined;
+    for (const rt of RESOURCES) {
+      if (!rt.namespaced) continue;
+      for (const o of this.table(rt).values()) if (o.metadata.namespace === name) return undefined;
+    }
+    const obj = clone(ns);
+    return this.remove(NAMESPACES, this.bump(NAMESPACES, obj, ns));
+  }
+
+  /** Final removal: DELETED event, allocator release, garbage collection of dependents. */
+  private remove(rt: ResourceType, obj: StoredObject): StoredObject {
+    const key = storeKey(obj.metadata.namespace, obj.metadata.name ?? '');
+    this.table(rt).delete(key);
+    this.unindexOwners(rt, obj);
+    this.strategy(rt).release?.(obj);
+    this.emit(rt, 'DELETED', obj, undefined);
+    this.deleteDependents(obj);
+    for (const uid of ownerUids(obj)) this.maybeFinishForeground(uid);
+    if (rt.namespaced && obj.metadata.namespace !== undefined)
+      this.finishNamespace(obj.metadata.namespace);
+    return obj;
+  }
+
+  // ---- garbage collection ----
+
+  private indexOwners(rt: ResourceType, obj: StoredObject, old: StoredObject | undefined): void {
+    if (old) this.unindexOwners(rt, old);
+    const ref = `${resourceKey(rt)}\u0000${storeKey(obj.metadata.namespace, obj.metadata.name ?? '')}`;
+    for (const uid of ownerUids(obj)) {
+      let s = this.dependents.get(uid);
+      if (!s) {
+        s = new Set();
+        this.dependents.set(uid, s);
+      }
+      s.add(ref);
+    }
+  }
+
+  private unindexOwners(rt: ResourceType, obj: StoredObject): void {
+    const ref = `${resourceKey(rt)}\u0000${storeKey(obj.metadata.namespace, obj.metadata.name ?? '')}`;
+    for (const uid of ownerUids(obj)) {
+      const s = this.dependents.get(uid);
+      if (!s) continue;
+      s.delete(ref);
+      if (s.size === 0) this.dependents.delete(uid);
+    }
+  }
+
+  private dependentsOf(owner: StoredObject): { rt: ResourceType; obj: StoredObject }[] {
+    const uid = owner.metadata.uid;
+    if (uid === undefined) return [];
+    const out: { rt: ResourceType; obj: StoredObject }[] = [];
+    for (const ref of this.dependents.get(uid) ?? []) {
+      const [rk = '', key = ''] = ref.split('\u0000');
+      const rt = this.byKey.get(rk);
+      const obj = rt ? this.table(rt).get(key) : undefined;
+      if (rt && obj) out.push({ rt, obj });
+    }
+    return out;
+  }
+
+  private hasDependents(owner: StoredObject): boolean {
+    return this.dependentsOf(owner).length > 0;
+  }
+
+  private deleteDependents(owner: StoredObject): void {
+    for (const { rt, obj } of this.dependentsOf(owner)) {
+      if (obj.metadata.deletionTimestamp !== undefined) continue;
+      const remaining = (obj.metadata.ownerReferences ?? []).filter(
+        (r) => r.uid !== owner.metadata.uid && this.ownerExists(r),
+      );
+      if (remaining.length > 0) continue;
+      const current = this.tryGet(rt, obj.metadata.namespace, obj.metadata.name ?? '');
+      if (current) this.delete(rt, obj.metadata.namespace, obj.metadata.name ?? '', {});
+    }
+  }
+
+  private ownerExists(ref: OwnerReference): boolean {
+    for (const rt of RESOURCES)
+      if (rt.kind === ref.kind)
+        for (const o of this.table(rt).values())
+          if (o.metadata.uid === ref.uid && o.metadata.deletionTimestamp === undefined) return true;
+    return false;
+  }
+
+  private orphanDependents(owner: StoredObject): void {
+    for (const { rt, obj } of this.dependentsOf(owner)) {
+      const next = clone(obj);
+      next.metadata.ownerReferences = (obj.metadata.ownerReferences ?? []).filter(
+        (r) => r.uid !== owner.metadata.uid,
+      );
+      if (next.metadata.ownerReferences.length === 0) delete next.metadata.ownerReferences;
+      this.indexOwners(rt, next, obj);
+      this.commitModified(rt, next, obj);
+    }
+  }
+
+  private maybeFinishForeground(ownerUid: string): void {
+    if ((this.dependents.get(ownerUid)?.size ?? 0) > 0) return;
+    for (const rt of RESOURCES)
+      for (const o of this.table(rt).values())
+        if (
+          o.metadata.uid === ownerUid &&
+          (o.metadata.finalizers ?? []).includes('foregroundDeletion')
+        ) {
+          const next = clone(o);
+          next.metadata.finalizers = (o.metadata.finalizers ?? []).filter(
+            (f) => f !== 'foregroundDeletion',
+          );
+          if (next.metadata.finalizers.length === 0) delete next.metadata.finalizers;
+          this.update(rt, o.metadata.namespace, o.metadata.name ?? '', next);
+          return;
+        }
+  }
+}
+
+function setMeta<K extends keyof ObjectMeta>(
+  m: ObjectMeta,
+  k: K,
+  v: ObjectMeta[K] | undefined,
+): void {
+  if (v === undefined) Reflect.deleteProperty(m, k);
+  else m[k] = v;
+}
+
+/** Everything outside metadata and status, i.e. what bumps metadata.generation. */
+function specChanged(a: StoredObject, b: StoredObject): boolean {
+  const strip = (o: StoredObject): Record<string, unknown> => {
+    const rest: Record<string, unknown> = { ...o };
+    for (const k of ['metadata', 'status', 'kind', 'apiVersion']) Reflect.deleteProperty(rest, k);
+    return rest;
+  };
+  return !deepEqual(strip(a), strip(b));
+}
+
+function normalizeInput(rt: ResourceType, input: unknown): StoredObject {
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw ApiError.badRequest(`the body of the request is not a ${rt.kind} object`);
+  const obj = clone(input) as StoredObject;
+  const kind: unknown = (obj as { kind?: unknown }).kind;
+  const apiVersion: unknown = (obj as { apiVersion?: unknown }).apiVersion;
+  if (kind !== undefined && kind !== '' && kind !== rt.kind)
+    throw ApiError.badRequest(
+      `the body of the request was of kind ${JSON.stringify(kind)}, expected ${rt.kind}`,
+    );
+  if (apiVersion !== undefined && apiVersion !== '' && apiVersion !== apiVersionOf(rt))
+    throw ApiError.badRequest(
+      `the API version in the data (${JSON.stringify(apiVersion)}) does not match the expected API version (${apiVersionOf(rt)})`,
+    );
+  obj.kind = rt.kind;
+  obj.apiVersion = apiVersionOf(rt);
+  const rawMeta: unknown = (obj as { metadata?: unknown }).metadata;
+  const meta = (typeof rawMeta === 'object' && rawMeta !== null ? rawMeta : {}) as ObjectMeta &
+    Record<string, unknown>;
+  for (const k of Object.keys(meta)) if (meta[k] === null) Reflect.deleteProperty(meta, k);
+  obj.metadata = meta;
+  return obj;
+}
+
+function encodeContinue(rv: number, start: string): string {
+  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start })).toString('base64url');
+}
+
+function decodeContinue(token: string): { rv: number; start: string } {
+  try {
+    const t = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as {
+      rv?: unknown;
+      start?: unknown;
+    };
+    if (typeof t.rv === 'number' && typeof t.start === 'string')
+      return { rv: t.rv, start: t.start };
+  } catch {
+    // fall through
+  }
+  throw ApiError.badRequest('continue key is not valid: invalid format');
+}

@@ -1,0 +1,101 @@
+// `svcnet apiserver`: the embedded Kubernetes-compatible API server as a daemon. It listens
+// only where told (default 127.0.0.1:6443, plain HTTP with a bearer token), writes a
+// kubeconfig for kubectl and client-node when asked, and with --data-dir survives restarts.
+// Runs until SIGINT/SIGTERM.
+
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { startApiServer, writeKubeconfig } from '../apiserver/daemon.js';
+import { SvcnetError } from '../errors.js';
+import { parseCIDR } from '../util/ip.js';
+import { action } from './run.js';
+
+interface ApiServerFlags {
+  listen: string;
+  writeKubeconfig?: string;
+  dataDir?: string;
+  serviceClusterIpRange: string;
+  serviceNodePortRange: string;
+  token?: string;
+  advertiseAddress?: string;
+  logRequests?: boolean;
+  insecureHttp?: boolean;
+}
+
+/** Registers `svcnet apiserver`. */
+export function registerApiserverCommand(program: Command): void {
+  program
+    .command('apiserver')
+    .description('run the embedded Kubernetes-compatible API server (lab default)')
+    .option('--listen <addr:port>', 'address and port to listen on', '127.0.0.1:6443')
+    .option('--write-kubeconfig <file>', 'write a kubeconfig (server URL and token) to FILE')
+    .option('--data-dir <dir>', 'persist objects in DIR (survives restarts)')
+    .option(
+      '--service-cluster-ip-range <cidr>',
+      'Service IP range(s), comma-separated for dual-stack',
+      '10.96.0.0/12',
+    )
+    .option('--service-node-port-range <a-b>', 'NodePort range', '30000-32767')
+    .option(
+      '--token <token>',
+      'bearer token clients must present (default: random, kept in --data-dir)',
+    )
+    .option(
+      '--advertise-address <ip>',
+      'address of the kubernetes Service endpoints (default: the listen address)',
+    )
+    .option('--log-requests', 'log every request')
+    .option(
+      '--insecure-http',
+      'serve plain HTTP (kubectl then sends no token: only client-node can authenticate)',
+    )
+    .action(
+      action('apiserver', async (flags: ApiServerFlags) => {
+        const cidrs = flags.serviceClusterIpRange.split(',').map((s) => s.trim());
+        for (const c of cidrs)
+          if (parseCIDR(c) === undefined)
+            throw new SvcnetError(
+              'INVALID_INPUT',
+              `--service-cluster-ip-range: not a CIDR: ${JSON.stringify(c)}`,
+            );
+        if (!/^\d+-\d+$/.test(flags.serviceNodePortRange))
+          throw new SvcnetError(
+            'INVALID_INPUT',
+            `--service-node-port-range: want A-B, got ${JSON.stringify(flags.serviceNodePortRange)}`,
+          );
+        const log = pino({ base: null }, pino.destination(2));
+        const server = await startApiServer({
+          listen: flags.listen,
+          serviceCIDRs: cidrs,
+          nodePortRange: flags.serviceNodePortRange,
+          ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
+          ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
+          ...(flags.token !== undefined ? { token: flags.token } : {}),
+          ...(flags.advertiseAddress !== undefined
+            ? { advertiseAddress: flags.advertiseAddress }
+            : {}),
+          ...(flags.logRequests === true
+            ? {
+                onRequest: (r) => {
+                  log.info(r, 'Request');
+                },
+              }
+            : {}),
+        });
+        if (flags.writeKubeconfig !== undefined) writeKubeconfig(flags.writeKubeconfig, server);
+        log.info(
+          { url: server.url, kubeconfig: flags.writeKubeconfig, dataDir: flags.dataDir },
+          'API server listening',
+        );
+        await new Promise<void>((resolve) => {
+          const stop = (): void => {
+            log.info('Shutting down');
+            void server.close().then(resolve);
+          };
+          process.once('SIGINT', stop);
+          process.once('SIGTERM', stop);
+        });
+        return undefined;
+      }),
+    );
+}
