@@ -30,7 +30,7 @@ import {
   startProxyDaemon,
 } from '../proxy/daemon.js';
 import type { DetectLocalMode, ProxyDaemonConfig } from '../proxy/daemon.js';
-import { parseDuration } from '../proxy/duration.js';
+import { parseDuration } from '../proxy/config.js';
 import { isHostNetns } from '../proxy/host-netns.js';
 import { parseCIDRSloppy, formatCIDR } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
@@ -148,12 +148,10 @@ export function resolveProxyConfig(
   };
   const dur = (flag: string, text: string | undefined): number | undefined => {
     if (text === undefined) return undefined;
-    try {
-      return parseDuration(text);
-    } catch (e) {
-      bad(flag, e instanceof Error ? e.message : String(e));
-      return undefined;
-    }
+    const ms = parseDuration(text.trim());
+    if (ms === undefined || ms < 0)
+      bad(flag, `must be a duration like 1s, 500ms or 1h30m, got ${JSON.stringify(text)}`);
+    return ms === undefined || ms < 0 ? undefined : Math.round(ms);
   };
   const bool = (flag: string, text: string | undefined): boolean | undefined => {
     if (text === undefined) return undefined;
@@ -277,7 +275,7 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
     );
   const file =
     flags.config !== undefined
-      ? await loadProxyConfigFile(flags.config, await readConfig(flags.config))
+      ? loadProxyConfigFile(flags.config, await readConfig(flags.config))
       : undefined;
   if (
     file?.mode !== undefined &&

@@ -11,6 +11,7 @@ import { ExecError } from '../../os/exec.js';
 import { SvcnetError } from '../../errors.js';
 import type { IPFamily } from '../../util/ip.js';
 import type { IptablesTableName } from './model.js';
+import type { Iptables } from './fake.js';
 
 export type IptablesVariant = 'legacy' | 'nft';
 
@@ -168,8 +169,8 @@ export async function detectIptablesVariant(execer: Execer): Promise<{
 
 const LINE_RE = /(?:error occurred at line|line):? (\d+)/i;
 
-/** iptables through real binaries (one family). */
-export class RealIptables implements IptablesBackend {
+/** iptables through real binaries (one family); implements the `Iptables` seam of fake.ts. */
+export class RealIptables implements IptablesBackend, Iptables {
   readonly family: IPFamily;
   readonly commands: IptablesCommands;
   private readonly execer: Execer;
