@@ -263,7 +263,7 @@ export function resolveProxyConfig(
 }
 
 function makeLogger(level: string): Logger {
-  return pino({ level, base: { component: 'proxy' } }, pino.destination({ fd: 2, sync: false }));
+  return pino({ level, base: { component: 'proxy' } }, pino.destination({ fd: 2, sync: true }));
 }
 
 async function runProxy(flags: ProxyFlags): Promise<string | undefined> {

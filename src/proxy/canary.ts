@@ -1,9 +1,9 @@
 // The canary monitor: notices when someone flushed or deleted the proxy's iptables state
 // from outside (firewalld reload, `iptables -t nat -F`, `iptables -X`) and asks for a full
 // resync. Like kube-proxy it keeps an empty KUBE-PROXY-CANARY chain in mangle, nat and
-// filter and checks they still exist; it also checks the first jump rule of the nat and
-// filter tables, because flushing a table (`-F`) empties chains without deleting them and
-// would go unnoticed by the chain check alone. It polls on an injected clock.
+// filter (the proxier creates them); it polls the first jump rule of the nat and filter
+// tables — flushing a table (`-F`) empties chains without deleting them, which a chain
+// check alone would miss — and the mangle canary chain. It polls on an injected clock.
 
 import type { IptablesTableName } from '../netfilter/iptables/model.js';
 import type { IPFamily } from '../util/ip.js';
@@ -107,8 +107,10 @@ export class CanaryMonitor {
 }
 
 /**
- * The checks for one family after a full sync: the canary chains, plus the first jump rule
- * of every table that has one (their absence means the table was flushed).
+ * The checks for one family after a full sync: the first jump rule of every table that has
+ * one (a flushed table loses it; deleting a table's chains needs a flush first), then the
+ * canary chains of tables without jumps (mangle). One missing check is enough, so the cheap
+ * and likely ones come first.
  */
 export function canaryChecks(
   canaries: readonly { readonly table: IptablesTableName; readonly chain: string }[],
@@ -118,17 +120,14 @@ export function canaryChecks(
     readonly args: readonly string[];
   }[],
 ): CanaryCheck[] {
-  const out: CanaryCheck[] = canaries.map((c) => ({
-    kind: 'chain',
-    table: c.table,
-    chain: c.chain,
-  }));
+  const out: CanaryCheck[] = [];
   const seen = new Set<IptablesTableName>();
   for (const j of jumps) {
     if (seen.has(j.table)) continue;
     seen.add(j.table);
     out.push({ kind: 'rule', table: j.table, chain: j.sourceChain, args: j.args });
   }
-  for (const c of canaries) out.push({ kind: 'chain', table: c.table, chain: c.chain });
+  for (const c of canaries)
+    if (!seen.has(c.table)) out.push({ kind: 'chain', table: c.table, chain: c.chain });
   return out;
 }

@@ -147,6 +147,9 @@ export class ProxyLab {
     nsExec(this.node, 'ip', ['link', 'set', 'eth0', 'up']);
     nsExec(this.client, 'ip', ['link', 'set', 'eth0', 'up']);
     nsExec(this.client, 'ip', ['route', 'add', 'default', 'via', NODE_IP]);
+    // Like a real node, send unknown destinations to the network: traffic to a Service IP
+    // without rules then leaves the node and times out, instead of failing at routing.
+    nsExec(this.node, 'ip', ['route', 'add', 'default', 'via', CLIENT_IP]);
   }
 
   /** Adds a pod namespace with a /32 address routed via the node, running the servers. */
