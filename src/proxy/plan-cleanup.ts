@@ -2,8 +2,9 @@
 // chain the iptables proxier creates (fixed chains, per-service KUBE-SVC/SVL/EXT/FW/SEP
 // chains, KUBE-FIREWALL and the KUBE-PROXY-CANARY chains) and every rule elsewhere that
 // jumps to one of them (the hooks in built-in chains). The result is one restore input per
-// dump, applied with --noflush: declaring a chain flushes it, `-D` removes the hooks, `-X`
-// deletes the chains — atomically, so a failure leaves everything as it was.
+// dump, applied with --noflush: declaring a chain flushes it, a chain holding hooks is
+// flushed (`-F`) and refilled with its other rules in their order, `-X` deletes the
+// proxy's chains — atomically, so a failure leaves everything as it was.
 
 import type { IptablesDocument, IptablesTableName } from '../netfilter/iptables/model.js';
 import { argValue } from '../netfilter/iptables/model.js';
@@ -43,18 +44,23 @@ export function planCleanup(current: IptablesDocument): CleanupPlan {
     const owned = t.chains.map((c) => c.name).filter((c) => isOwnedChain(t.name, c));
     if (owned.length === 0) continue;
     const ownedSet = new Set(owned);
-    const hooks = t.rules.filter((r) => {
+    const isHook = (r: (typeof t.rules)[number]): boolean => {
       if (ownedSet.has(r.chain)) return false;
       const target = argValue(r.args, '-j') ?? argValue(r.args, '-g');
       return target !== undefined && ownedSet.has(target);
-    });
+    };
+    const hooked = [...new Set(t.rules.filter(isHook).map((r) => r.chain))];
     out.push(`*${t.name}`);
     for (const c of owned) out.push(`:${c} - [0:0]`);
-    for (const r of hooks) out.push(`-D ${r.chain} ${r.args.map(quoteArg).join(' ')}`);
+    for (const c of hooked) {
+      out.push(`-F ${c}`);
+      for (const r of t.rules)
+        if (r.chain === c && !isHook(r)) out.push(`-A ${c} ${r.args.map(quoteArg).join(' ')}`);
+    }
     for (const c of owned) out.push(`-X ${c}`);
+    deletedRules += t.rules.filter(isHook).length;
     out.push('COMMIT');
     deletedChains += owned.length;
-    deletedRules += hooks.length;
   }
   return { text: out.length === 0 ? '' : `${out.join('\n')}\n`, deletedChains, deletedRules };
 }

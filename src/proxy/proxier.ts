@@ -89,6 +89,8 @@ interface FamilyState {
 export interface SyncReport {
   readonly family: IPFamily;
   readonly fullSync: boolean;
+  /** Clock time the sync started (changes made before it are included). */
+  readonly startedAt: number;
   readonly elapsedMs: number;
   readonly restoreBytes: number;
 }
@@ -494,6 +496,7 @@ export class IptablesProxier {
     return {
       family: f.family,
       fullSync: plan.fullSync,
+      startedAt: start,
       elapsedMs: end - start,
       restoreBytes: text.length,
     };
