@@ -84,10 +84,11 @@ function setup() {
   const proxier = new IptablesProxier({
     nodeName: NODE,
     families: [{ family: 'IPv4', iptables: ipt }],
-    optionsFor: () => ({
+    optionsFor: (_family, node) => ({
       ...DEFAULT_OPTIONS,
       nodeName: NODE,
       nodeIP: '192.0.2.10',
+      nodeZone: node?.metadata?.labels?.['topology.kubernetes.io/zone'] ?? '',
       localDetector: { mode: 'ClusterCIDR', cidr: '10.244.0.0/16' },
     }),
     clock,
@@ -297,5 +298,36 @@ test('replacing the endpoint of a UDP service deletes the old endpoint flows', a
     ['10.96.0.11'],
   );
   assert.equal(await metric(s.registry, 'kubeproxy_conntrack_reconciler_deleted_entries_total'), 1);
+  await s.proxier.stop();
+});
+
+test('Node heartbeats do not cause syncs; a zone change does; a deleted Node turns healthz ineligible', async () => {
+  const s = setup();
+  await s.services.start();
+  await s.slices.start();
+  await s.nodes.start();
+  await s.clock.advance(0);
+  const n = s.ipt.texts.length;
+  const node = (zone: string, hb: string, deleting = false): Node => ({
+    metadata: {
+      name: NODE,
+      labels: { 'topology.kubernetes.io/zone': zone },
+      ...(deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}),
+    },
+    status: { conditions: [{ type: 'Ready', status: 'True', reason: hb }] },
+  });
+  s.nodes.upsert(node('z1', 'a'));
+  await s.clock.advance(1000);
+  const afterFirst = s.ipt.texts.length;
+  assert.equal(afterFirst, n + 1, 'first Node sighting syncs');
+  s.nodes.upsert(node('z1', 'b'));
+  await s.clock.advance(1000);
+  assert.equal(s.ipt.texts.length, afterFirst, 'heartbeat: no sync');
+  s.nodes.upsert(node('z2', 'b'));
+  await s.clock.advance(1000);
+  assert.equal(s.ipt.texts.length, afterFirst + 1, 'zone change: sync');
+  assert.equal(s.reports.at(-1)?.[0]?.fullSync, true, 'topology change means a full sync');
+  s.nodes.upsert(node('z2', 'b', true));
+  assert.equal(s.health.status().nodeEligible, false);
   await s.proxier.stop();
 });

@@ -97,6 +97,15 @@ export interface SyncReport {
 
 const DEFAULT_FULL_SYNC_PERIOD_MS = 3_600_000;
 
+/** The parts of a Node the rules depend on. */
+function nodeFingerprint(node: Node | undefined): string {
+  return JSON.stringify([
+    node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '',
+    node?.status?.addresses ?? [],
+    node?.spec?.podCIDRs ?? node?.spec?.podCIDR ?? [],
+  ]);
+}
+
 /** See the file header. */
 export class IptablesProxier {
   private readonly deps: ProxierDeps;
@@ -278,12 +287,14 @@ export class IptablesProxier {
   }
 
   onNodeUpdate(node: Node | undefined): void {
+    const before = nodeFingerprint(this.node);
     const oldZone = this.node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE];
     this.node = node;
     this.deps.health.syncNode(node);
+    // Only what the rules depend on (zone, addresses, podCIDRs) triggers a sync; status
+    // heartbeats do not. Changed options make the plan do a full sync by itself.
+    if (nodeFingerprint(node) === before) return;
     const zone = node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE];
-    // Options derived from the Node (zone, node IP, podCIDR) change the plan; the plan sees
-    // the options change and does a full sync by itself.
     if (oldZone !== zone) this.deps.log.info({ zone }, 'Node topology labels changed');
     this.queueSync();
   }
