@@ -102,7 +102,7 @@ export function defaultProxyConfig(nodeName: string): ProxyDaemonConfig {
       udpTimeoutSeconds: 0,
       udpStreamTimeoutSeconds: 0,
     },
-    canaryIntervalMs: 2_000,
+    canaryIntervalMs: 1_000,
     iptablesVariant: 'auto',
   };
 }
@@ -420,7 +420,7 @@ export function registerProxyCommand(program: Command): void {
       '--iptables-variant <auto|legacy|nft>',
       'iptables backend (default: detect like kube-proxy)',
     )
-    .option('--canary-interval <duration>', 'how often to check for flushed rules (default 2s)')
+    .option('--canary-interval <duration>', 'how often to check for flushed rules (default 1s)')
     .option('--log-level <level>', 'pino level: debug, info, warn, error (default info)')
     .action(action('proxy', (flags: ProxyFlags) => runProxy(flags)));
 }

@@ -122,7 +122,9 @@ export function canaryChecks(
 ): CanaryCheck[] {
   const out: CanaryCheck[] = [];
   const seen = new Set<IptablesTableName>();
-  for (const j of jumps) {
+  // nat first: losing it breaks every Service, and it is what `iptables -t nat -F` hits.
+  const ordered = [...jumps].sort((a, b) => Number(b.table === 'nat') - Number(a.table === 'nat'));
+  for (const j of ordered) {
     if (seen.has(j.table)) continue;
     seen.add(j.table);
     out.push({ kind: 'rule', table: j.table, chain: j.sourceChain, args: j.args });

@@ -46,7 +46,7 @@ describe('svcnet proxy programs a node (iptables mode)', { skip }, () => {
     proxy.slices.upsert(slice('web', PORT, [podA().ip, podB().ip], NODE));
     await waitFor(
       () => lab.tryHttp(podC().ns, `10.96.0.10:${PORT}`) !== undefined,
-      5000,
+      15_000,
       'ClusterIP answers',
     );
     const seen = new Set<string>();
@@ -96,7 +96,7 @@ describe('svcnet proxy programs a node (iptables mode)', { skip }, () => {
     proxy.slices.upsert(slice('np-local', PORT, [podB().ip], NODE));
     await waitFor(
       () => lab.tryHttp(lab.client, `${NODE_IP}:30081`) !== undefined,
-      5000,
+      15_000,
       'NodePort answers',
     );
     const local = lab.tryHttp(lab.client, `${NODE_IP}:30081`)!;
@@ -147,7 +147,7 @@ describe('svcnet proxy programs a node (iptables mode)', { skip }, () => {
     proxy.slices.upsert(slice('dns', PORT, [podA().ip], NODE, { protocol: 'UDP' }));
     await waitFor(
       () => lab.udpRequest(podC().ns, '10.96.0.53', PORT, 5353) === 'pod-a',
-      5000,
+      15_000,
       'UDP via pod-a',
     );
     // Keep the flow alive, then swap the backend.
@@ -155,7 +155,7 @@ describe('svcnet proxy programs a node (iptables mode)', { skip }, () => {
     proxy.slices.upsert(slice('dns', PORT, [podB().ip], NODE, { protocol: 'UDP' }));
     await waitFor(
       () => lab.udpRequest(podC().ns, '10.96.0.53', PORT, 5353) === 'pod-b',
-      3000,
+      5000,
       'same source port now reaches pod-b',
     );
     proxy.services.delete('default/dns');
@@ -167,7 +167,7 @@ describe('svcnet proxy programs a node (iptables mode)', { skip }, () => {
     proxy.slices.upsert(slice('flush', PORT, [podA().ip], NODE));
     await waitFor(
       () => lab.tryHttp(podC().ns, `10.96.0.30:${PORT}`) !== undefined,
-      5000,
+      15_000,
       'service answers',
     );
     nsExec(lab.node, 'iptables', ['-t', 'nat', '-F']);
