@@ -7,9 +7,10 @@ import { Command, CommanderError } from 'commander';
 import { EXIT_USAGE, exitCodeFor } from './run.js';
 import { registerNetexecCommand } from './netexec.js';
 import { registerLabCommand } from './lab.js';
+import { registerApiserverCommand } from './apiserver.js';
+import { registerProxyCommand } from './proxy.js';
 import { registerRenderCommand } from './render.js';
 import { registerTraceCommand } from './trace.js';
-import { registerApiserverCommand } from './apiserver.js';
 import { registerControllerCommand } from './controller.js';
 import { registerDnsCommand } from './dns.js';
 
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerApiserverCommand(program);
   registerControllerCommand(program);
   registerDnsCommand(program);
+  registerProxyCommand(program);
   return program;
 }
 

@@ -1,0 +1,134 @@
+// Tests of the real iptables backend's decisions and command lines through a scripted
+// FakeExecer: variant detection (hints, rule counts, default), restore flags and error
+// reporting, and check-then-insert for jump rules.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeExecer } from '../../os/exec.js';
+import {
+  RealIptables,
+  chooseIptablesVariant,
+  commandsFor,
+  detectIptablesVariant,
+  parseVariantFromVersion,
+  IptablesRestoreError,
+} from './backend.js';
+
+const dump = (extra: string) => `*mangle\n:PREROUTING ACCEPT [0:0]\n${extra}COMMIT\n`;
+
+test('chooseIptablesVariant: hint chains win, then more rules, then the system default', () => {
+  const hint = dump(':KUBE-IPTABLES-HINT - [0:0]\n');
+  const rules = dump('-A PREROUTING -j ACCEPT\n-A PREROUTING -j ACCEPT\n');
+  assert.equal(
+    chooseIptablesVariant({ legacySave: hint, nftSave: rules, systemDefault: 'nft' }),
+    'legacy',
+  );
+  assert.equal(
+    chooseIptablesVariant({ legacySave: rules, nftSave: hint, systemDefault: 'legacy' }),
+    'nft',
+  );
+  assert.equal(
+    chooseIptablesVariant({ legacySave: rules, nftSave: dump(''), systemDefault: 'nft' }),
+    'legacy',
+  );
+  assert.equal(
+    chooseIptablesVariant({ legacySave: '', nftSave: rules, systemDefault: 'legacy' }),
+    'nft',
+  );
+  assert.equal(chooseIptablesVariant({ legacySave: '', nftSave: '', systemDefault: 'nft' }), 'nft');
+  assert.equal(chooseIptablesVariant({ nftSave: '', systemDefault: 'legacy' }), 'legacy');
+});
+
+test('parseVariantFromVersion and commandsFor', () => {
+  assert.equal(parseVariantFromVersion('iptables v1.8.9 (nf_tables)\n'), 'nft');
+  assert.equal(parseVariantFromVersion('iptables v1.8.7 (legacy)\n'), 'legacy');
+  assert.equal(parseVariantFromVersion('iptables v1.6.1\n'), undefined);
+  assert.deepEqual(commandsFor('IPv6', 'nft'), {
+    iptables: 'ip6tables-nft',
+    restore: 'ip6tables-nft-restore',
+    save: 'ip6tables-nft-save',
+  });
+  assert.equal(commandsFor('IPv4', undefined).restore, 'iptables-restore');
+});
+
+test('detectIptablesVariant follows the rules found, ignoring a missing variant', async () => {
+  const ex = new FakeExecer().expect(
+    { cmd: 'iptables-legacy-save', result: { code: 0, stdout: dump('-A PREROUTING -j ACCEPT\n') } },
+    { cmd: 'ip6tables-legacy-save', result: { code: 0, stdout: '' } },
+    { cmd: 'iptables-nft-save', result: { code: 0, stdout: '' } },
+    { cmd: 'ip6tables-nft-save', result: { code: 0, stdout: '' } },
+    { cmd: 'iptables', args: ['--version'], result: { stdout: 'iptables v1.8.9 (nf_tables)\n' } },
+  );
+  assert.deepEqual(await detectIptablesVariant(ex), { variant: 'legacy', specific: true });
+  ex.verify();
+});
+
+test('restore sends the text with -w --noflush --counters and names the failing line', async () => {
+  const text = '*nat\n:FOO - [0:0]\n-A FOO -j BADTARGET\nCOMMIT\n';
+  const ex = new FakeExecer().expect(
+    {
+      cmd: 'iptables-nft-restore',
+      args: ['-w', '5', '--noflush', '--counters'],
+      check: (req) => {
+        assert.equal(req.stdin, text);
+      },
+    },
+    {
+      cmd: 'iptables-nft-restore',
+      result: {
+        code: 2,
+        stderr:
+          "iptables-restore v1.8.9 (nf_tables): Chain 'BADTARGET' does not exist\nError occurred at line: 3\n",
+      },
+    },
+  );
+  const ipt = new RealIptables(ex, 'IPv4', commandsFor('IPv4', 'nft'));
+  await ipt.restore(text, { noflush: true, counters: true });
+  await assert.rejects(ipt.restore(text, { noflush: true, counters: true }), (e: unknown) => {
+    assert.ok(e instanceof IptablesRestoreError);
+    assert.equal(e.line, 3);
+    assert.equal(e.code, 'IPTABLES_RESTORE_FAILED');
+    assert.match(e.message, /input line 3: -A FOO -j BADTARGET/);
+    return true;
+  });
+  ex.verify();
+});
+
+test('ensureRule checks first and inserts only when missing; chainExists maps exit codes', async () => {
+  const jump = ['-m', 'comment', '--comment', 'kubernetes service portals', '-j', 'KUBE-SERVICES'];
+  const ex = new FakeExecer().expect(
+    {
+      cmd: 'iptables',
+      args: ['-w', '5', '-t', 'nat', '-C', 'OUTPUT', ...jump],
+      result: { code: 0 },
+    },
+    {
+      cmd: 'iptables',
+      args: ['-w', '5', '-t', 'nat', '-C', 'OUTPUT', ...jump],
+      result: { code: 1 },
+    },
+    { cmd: 'iptables', args: ['-w', '5', '-t', 'nat', '-I', 'OUTPUT', ...jump] },
+    {
+      cmd: 'iptables',
+      args: ['-w', '5', '-t', 'mangle', '-S', 'KUBE-PROXY-CANARY', '1'],
+      result: { code: 1 },
+    },
+    {
+      cmd: 'iptables',
+      args: ['-w', '5', '-t', 'mangle', '-S', 'KUBE-PROXY-CANARY', '1'],
+      result: { code: 0 },
+    },
+    {
+      cmd: 'iptables',
+      args: ['-w', '5', '-t', 'mangle', '-S', 'KUBE-PROXY-CANARY', '1'],
+      result: { code: 4, stderr: 'lock' },
+    },
+  );
+  const ipt = new RealIptables(ex, 'IPv4');
+  assert.equal(await ipt.ensureRule('prepend', 'nat', 'OUTPUT', jump), true);
+  assert.equal(await ipt.ensureRule('prepend', 'nat', 'OUTPUT', jump), false);
+  assert.equal(await ipt.chainExists('mangle', 'KUBE-PROXY-CANARY'), false);
+  assert.equal(await ipt.chainExists('mangle', 'KUBE-PROXY-CANARY'), true);
+  await assert.rejects(ipt.chainExists('mangle', 'KUBE-PROXY-CANARY'), /exit 4/);
+  ex.verify();
+});

@@ -1,0 +1,286 @@
+// The real iptables backend: runs iptables-restore / iptables-save / iptables for one IP
+// family through the Execer seam, in the caller's network namespace. It picks the iptables
+// variant (legacy or nft) the node already uses, the way kube-proxy's image does: look for
+// the kubelet's hint chains in each variant's ruleset, else take the variant holding more
+// rules, else the system default. Writing through the wrong variant leaves two rulesets the
+// kernel both applies (kubernetes #71305, #112477), so both families use one variant.
+// The rule model, parser and renderer live next door; the atomic Fake is fake.ts.
+
+import type { Execer, ExecResult } from '../../os/exec.js';
+import { ExecError } from '../../os/exec.js';
+import { SvcnetError } from '../../errors.js';
+import type { IPFamily } from '../../util/ip.js';
+import type { IptablesTableName } from './model.js';
+import type { Iptables } from './fake.js';
+
+export type IptablesVariant = 'legacy' | 'nft';
+
+/** `iptables-restore` flags (kube-proxy always uses noflush + counters). */
+export interface RestoreFlags {
+  readonly noflush: boolean;
+  readonly counters?: boolean;
+}
+
+/**
+ * What the proxy needs from iptables for one IP family (the shape of the `Iptables` seam in
+ * fake.ts, plus the rule check and delete the canary and `--cleanup` use).
+ */
+export interface IptablesBackend {
+  readonly family: IPFamily;
+  /** Applies restore input atomically; with noflush, tables and chains not declared are untouched. */
+  restore(text: string, flags: RestoreFlags): Promise<void>;
+  /** `iptables-save` of one table (or all). */
+  save(table?: IptablesTableName): Promise<string>;
+  /** Whether a chain exists in a table. */
+  chainExists(table: IptablesTableName, chain: string): Promise<boolean>;
+  /** Creates the chain if missing; true when it already existed. */
+  ensureChain(table: IptablesTableName, chain: string): Promise<boolean>;
+  /** Adds the rule (at the top for prepend) unless present; true when it already existed. */
+  ensureRule(
+    position: 'prepend' | 'append',
+    table: IptablesTableName,
+    chain: string,
+    args: readonly string[],
+  ): Promise<boolean>;
+  /** Whether `-A chain args` exists (`iptables -C`). */
+  ruleExists(table: IptablesTableName, chain: string, args: readonly string[]): Promise<boolean>;
+}
+
+/** Raised when iptables-restore rejects input; `line` is the failing input line when known. */
+export class IptablesRestoreError extends SvcnetError {
+  readonly line: number | undefined;
+  readonly result: ExecResult;
+  constructor(message: string, result: ExecResult, line: number | undefined) {
+    super('IPTABLES_RESTORE_FAILED', message);
+    this.name = 'IptablesRestoreError';
+    this.result = result;
+    this.line = line;
+  }
+}
+
+/** Chains that mark which variant the node's kubelet (or kube-proxy) uses. */
+export const VARIANT_HINT_CHAINS: readonly string[] = ['KUBE-IPTABLES-HINT', 'KUBE-KUBELET-CANARY'];
+
+/** What detection saw of each variant (undefined: that variant's tools are missing). */
+export interface VariantEvidence {
+  readonly legacySave?: string;
+  readonly nftSave?: string;
+  /** The variant plain `iptables` is (from `iptables --version`). */
+  readonly systemDefault: IptablesVariant;
+}
+
+function hasHint(dump: string | undefined): boolean {
+  if (dump === undefined) return false;
+  return VARIANT_HINT_CHAINS.some((c) => new RegExp(`^:${c} `, 'm').test(dump));
+}
+
+function countRules(dump: string | undefined): number {
+  if (dump === undefined) return 0;
+  let n = 0;
+  for (const line of dump.split('\n')) if (line.startsWith('-A ')) n++;
+  return n;
+}
+
+/** Chooses the variant to program (pure): hint chains, then rule counts, then the default. */
+export function chooseIptablesVariant(ev: VariantEvidence): IptablesVariant {
+  if (ev.nftSave !== undefined && hasHint(ev.nftSave)) return 'nft';
+  if (ev.legacySave !== undefined && hasHint(ev.legacySave)) return 'legacy';
+  const legacy = countRules(ev.legacySave);
+  const nft = countRules(ev.nftSave);
+  if (ev.legacySave !== undefined && legacy > nft) return 'legacy';
+  if (ev.nftSave !== undefined && nft > legacy) return 'nft';
+  return ev.systemDefault;
+}
+
+/** Parses `iptables v1.8.9 (nf_tables)` / `(legacy)`. */
+export function parseVariantFromVersion(text: string): IptablesVariant | undefined {
+  if (/\(nf_tables\)/.test(text)) return 'nft';
+  if (/\(legacy\)/.test(text)) return 'legacy';
+  return undefined;
+}
+
+/** Commands of one variant and family. */
+export interface IptablesCommands {
+  readonly iptables: string;
+  readonly restore: string;
+  readonly save: string;
+}
+
+/** Binary names for a variant and family, e.g. `ip6tables-nft-restore`. */
+export function commandsFor(
+  family: IPFamily,
+  variant: IptablesVariant | undefined,
+): IptablesCommands {
+  const base = family === 'IPv6' ? 'ip6tables' : 'iptables';
+  const suffix = variant === undefined ? '' : `-${variant}`;
+  return {
+    iptables: `${base}${suffix}`,
+    restore: `${base}${suffix}-restore`,
+    save: `${base}${suffix}-save`,
+  };
+}
+
+async function tryRun(
+  execer: Execer,
+  cmd: string,
+  args: string[],
+): Promise<ExecResult | undefined> {
+  try {
+    return await execer.run({ cmd, args, timeoutMs: 30_000 });
+  } catch {
+    return undefined; // not installed
+  }
+}
+
+/**
+ * Detects the variant the node uses. Runs each variant's `iptables-save` (both families
+ * count) and `iptables --version`; variants whose tools are missing are ignored.
+ */
+export async function detectIptablesVariant(execer: Execer): Promise<{
+  variant: IptablesVariant;
+  /** Whether variant-specific binaries (`iptables-nft-restore` …) exist; else use plain names. */
+  specific: boolean;
+}> {
+  const dump = async (v: IptablesVariant): Promise<string | undefined> => {
+    const parts: string[] = [];
+    let any = false;
+    for (const fam of ['IPv4', 'IPv6'] as const) {
+      const r = await tryRun(execer, commandsFor(fam, v).save, []);
+      if (r?.code === 0) {
+        any = true;
+        parts.push(r.stdout);
+      }
+    }
+    return any ? parts.join('\n') : undefined;
+  };
+  const legacySave = await dump('legacy');
+  const nftSave = await dump('nft');
+  const version = await tryRun(execer, 'iptables', ['--version']);
+  const systemDefault =
+    parseVariantFromVersion(version?.stdout ?? '') ?? (nftSave !== undefined ? 'nft' : 'legacy');
+  const variant = chooseIptablesVariant({
+    ...(legacySave !== undefined ? { legacySave } : {}),
+    ...(nftSave !== undefined ? { nftSave } : {}),
+    systemDefault,
+  });
+  const specific = variant === 'legacy' ? legacySave !== undefined : nftSave !== undefined;
+  return { variant, specific };
+}
+
+const LINE_RE = /(?:error occurred at line|line):? (\d+)/i;
+
+/** iptables through real binaries (one family); implements the `Iptables` seam of fake.ts. */
+export class RealIptables implements IptablesBackend, Iptables {
+  readonly family: IPFamily;
+  readonly commands: IptablesCommands;
+  private readonly execer: Execer;
+  /** Seconds to wait for the xtables lock (`-w`). */
+  private readonly waitSeconds: number;
+
+  constructor(
+    execer: Execer,
+    family: IPFamily,
+    commands: IptablesCommands = commandsFor(family, undefined),
+    waitSeconds = 5,
+  ) {
+    this.execer = execer;
+    this.family = family;
+    this.commands = commands;
+    this.waitSeconds = waitSeconds;
+  }
+
+  async restore(
+    text: string,
+    flags: RestoreFlags = { noflush: true, counters: true },
+  ): Promise<void> {
+    const args = ['-w', String(this.waitSeconds)];
+    if (flags.noflush) args.push('--noflush');
+    if (flags.counters === true) args.push('--counters');
+    const res = await this.execer.run({
+      cmd: this.commands.restore,
+      args,
+      stdin: text,
+      timeoutMs: 120_000,
+    });
+    if (res.code === 0) return;
+    const m = LINE_RE.exec(res.stderr);
+    const line = m?.[1] !== undefined ? Number(m[1]) : undefined;
+    const lineText = line !== undefined ? text.split('\n')[line - 1] : undefined;
+    throw new IptablesRestoreError(
+      `${this.commands.restore}: exit ${res.code}: ${res.stderr.trim()}${
+        lineText !== undefined ? ` (input line ${line}: ${lineText})` : ''
+      }`,
+      res,
+      line,
+    );
+  }
+
+  async save(table?: IptablesTableName): Promise<string> {
+    const args = table === undefined ? [] : ['-t', table];
+    const res = await this.execer.run({ cmd: this.commands.save, args, timeoutMs: 120_000 });
+    if (res.code !== 0)
+      throw new ExecError(
+        `${this.commands.save} ${args.join(' ')}: exit ${res.code}: ${res.stderr.trim()}`,
+        res,
+      );
+    return res.stdout;
+  }
+
+  private iptables(args: string[]): Promise<ExecResult> {
+    return this.execer.run({
+      cmd: this.commands.iptables,
+      args: ['-w', String(this.waitSeconds), ...args],
+      timeoutMs: 30_000,
+    });
+  }
+
+  async chainExists(table: IptablesTableName, chain: string): Promise<boolean> {
+    const res = await this.iptables(['-t', table, '-S', chain, '1']);
+    if (res.code === 0) return true;
+    // exit 1 with "No chain/target/match by that name" (legacy) or "chain `X' in table `t' is
+    // incompatible"/"does not exist" (nft) all mean absent; anything else is a failure.
+    if (res.code === 1) return false;
+    throw new ExecError(
+      `${this.commands.iptables} -t ${table} -S ${chain}: exit ${res.code}: ${res.stderr.trim()}`,
+      res,
+    );
+  }
+
+  async ensureChain(table: IptablesTableName, chain: string): Promise<boolean> {
+    if (await this.chainExists(table, chain)) return true;
+    const res = await this.iptables(['-t', table, '-N', chain]);
+    // Created meanwhile by someone else: exit 1 "Chain already exists".
+    if (res.code !== 0 && !(await this.chainExists(table, chain)))
+      throw new ExecError(
+        `${this.commands.iptables} -t ${table} -N ${chain}: exit ${res.code}: ${res.stderr.trim()}`,
+        res,
+      );
+    return false;
+  }
+
+  async ruleExists(
+    table: IptablesTableName,
+    chain: string,
+    args: readonly string[],
+  ): Promise<boolean> {
+    const res = await this.iptables(['-t', table, '-C', chain, ...args]);
+    return res.code === 0;
+  }
+
+  async ensureRule(
+    position: 'prepend' | 'append',
+    table: IptablesTableName,
+    chain: string,
+    args: readonly string[],
+  ): Promise<boolean> {
+    if (await this.ruleExists(table, chain, args)) return true;
+    const op = position === 'prepend' ? '-I' : '-A';
+    const res = await this.iptables(['-t', table, op, chain, ...args]);
+    if (res.code !== 0)
+      throw new ExecError(
+        `${this.commands.iptables} -t ${table} ${op} ${chain} ${args.join(' ')}: exit ${res.code}: ${res.stderr.trim()}`,
+        res,
+      );
+    return false;
+  }
+}

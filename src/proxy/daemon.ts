@@ -1,0 +1,408 @@
+// The proxy daemon (`svcnet proxy`): puts the pieces together for one node the way
+// kube-proxy's server does — detect the iptables variant, make the sysctls, start the
+// healthz and metrics servers, start Service/EndpointSlice/Node informers with kube-proxy's
+// selectors, run the proxier's sync loop and the canary monitor — and `cleanupIptables`
+// for `--cleanup`. Everything effectful is injected (Execer, Sysctl, Clock, informer
+// factory, logger) so the same code runs against Fakes in tests and the bench.
+
+import { cpus, networkInterfaces } from 'node:os';
+import type { Logger } from 'pino';
+import { Registry } from 'prom-client';
+import type { Informer } from '../kube/informer.js';
+import type { EndpointSlice, Node, Service } from '../kube/types.js';
+import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME, LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
+import { RealIptables, commandsFor, detectIptablesVariant } from '../netfilter/iptables/backend.js';
+import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/backend.js';
+import { parseDocument } from '../netfilter/iptables/parse.js';
+import { RealConntrack } from '../os/conntrack.js';
+import type { Execer } from '../os/exec.js';
+import type { Sysctl } from '../os/sysctl.js';
+import type { IPFamily } from '../util/ip.js';
+import { cidrContains, formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
+import { CanaryMonitor } from './canary.js';
+import type { Clock } from './clock.js';
+import { ServiceHealthServers } from './healthcheck-nodeports.js';
+import { ProxyHealth, healthzHandler } from './healthz.js';
+import { masqueradeMarkFromBit } from './iptables/options.js';
+import type { IptablesProxierOptions, LocalDetector } from './iptables/options.js';
+import { listenHttp, parseBindAddress } from './listen.js';
+import type { Listening } from './listen.js';
+import { metricsHandler } from './metrics-server.js';
+import { ProxyMetrics } from './metrics.js';
+import { applySysctls, planSysctls, readTcpBeLiberal } from './node-setup.js';
+import type { ConntrackSettings } from './node-setup.js';
+import { planCleanup } from './plan-cleanup.js';
+import { IptablesProxier } from './proxier.js';
+import { SvcnetError } from '../errors.js';
+
+/** Services the proxy watches: not claimed by another proxy, not headless (kube-proxy's selector). */
+export const SERVICE_LABEL_SELECTOR = `!${LABEL_SERVICE_PROXY_NAME},!${LABEL_HEADLESS}`;
+/** EndpointSlices the proxy watches: not those of headless Services. */
+export const ENDPOINT_SLICE_LABEL_SELECTOR = `!${LABEL_HEADLESS}`;
+
+export type DetectLocalMode =
+  '' | 'ClusterCIDR' | 'NodeCIDR' | 'BridgeInterface' | 'InterfaceNamePrefix';
+
+/** The effective settings of one proxy (KubeProxyConfiguration after defaults and flags). */
+export interface ProxyDaemonConfig {
+  readonly nodeName: string;
+  /** IP families to program; IPv4 first. */
+  readonly families: readonly IPFamily[];
+  /** Canonical CIDRs (any family). */
+  readonly clusterCIDRs: readonly string[];
+  readonly detectLocalMode: DetectLocalMode;
+  readonly bridgeInterface: string;
+  readonly interfaceNamePrefix: string;
+  readonly masqueradeAll: boolean;
+  readonly masqueradeBit: number;
+  readonly localhostNodePorts: boolean;
+  readonly nodePortAddresses: readonly string[];
+  readonly syncPeriodMs: number;
+  readonly minSyncPeriodMs: number;
+  /** `ADDR:PORT`; empty disables the server. */
+  readonly healthzBindAddress: string;
+  readonly metricsBindAddress: string;
+  readonly conntrack: ConntrackSettings;
+  /** How often the canary is checked. */
+  readonly canaryIntervalMs: number;
+  /** `auto` detects like kube-proxy's image; otherwise forced. */
+  readonly iptablesVariant: 'auto' | IptablesVariant;
+}
+
+/** The informers the daemon needs (client-node backed in production, Fakes in tests). */
+export interface ProxyInformers {
+  readonly services: Informer<Service>;
+  readonly endpointSlices: Informer<EndpointSlice>;
+  readonly nodes: Informer<Node>;
+}
+
+export interface ProxyDaemonDeps {
+  readonly execer: Execer;
+  readonly sysctl: Sysctl;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly informers: ProxyInformers;
+  /** Defaults to a new Registry. */
+  readonly registry?: Registry;
+  /** Local interface addresses (`ip/prefix`); defaults to node:os networkInterfaces(). */
+  readonly localAddresses?: () => string[];
+  /** Whether this process runs in the host's initial network namespace. */
+  readonly hostNetns?: boolean;
+  /** Override the iptables backends (tests: Fakes). */
+  readonly iptables?: (family: IPFamily) => IptablesBackend;
+}
+
+/** A running daemon. */
+export interface ProxyDaemon {
+  readonly proxier: IptablesProxier;
+  readonly registry: Registry;
+  readonly healthzPort: number | undefined;
+  readonly metricsPort: number | undefined;
+  readonly variant: IptablesVariant | 'injected';
+  stop(): Promise<void>;
+}
+
+/** Addresses of the local interfaces, `ip/prefix`, sorted (stable across syncs). */
+export function systemLocalAddresses(): string[] {
+  const out: string[] = [];
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (a.cidr !== null) out.push(a.cidr);
+  return out.sort();
+}
+
+function nodeIPOf(node: Node | undefined, family: IPFamily): string {
+  for (const type of ['InternalIP', 'ExternalIP'] as const)
+    for (const a of node?.status?.addresses ?? []) {
+      if (a.type !== type) continue;
+      const ip = parseIPSloppy(a.address);
+      if (ip?.family === family) return formatIP(ip);
+    }
+  return '';
+}
+
+/** The local-traffic detector for one family (`None` when the mode has no data for it). */
+export function localDetectorFor(
+  cfg: ProxyDaemonConfig,
+  family: IPFamily,
+  node: Node | undefined,
+): LocalDetector {
+  const cidrOf = (list: readonly string[]): string | undefined => {
+    for (const c of list) {
+      const p = parseCIDRSloppy(c);
+      if (p?.family === family) return formatCIDR(p);
+    }
+    return undefined;
+  };
+  switch (cfg.detectLocalMode) {
+    case 'ClusterCIDR':
+    case '': {
+      const cidr = cidrOf(cfg.clusterCIDRs);
+      return cidr === undefined ? { mode: 'None' } : { mode: 'ClusterCIDR', cidr };
+    }
+    case 'NodeCIDR': {
+      const cidrs =
+        node?.spec?.podCIDRs ?? (node?.spec?.podCIDR !== undefined ? [node.spec.podCIDR] : []);
+      const cidr = cidrOf(cidrs);
+      return cidr === undefined ? { mode: 'None' } : { mode: 'NodeCIDR', cidr };
+    }
+    case 'BridgeInterface':
+      return cfg.bridgeInterface === ''
+        ? { mode: 'None' }
+        : { mode: 'BridgeInterface', interfaceName: cfg.bridgeInterface };
+    case 'InterfaceNamePrefix':
+      return cfg.interfaceNamePrefix === ''
+        ? { mode: 'None' }
+        : { mode: 'InterfaceNamePrefix', prefix: cfg.interfaceNamePrefix };
+  }
+}
+
+/** Plan options for one family from the config, the Node and the host. */
+export function proxierOptionsFor(
+  cfg: ProxyDaemonConfig,
+  family: IPFamily,
+  node: Node | undefined,
+  host: { localAddresses: readonly string[]; conntrackTCPLiberal: boolean },
+): IptablesProxierOptions {
+  return {
+    nodeName: cfg.nodeName,
+    nodeIP: nodeIPOf(node, family),
+    nodeZone: node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '',
+    localDetector: localDetectorFor(cfg, family, node),
+    masqueradeMark: masqueradeMarkFromBit(cfg.masqueradeBit),
+    masqueradeAll: cfg.masqueradeAll,
+    nodePortAddresses: cfg.nodePortAddresses,
+    localAddresses: host.localAddresses,
+    localhostNodePorts: cfg.localhostNodePorts,
+    hasRandomFully: true,
+    // nfacct objects are not created by svcnet, so rules must not reference them.
+    nfacct: { ctStateInvalidDropped: false, localhostNodePortsAccepted: false },
+    conntrackTCPLiberal: host.conntrackTCPLiberal,
+    largeClusterEndpointsThreshold: 1000,
+    syncPeriodMs: cfg.syncPeriodMs,
+  };
+}
+
+async function makeBackends(
+  cfg: ProxyDaemonConfig,
+  deps: Pick<ProxyDaemonDeps, 'execer' | 'iptables' | 'log'>,
+): Promise<{ backends: IptablesBackend[]; variant: IptablesVariant | 'injected' }> {
+  if (deps.iptables !== undefined) {
+    const make = deps.iptables;
+    return { backends: cfg.families.map((f) => make(f)), variant: 'injected' };
+  }
+  let variant: IptablesVariant;
+  let specific = true;
+  if (cfg.iptablesVariant === 'auto') {
+    ({ variant, specific } = await detectIptablesVariant(deps.execer));
+    deps.log.info({ variant }, 'Detected iptables mode');
+  } else variant = cfg.iptablesVariant;
+  return {
+    backends: cfg.families.map(
+      (f) => new RealIptables(deps.execer, f, commandsFor(f, specific ? variant : undefined)),
+    ),
+    variant,
+  };
+}
+
+/** Starts the proxy (see the file header). Resolves once servers listen and informers started. */
+export async function startProxyDaemon(
+  cfg: ProxyDaemonConfig,
+  deps: ProxyDaemonDeps,
+): Promise<ProxyDaemon> {
+  const { log, clock } = deps;
+  if (cfg.families.length === 0) throw new SvcnetError('INVALID_INPUT', 'no IP family to program');
+  const registry = deps.registry ?? new Registry();
+  const metrics = new ProxyMetrics(registry);
+  const { backends, variant } = await makeBackends(cfg, deps);
+
+  const sysctls = planSysctls({
+    ipv4: cfg.families.includes('IPv4'),
+    localhostNodePorts: cfg.localhostNodePorts,
+    conntrack: cfg.conntrack,
+    cpus: cpus().length,
+    hostNetns: deps.hostNetns ?? false,
+  });
+  await applySysctls(deps.sysctl, sysctls, log);
+  const conntrackTCPLiberal = await readTcpBeLiberal(deps.sysctl);
+  const localAddresses = deps.localAddresses ?? systemLocalAddresses;
+
+  const health = new ProxyHealth(clock, 2 * cfg.syncPeriodMs, cfg.families);
+  const listeners: Listening[] = [];
+  const closeAll = async (): Promise<void> => {
+    await Promise.all(listeners.map((l) => l.close()));
+  };
+  let healthzPort: number | undefined;
+  let metricsPort: number | undefined;
+  try {
+    if (cfg.healthzBindAddress !== '') {
+      const l = await listenHttp(
+        parseBindAddress(cfg.healthzBindAddress, 'healthzBindAddress'),
+        healthzHandler(health, {
+          onHealthz: (code) => {
+            metrics.healthzTotal.inc({ code: String(code) });
+          },
+          onLivez: (code) => {
+            metrics.livezTotal.inc({ code: String(code) });
+          },
+        }),
+      );
+      listeners.push(l);
+      healthzPort = l.port;
+    }
+    if (cfg.metricsBindAddress !== '') {
+      const l = await listenHttp(
+        parseBindAddress(cfg.metricsBindAddress, 'metricsBindAddress'),
+        metricsHandler({ registry, mode: 'iptables', configz: () => cfg }),
+      );
+      listeners.push(l);
+      metricsPort = l.port;
+    }
+  } catch (e) {
+    await closeAll();
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `cannot listen: ${e instanceof Error ? e.message : String(e)}`,
+      { cause: e },
+    );
+  }
+
+  const serviceHealth = new ServiceHealthServers({
+    addresses: healthCheckAddresses(cfg, localAddresses()),
+    isProxyHealthy: () => health.status().healthy,
+    onError: (service, port, err) => {
+      log.error(
+        { service, port, err: err instanceof Error ? err.message : String(err) },
+        'Failed to start healthcheck',
+      );
+    },
+  });
+
+  const proxier = new IptablesProxier({
+    nodeName: cfg.nodeName,
+    families: backends.map((b) => ({ family: b.family, iptables: b })),
+    optionsFor: (family, node) =>
+      proxierOptionsFor(cfg, family, node, {
+        localAddresses: localAddresses(),
+        conntrackTCPLiberal,
+      }),
+    clock,
+    log,
+    metrics,
+    health,
+    serviceHealth,
+    conntrack: new RealConntrack(deps.execer),
+    minSyncPeriodMs: cfg.minSyncPeriodMs,
+    syncPeriodMs: cfg.syncPeriodMs,
+  });
+  proxier.attach(deps.informers);
+
+  const canary = new CanaryMonitor({
+    probes: backends,
+    checks: (family) => proxier.canaryChecks(family),
+    intervalMs: cfg.canaryIntervalMs,
+    clock,
+    isBusy: () => proxier.isSyncing(),
+    onLost: (family, missing) => {
+      log.warn(
+        { ipFamily: family, missing },
+        'iptables canary gone: rules were flushed; forcing full resync',
+      );
+      proxier.forceFullSync('canary');
+    },
+    onError: (err) => {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'Canary check failed');
+    },
+  });
+
+  proxier.start();
+  canary.start();
+  // Informers retry by themselves; the proxier programs nothing until Services and
+  // EndpointSlices have both synced.
+  const starts = [deps.informers.services, deps.informers.endpointSlices, deps.informers.nodes].map(
+    (i) =>
+      i.start().catch((err: unknown) => {
+        log.error({ err }, 'Informer failed to start');
+      }),
+  );
+  void Promise.all(starts);
+  log.info(
+    { node: cfg.nodeName, families: cfg.families, variant, healthzPort, metricsPort },
+    'Proxy started',
+  );
+
+  return {
+    proxier,
+    registry,
+    healthzPort,
+    metricsPort,
+    variant,
+    stop: async () => {
+      await canary.stop();
+      await proxier.stop();
+      await Promise.all([
+        deps.informers.services.stop(),
+        deps.informers.endpointSlices.stop(),
+        deps.informers.nodes.stop(),
+      ]);
+      await serviceHealth.close();
+      await closeAll();
+    },
+  };
+}
+
+/** Where health-check node port servers listen: node IPs matched by nodePortAddresses, or all. */
+export function healthCheckAddresses(
+  cfg: ProxyDaemonConfig,
+  localAddresses: readonly string[],
+): string[] {
+  const cidrs = cfg.nodePortAddresses
+    .filter((a) => a !== 'all' && a !== 'primary' && a !== 'localhost')
+    .map((c) => parseCIDRSloppy(c))
+    .filter((c) => c !== undefined);
+  if (cidrs.length === 0 || cfg.nodePortAddresses.includes('all'))
+    return cfg.families.includes('IPv4') ? ['0.0.0.0'] : ['::'];
+  const out: string[] = [];
+  for (const a of localAddresses) {
+    const ip = parseIPSloppy(a.split('/')[0] ?? '');
+    if (ip === undefined) continue;
+    if (cidrs.some((c) => cidrContains(c, ip))) out.push(formatIP(ip));
+  }
+  return out;
+}
+
+/**
+ * `--cleanup`: removes every chain and hook the iptables proxier created, per family, in one
+ * restore each. Returns what was removed.
+ */
+export async function cleanupIptables(
+  backends: readonly IptablesBackend[],
+  log: Logger,
+): Promise<{ family: IPFamily; chains: number; rules: number }[]> {
+  const out: { family: IPFamily; chains: number; rules: number }[] = [];
+  for (const b of backends) {
+    const dump = await b.save();
+    const plan = planCleanup(parseDocument(dump));
+    if (plan.text !== '') await b.restore(plan.text, { noflush: true });
+    log.info(
+      { ipFamily: b.family, chains: plan.deletedChains, rules: plan.deletedRules },
+      'Cleaned up iptables rules',
+    );
+    out.push({ family: b.family, chains: plan.deletedChains, rules: plan.deletedRules });
+  }
+  return out;
+}
+
+/** Backends for `--cleanup` (variant detected like the daemon). */
+export async function cleanupBackends(
+  execer: Execer,
+  families: readonly IPFamily[],
+  variantSetting: 'auto' | IptablesVariant,
+): Promise<IptablesBackend[]> {
+  let variant: IptablesVariant;
+  let specific = true;
+  if (variantSetting === 'auto') ({ variant, specific } = await detectIptablesVariant(execer));
+  else variant = variantSetting;
+  return families.map(
+    (f) => new RealIptables(execer, f, commandsFor(f, specific ? variant : undefined)),
+  );
+}

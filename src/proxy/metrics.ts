@@ -1,0 +1,166 @@
+// kube-proxy's metrics, by kube-proxy's names (`kubeproxy_*`, served on metricsBindAddress,
+// default 127.0.0.1:10249), registered on an injected prom-client Registry so tests and
+// several proxies in one process never share state. This file only defines and records;
+// metrics-server.ts serves them.
+
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { Registry } from 'prom-client';
+
+function range(start: number, step: number, count: number): number[] {
+  return Array.from({ length: count }, (_, i) => start + i * step);
+}
+
+function exponential(start: number, factor: number, count: number): number[] {
+  return Array.from({ length: count }, (_, i) => start * factor ** i);
+}
+
+/** Buckets of kube-proxy's network programming histogram: fine below a minute, coarse after. */
+export const NETWORK_PROGRAMMING_BUCKETS: readonly number[] = [
+  ...range(0.25, 0.25, 2),
+  ...range(1, 1, 59),
+  ...range(60, 5, 12),
+  ...range(120, 30, 7),
+];
+
+/** Every kube-proxy metric svcnet's iptables proxy records. */
+export class ProxyMetrics {
+  readonly syncProxyRulesDuration: Histogram;
+  readonly syncFullProxyRulesDuration: Histogram;
+  readonly syncPartialProxyRulesDuration: Histogram;
+  readonly networkProgrammingDuration: Histogram<'ip_family'>;
+  readonly syncProxyRulesLastTimestamp: Gauge;
+  readonly syncProxyRulesLastQueuedTimestamp: Gauge;
+  readonly endpointChangesPending: Gauge;
+  readonly endpointChangesTotal: Counter;
+  readonly serviceChangesPending: Gauge;
+  readonly serviceChangesTotal: Counter;
+  readonly noLocalEndpointsTotal: Gauge<'traffic_policy' | 'ip_family'>;
+  readonly iptablesTotal: Gauge<'table' | 'ip_family'>;
+  readonly iptablesLast: Gauge<'table' | 'ip_family'>;
+  readonly iptablesRestoreFailuresTotal: Counter;
+  readonly iptablesPartialRestoreFailuresTotal: Counter;
+  readonly conntrackReconcilerSyncDuration: Histogram;
+  readonly conntrackReconcilerDeletedEntriesTotal: Counter<'ip_family'>;
+  readonly healthzTotal: Counter<'code'>;
+  readonly livezTotal: Counter<'code'>;
+  /** svcnet's own: objects the proxy skipped because they were invalid. */
+  readonly invalidObjectsTotal: Counter<'kind'>;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    const syncBuckets = exponential(0.001, 2, 15);
+    this.syncProxyRulesDuration = new Histogram({
+      name: 'kubeproxy_sync_proxy_rules_duration_seconds',
+      help: 'SyncProxyRules latency in seconds',
+      buckets: syncBuckets,
+      registers,
+    });
+    this.syncFullProxyRulesDuration = new Histogram({
+      name: 'kubeproxy_sync_full_proxy_rules_duration_seconds',
+      help: 'SyncProxyRules latency in seconds for full resyncs',
+      buckets: syncBuckets,
+      registers,
+    });
+    this.syncPartialProxyRulesDuration = new Histogram({
+      name: 'kubeproxy_sync_partial_proxy_rules_duration_seconds',
+      help: 'SyncProxyRules latency in seconds for partial resyncs',
+      buckets: syncBuckets,
+      registers,
+    });
+    this.networkProgrammingDuration = new Histogram({
+      name: 'kubeproxy_network_programming_duration_seconds',
+      help: 'In Cluster Network Programming Latency in seconds',
+      labelNames: ['ip_family'],
+      buckets: [...NETWORK_PROGRAMMING_BUCKETS],
+      registers,
+    });
+    this.syncProxyRulesLastTimestamp = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_last_timestamp_seconds',
+      help: 'The last time proxy rules were successfully synced',
+      registers,
+    });
+    this.syncProxyRulesLastQueuedTimestamp = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds',
+      help: 'The last time a sync of proxy rules was queued',
+      registers,
+    });
+    this.endpointChangesPending = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_endpoint_changes_pending',
+      help: 'Pending proxy rules Endpoint changes',
+      registers,
+    });
+    this.endpointChangesTotal = new Counter({
+      name: 'kubeproxy_sync_proxy_rules_endpoint_changes_total',
+      help: 'Cumulative proxy rules Endpoint changes',
+      registers,
+    });
+    this.serviceChangesPending = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_service_changes_pending',
+      help: 'Pending proxy rules Service changes',
+      registers,
+    });
+    this.serviceChangesTotal = new Counter({
+      name: 'kubeproxy_sync_proxy_rules_service_changes_total',
+      help: 'Cumulative proxy rules Service changes',
+      registers,
+    });
+    this.noLocalEndpointsTotal = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_no_local_endpoints_total',
+      help: 'Number of services with a Local traffic policy and no endpoints',
+      labelNames: ['traffic_policy', 'ip_family'],
+      registers,
+    });
+    this.iptablesTotal = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_iptables_total',
+      help: 'Total number of iptables rules owned by kube-proxy',
+      labelNames: ['table', 'ip_family'],
+      registers,
+    });
+    this.iptablesLast = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_iptables_last',
+      help: 'Number of iptables rules written by kube-proxy in last sync',
+      labelNames: ['table', 'ip_family'],
+      registers,
+    });
+    this.iptablesRestoreFailuresTotal = new Counter({
+      name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total',
+      help: 'Cumulative proxy iptables restore failures',
+      registers,
+    });
+    this.iptablesPartialRestoreFailuresTotal = new Counter({
+      name: 'kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total',
+      help: 'Cumulative proxy iptables partial restore failures',
+      registers,
+    });
+    this.conntrackReconcilerSyncDuration = new Histogram({
+      name: 'kubeproxy_conntrack_reconciler_sync_duration_seconds',
+      help: 'ReconcileConntrackFlowsLatency latency in seconds',
+      buckets: exponential(0.001, 2, 15),
+      registers,
+    });
+    this.conntrackReconcilerDeletedEntriesTotal = new Counter({
+      name: 'kubeproxy_conntrack_reconciler_deleted_entries_total',
+      help: 'Cumulative conntrack flows deleted by conntrack reconciler',
+      labelNames: ['ip_family'],
+      registers,
+    });
+    this.healthzTotal = new Counter({
+      name: 'kubeproxy_proxy_healthz_total',
+      help: 'Cumulative proxy healthz HTTP status',
+      labelNames: ['code'],
+      registers,
+    });
+    this.livezTotal = new Counter({
+      name: 'kubeproxy_proxy_livez_total',
+      help: 'Cumulative proxy livez HTTP status',
+      labelNames: ['code'],
+      registers,
+    });
+    this.invalidObjectsTotal = new Counter({
+      name: 'svcnet_proxy_invalid_objects_total',
+      help: 'Services and EndpointSlices skipped because they failed validation',
+      labelNames: ['kind'],
+      registers,
+    });
+  }
+}

@@ -1,0 +1,333 @@
+// Unit tests of the proxier wiring against Fakes (FakeInformer, FakeIptables, FakeClock,
+// FakeConntrack): nothing is programmed before both caches sync; a full sync writes rules,
+// hooks and canaries in one restore; later changes are partial; a failed restore is
+// counted and followed by a full sync; bad objects are skipped and counted; a flushed table
+// is restored after the canary notices; stale UDP conntrack entries are deleted.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { FakeInformer } from '../kube/informer.js';
+import type { EndpointSlice, Node, Service } from '../kube/types.js';
+import { FakeIptables } from '../netfilter/iptables/fake.js';
+import type { IptablesTableName } from '../netfilter/iptables/model.js';
+import { FakeConntrack } from '../os/conntrack.js';
+import { CanaryMonitor } from './canary.js';
+import { FakeClock } from './clock.js';
+import { ProxyHealth } from './healthz.js';
+import { DEFAULT_OPTIONS } from './iptables/options.js';
+import { ProxyMetrics } from './metrics.js';
+import { IptablesProxier } from './proxier.js';
+import type { SyncReport } from './proxier.js';
+
+const NODE = 'node-a';
+
+/** A FakeIptables whose next restores can be made to fail. */
+class FlakyIptables extends FakeIptables {
+  failNext = 0;
+  texts: string[] = [];
+  override restore(text: string, options: { noflush: boolean; counters?: boolean }): Promise<void> {
+    this.texts.push(text);
+    if (this.failNext > 0) {
+      this.failNext--;
+      return Promise.reject(new Error('iptables-restore: line 3 failed'));
+    }
+    return super.restore(text, options);
+  }
+}
+
+function svc(name: string, ip: string, port: number, protocol: 'TCP' | 'UDP' = 'TCP'): Service {
+  return {
+    metadata: { name, namespace: 'ns', resourceVersion: '1' },
+    spec: {
+      type: 'ClusterIP',
+      clusterIP: ip,
+      clusterIPs: [ip],
+      ports: [{ name: 'p', port, protocol }],
+    },
+  };
+}
+
+function eps(
+  svcName: string,
+  port: number,
+  ips: string[],
+  protocol: 'TCP' | 'UDP' = 'TCP',
+  when?: string,
+): EndpointSlice {
+  return {
+    addressType: 'IPv4',
+    metadata: {
+      name: `${svcName}-1`,
+      namespace: 'ns',
+      labels: { 'kubernetes.io/service-name': svcName },
+      ...(when !== undefined
+        ? { annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': when } }
+        : {}),
+    },
+    ports: [{ name: 'p', port, protocol }],
+    endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true }, nodeName: NODE })),
+  };
+}
+
+function setup() {
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const ipt = new FlakyIptables('IPv4');
+  const registry = new Registry();
+  const metrics = new ProxyMetrics(registry);
+  const health = new ProxyHealth(clock, 60_000, ['IPv4']);
+  const conntrack = new FakeConntrack();
+  const services = new FakeInformer<Service>();
+  const slices = new FakeInformer<EndpointSlice>();
+  const nodes = new FakeInformer<Node>();
+  const proxier = new IptablesProxier({
+    nodeName: NODE,
+    families: [{ family: 'IPv4', iptables: ipt }],
+    optionsFor: (_family, node) => ({
+      ...DEFAULT_OPTIONS,
+      nodeName: NODE,
+      nodeIP: '192.0.2.10',
+      nodeZone: node?.metadata?.labels?.['topology.kubernetes.io/zone'] ?? '',
+      localDetector: { mode: 'ClusterCIDR', cidr: '10.244.0.0/16' },
+    }),
+    clock,
+    log: pino({ level: 'silent' }),
+    metrics,
+    health,
+    conntrack,
+    minSyncPeriodMs: 1000,
+    syncPeriodMs: 30_000,
+  });
+  proxier.attach({ services, endpointSlices: slices, nodes });
+  const reports: SyncReport[][] = [];
+  proxier.onSync((r) => reports.push(r));
+  proxier.start();
+  return {
+    clock,
+    ipt,
+    registry,
+    metrics,
+    health,
+    conntrack,
+    services,
+    slices,
+    nodes,
+    proxier,
+    reports,
+  };
+}
+
+async function metric(registry: Registry, name: string): Promise<number> {
+  const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
+  return (m?.values as { value: number }[] | undefined)?.reduce((a, v) => a + v.value, 0) ?? 0;
+}
+
+test('nothing is programmed until both Services and EndpointSlices have synced', async () => {
+  const s = setup();
+  s.services.upsert(svc('web', '10.96.0.10', 80));
+  await s.services.start();
+  await s.clock.advance(5000);
+  assert.equal(s.ipt.texts.length, 0);
+  await s.slices.start();
+  await s.clock.advance(0);
+  assert.equal(s.ipt.texts.length, 1);
+  await s.proxier.stop();
+});
+
+test('a full sync writes service chains, jump rules and canaries in one restore; later changes are partial', async () => {
+  const s = setup();
+  s.services.upsert(svc('web', '10.96.0.10', 80));
+  s.slices.upsert(eps('web', 8080, ['10.244.1.5']));
+  await s.services.start();
+  await s.slices.start();
+  await s.clock.advance(0);
+  assert.equal(s.ipt.texts.length, 1);
+  assert.equal(s.reports[0]?.[0]?.fullSync, true);
+  const nat = s.ipt.saveSync('nat');
+  assert.match(nat, /-A KUBE-SERVICES .*-d 10\.96\.0\.10 --dport 80 -j KUBE-SVC-/);
+  assert.match(
+    nat,
+    /-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES/,
+  );
+  assert.match(nat, /-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES/);
+  assert.match(s.ipt.saveSync('filter'), /-A FORWARD .*-j KUBE-FORWARD/);
+  for (const t of ['mangle', 'nat', 'filter'] as IptablesTableName[])
+    assert.equal(await s.ipt.chainExists(t, 'KUBE-PROXY-CANARY'), true, `canary in ${t}`);
+
+  // Another full sync must not duplicate the jumps.
+  s.proxier.forceFullSync('test');
+  await s.clock.advance(1000);
+  assert.equal(s.ipt.saveSync('nat').match(/-A OUTPUT .*KUBE-SERVICES/g)?.length, 1);
+
+  s.services.upsert(svc('other', '10.96.0.11', 81));
+  s.slices.upsert(
+    eps('web', 8080, ['10.244.1.6'], 'TCP', new Date(s.clock.now() - 250).toISOString()),
+  );
+  await s.clock.advance(1000);
+  const last = s.reports.at(-1)?.[0];
+  assert.equal(last?.fullSync, false);
+  const text = s.ipt.texts.at(-1) ?? '';
+  assert.match(text, /10\.244\.1\.6:8080/);
+  assert.doesNotMatch(text, /-I OUTPUT/, 'partial syncs do not touch the hooks');
+  assert.match(s.ipt.saveSync('nat'), /--to-destination 10\.244\.1\.6:8080/);
+  assert.doesNotMatch(s.ipt.saveSync('nat'), /10\.244\.1\.5/, 'the old endpoint chain is gone');
+  const np = await s.registry.getSingleMetricAsString(
+    'kubeproxy_network_programming_duration_seconds',
+  );
+  assert.match(np, /kubeproxy_network_programming_duration_seconds_count\{ip_family="IPv4"\} 1/);
+  assert.match(np, /kubeproxy_network_programming_duration_seconds_sum\{ip_family="IPv4"\} 1\.25/);
+  assert.equal(s.health.status().healthy, true);
+  assert.ok((s.health.status().lastUpdated ?? 0) > 0);
+  await s.proxier.stop();
+});
+
+test('a failed restore is counted, leaves the kernel alone, and the retry is a full sync', async () => {
+  const s = setup();
+  await s.services.start();
+  await s.slices.start();
+  await s.clock.advance(0);
+  s.ipt.failNext = 1;
+  s.services.upsert(svc('web', '10.96.0.10', 80));
+  s.slices.upsert(eps('web', 8080, ['10.244.1.5']));
+  await s.clock.advance(1000);
+  assert.equal(
+    await metric(s.registry, 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total'),
+    1,
+  );
+  assert.equal(
+    await metric(s.registry, 'kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total'),
+    1,
+  );
+  assert.doesNotMatch(s.ipt.saveSync('nat'), /10\.96\.0\.10/);
+  await s.clock.advance(30_000); // retry after syncPeriod
+  assert.equal(s.reports.at(-1)?.[0]?.fullSync, true);
+  assert.match(s.ipt.saveSync('nat'), /10\.96\.0\.10/);
+  await s.proxier.stop();
+});
+
+test('an invalid Service is skipped, logged and counted; valid ones are still programmed', async () => {
+  const s = setup();
+  const bad: Service = {
+    metadata: { name: 'bad', namespace: 'ns' },
+    spec: { clusterIP: '10.96.0.99', ports: [{ port: 0 }] },
+  };
+  s.services.upsert(bad);
+  s.services.upsert(svc('web', '10.96.0.10', 80));
+  await s.services.start();
+  await s.slices.start();
+  await s.clock.advance(0);
+  assert.equal(await metric(s.registry, 'svcnet_proxy_invalid_objects_total'), 1);
+  const nat = s.ipt.saveSync('nat');
+  assert.doesNotMatch(nat, /10\.96\.0\.99/);
+  assert.match(
+    s.ipt.saveSync('filter'),
+    /-d 10\.96\.0\.10(\/32)? .*-j REJECT/,
+    'no endpoints: REJECT',
+  );
+  await s.proxier.stop();
+});
+
+test('a flushed table is noticed by the canary and restored by a full sync', async () => {
+  const s = setup();
+  s.services.upsert(svc('web', '10.96.0.10', 80));
+  s.slices.upsert(eps('web', 8080, ['10.244.1.5']));
+  await s.services.start();
+  await s.slices.start();
+  await s.clock.advance(0);
+  const canary = new CanaryMonitor({
+    probes: [s.ipt],
+    checks: (f) => s.proxier.canaryChecks(f),
+    intervalMs: 2000,
+    clock: s.clock,
+    onLost: () => {
+      s.proxier.forceFullSync('canary');
+    },
+  });
+  canary.start();
+  await s.clock.advance(2000);
+  const before = s.ipt.texts.length;
+  assert.equal(s.ipt.texts.length, before, 'no resync while intact');
+  s.ipt.flushTable('nat');
+  s.ipt.flushTable('mangle');
+  await s.clock.advance(2000);
+  await s.clock.advance(1000);
+  assert.ok(s.ipt.texts.length > before);
+  assert.match(
+    s.ipt.saveSync('nat'),
+    /-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES/,
+  );
+  assert.match(s.ipt.saveSync('nat'), /10\.96\.0\.10/);
+  await canary.stop();
+  await s.proxier.stop();
+});
+
+test('replacing the endpoint of a UDP service deletes the old endpoint flows', async () => {
+  const s = setup();
+  s.services.upsert(svc('dns', '10.96.0.10', 53, 'UDP'));
+  s.slices.upsert(eps('dns', 5353, ['10.244.1.5'], 'UDP'));
+  await s.services.start();
+  await s.slices.start();
+  await s.clock.advance(0);
+  s.conntrack.flows.push(
+    {
+      family: 'IPv4',
+      protocol: 'UDP',
+      origSrc: '10.244.2.2',
+      origSrcPort: 5000,
+      origDst: '10.96.0.10',
+      origDstPort: 53,
+      replySrc: '10.244.1.5',
+      replySrcPort: 5353,
+    },
+    {
+      family: 'IPv4',
+      protocol: 'UDP',
+      origSrc: '10.244.2.2',
+      origSrcPort: 5001,
+      origDst: '10.96.0.11',
+      origDstPort: 53,
+      replySrc: '10.244.1.5',
+      replySrcPort: 5353,
+    },
+  );
+  s.slices.upsert(eps('dns', 5353, ['10.244.1.6'], 'UDP'));
+  await s.clock.advance(1000);
+  assert.deepEqual(
+    s.conntrack.flows.map((f) => f.origDst),
+    ['10.96.0.11'],
+  );
+  assert.equal(await metric(s.registry, 'kubeproxy_conntrack_reconciler_deleted_entries_total'), 1);
+  await s.proxier.stop();
+});
+
+test('Node heartbeats do not cause syncs; a zone change does; a deleted Node turns healthz ineligible', async () => {
+  const s = setup();
+  await s.services.start();
+  await s.slices.start();
+  await s.nodes.start();
+  await s.clock.advance(0);
+  const n = s.ipt.texts.length;
+  const node = (zone: string, hb: string, deleting = false): Node => ({
+    metadata: {
+      name: NODE,
+      labels: { 'topology.kubernetes.io/zone': zone },
+      ...(deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}),
+    },
+    status: { conditions: [{ type: 'Ready', status: 'True', reason: hb }] },
+  });
+  s.nodes.upsert(node('z1', 'a'));
+  await s.clock.advance(1000);
+  const afterFirst = s.ipt.texts.length;
+  assert.equal(afterFirst, n + 1, 'first Node sighting syncs');
+  s.nodes.upsert(node('z1', 'b'));
+  await s.clock.advance(1000);
+  assert.equal(s.ipt.texts.length, afterFirst, 'heartbeat: no sync');
+  s.nodes.upsert(node('z2', 'b'));
+  await s.clock.advance(1000);
+  assert.equal(s.ipt.texts.length, afterFirst + 1, 'zone change: sync');
+  assert.equal(s.reports.at(-1)?.[0]?.fullSync, true, 'topology change means a full sync');
+  s.nodes.upsert(node('z2', 'b', true));
+  assert.equal(s.health.status().nodeEligible, false);
+  await s.proxier.stop();
+});

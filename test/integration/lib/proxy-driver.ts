@@ -1,0 +1,149 @@
+// Runs the proxy daemon in-process against a node namespace: FakeInformers stand in for the
+// API server, and every iptables / conntrack command runs inside the node namespace through
+// an Execer that prefixes `ip netns exec NODE`. The healthz, metrics and health-check node
+// port servers listen in the test's own namespace (on loopback), so tests query them there.
+
+import { pino } from 'pino';
+import { FakeInformer } from '../../../src/kube/informer.js';
+import type { EndpointSlice, Node, Service } from '../../../src/kube/types.js';
+import { objectKey } from '../../../src/kube/types.js';
+import type { ExecRequest, ExecResult, Execer } from '../../../src/os/exec.js';
+import { RealExecer } from '../../../src/os/exec.js';
+import { FakeSysctl } from '../../../src/os/sysctl.js';
+import { createRealClock } from '../../../src/proxy/clock.js';
+import { startProxyDaemon } from '../../../src/proxy/daemon.js';
+import type { ProxyDaemon, ProxyDaemonConfig } from '../../../src/proxy/daemon.js';
+import { defaultProxyConfig } from '../../../src/cli/proxy.js';
+
+/** An Execer that runs every command inside a network namespace. */
+export class NetnsExecer implements Execer {
+  private readonly inner: Execer;
+  private readonly ns: string;
+  constructor(ns: string, inner: Execer = new RealExecer()) {
+    this.ns = ns;
+    this.inner = inner;
+  }
+  run(req: ExecRequest): Promise<ExecResult> {
+    return this.inner.run({
+      ...req,
+      cmd: 'ip',
+      args: ['netns', 'exec', this.ns, req.cmd, ...req.args],
+    });
+  }
+}
+
+export interface InProcessProxy {
+  readonly daemon: ProxyDaemon;
+  readonly services: FakeInformer<Service>;
+  readonly slices: FakeInformer<EndpointSlice>;
+  readonly nodes: FakeInformer<Node>;
+  /** Resolves after the next successful sync that starts after this call. */
+  nextSync(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts the daemon for `nodeNs` with the given config overrides. */
+export async function startInProcessProxy(
+  nodeNs: string,
+  nodeName: string,
+  overrides: Partial<ProxyDaemonConfig> = {},
+): Promise<InProcessProxy> {
+  const services = new FakeInformer<Service>();
+  const slices = new FakeInformer<EndpointSlice>();
+  const nodes = new FakeInformer<Node>();
+  const cfg: ProxyDaemonConfig = {
+    ...defaultProxyConfig(nodeName),
+    healthzBindAddress: '127.0.0.1:0',
+    metricsBindAddress: '127.0.0.1:0',
+    minSyncPeriodMs: 0,
+    clusterCIDRs: ['10.244.0.0/16'],
+    ...overrides,
+  };
+  const log = pino({ level: process.env.SVCNET_TEST_LOG ?? 'silent' }, pino.destination(2));
+  const daemon = await startProxyDaemon(cfg, {
+    execer: new NetnsExecer(nodeNs),
+    sysctl: new FakeSysctl(),
+    clock: createRealClock(),
+    log,
+    informers: { services, endpointSlices: slices, nodes },
+    localAddresses: () => [],
+  });
+  const waiters: (() => void)[] = [];
+  daemon.proxier.onSync(() => {
+    for (const w of waiters.splice(0)) w();
+  });
+  return {
+    daemon,
+    services,
+    slices,
+    nodes,
+    nextSync: () => new Promise<void>((resolve) => waiters.push(resolve)),
+    stop: () => daemon.stop(),
+  };
+}
+
+/** A ClusterIP/NodePort Service. */
+export function service(
+  name: string,
+  clusterIP: string,
+  port: number,
+  opts: {
+    protocol?: 'TCP' | 'UDP';
+    nodePort?: number;
+    type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer';
+    externalTrafficPolicy?: 'Cluster' | 'Local';
+    healthCheckNodePort?: number;
+  } = {},
+): Service {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace: 'default', resourceVersion: String(Date.now()) },
+    spec: {
+      type: opts.type ?? (opts.nodePort !== undefined ? 'NodePort' : 'ClusterIP'),
+      clusterIP,
+      clusterIPs: [clusterIP],
+      ports: [
+        {
+          name: 'p',
+          port,
+          targetPort: port,
+          protocol: opts.protocol ?? 'TCP',
+          ...(opts.nodePort !== undefined ? { nodePort: opts.nodePort } : {}),
+        },
+      ],
+      ...(opts.externalTrafficPolicy !== undefined
+        ? { externalTrafficPolicy: opts.externalTrafficPolicy }
+        : {}),
+      ...(opts.healthCheckNodePort !== undefined
+        ? { healthCheckNodePort: opts.healthCheckNodePort }
+        : {}),
+    },
+  };
+}
+
+/** An EndpointSlice for `svc` with ready endpoints on `nodeName`. */
+export function slice(
+  svcName: string,
+  port: number,
+  ips: readonly string[],
+  nodeName: string,
+  opts: { protocol?: 'TCP' | 'UDP'; name?: string } = {},
+): EndpointSlice {
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    addressType: 'IPv4',
+    metadata: {
+      name: opts.name ?? `${svcName}-abc`,
+      namespace: 'default',
+      labels: { 'kubernetes.io/service-name': svcName },
+      annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': new Date().toISOString() },
+      resourceVersion: String(Date.now()),
+    },
+    ports: [{ name: 'p', port, protocol: opts.protocol ?? 'TCP' }],
+    endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true }, nodeName })),
+  };
+}
+
+export { objectKey };
