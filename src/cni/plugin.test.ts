@@ -23,7 +23,10 @@ function world(execer = new FakeExecer()): {
 } {
   const ip = new FakeIp();
   ip.addNetns(POD);
-  const sysctl = new FakeSysctl({ 'net.ipv4.ip_forward': '0', 'net.ipv6.conf.all.forwarding': '0' });
+  const sysctl = new FakeSysctl({
+    'net.ipv4.ip_forward': '0',
+    'net.ipv6.conf.all.forwarding': '0',
+  });
   const store = new MemoryIpamStore();
   return {
     deps: { ip, sysctl, store, execer, findPlugin: (t) => Promise.resolve(`/opt/cni/bin/${t}`) },

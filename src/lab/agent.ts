@@ -111,7 +111,7 @@ export function runningStatus(
       restartCount: 0,
       state: { running: { startedAt: started.startedAt } },
     })),
-  } as NonNullable<Pod['status']>;
+  };
 }
 
 export class NodeAgent {

@@ -117,4 +117,3 @@ test('FakeIp models the kernel rules the plugin depends on', async () => {
   assert.equal(await ip.netnsExists('/p'), false);
   await assert.rejects(ip.links('/p'), /No such file/);
 });
-
