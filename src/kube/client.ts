@@ -32,94 +32,76 @@ export interface ResourceSpec {
   ) => Promise<{ items: unknown[]; metadata?: { resourceVersion?: string } }>;
 }
 
+type Selectors = { labelSelector?: string; fieldSelector?: string };
+
+/** The request parameters for the selectors that are set (an absent selector is left out). */
+function selectors(labelSelector?: string, fieldSelector?: string): Selectors {
+  return {
+    ...(labelSelector ? { labelSelector } : {}),
+    ...(fieldSelector ? { fieldSelector } : {}),
+  };
+}
+
 export const SERVICES: ResourceSpec = {
   path: '/api/v1/services',
   model: 'V1Service',
-  list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.CoreV1Api).listServiceForAllNamespaces({
-      ...(labelSelector ? { labelSelector } : {}),
-      ...(fieldSelector ? { fieldSelector } : {}),
-    }),
+  list: (kc, label, field) =>
+    kc.makeApiClient(k8s.CoreV1Api).listServiceForAllNamespaces(selectors(label, field)),
 };
 
 export const ENDPOINT_SLICES: ResourceSpec = {
   path: '/apis/discovery.k8s.io/v1/endpointslices',
   model: 'V1EndpointSlice',
-  list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.DiscoveryV1Api).listEndpointSliceForAllNamespaces({
-      ...(labelSelector ? { labelSelector } : {}),
-      ...(fieldSelector ? { fieldSelector } : {}),
-    }),
+  list: (kc, label, field) =>
+    kc.makeApiClient(k8s.DiscoveryV1Api).listEndpointSliceForAllNamespaces(selectors(label, field)),
 };
 
 export const NODES: ResourceSpec = {
   path: '/api/v1/nodes',
   model: 'V1Node',
-  list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.CoreV1Api).listNode({
-      ...(labelSelector ? { labelSelector } : {}),
-      ...(fieldSelector ? { fieldSelector } : {}),
-    }),
+  list: (kc, label, field) => kc.makeApiClient(k8s.CoreV1Api).listNode(selectors(label, field)),
 };
 
 export const PODS: ResourceSpec = {
   path: '/api/v1/pods',
   model: 'V1Pod',
-  list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.CoreV1Api).listPodForAllNamespaces({
-      ...(labelSelector ? { labelSelector } : {}),
-      ...(fieldSelector ? { fieldSelector } : {}),
-    }),
+  list: (kc, label, field) =>
+    kc.makeApiClient(k8s.CoreV1Api).listPodForAllNamespaces(selectors(label, field)),
 };
 
 export const ENDPOINTS: ResourceSpec = {
   path: '/api/v1/endpoints',
   model: 'V1Endpoints',
-  list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.CoreV1Api).listEndpointsForAllNamespaces({
-      ...(labelSelector ? { labelSelector } : {}),
-      ...(fieldSelector ? { fieldSelector } : {}),
-    }),
+  list: (kc, label, field) =>
+    kc.makeApiClient(k8s.CoreV1Api).listEndpointsForAllNamespaces(selectors(label, field)),
 };
 
 export const DEPLOYMENTS: ResourceSpec = {
   path: '/apis/apps/v1/deployments',
   model: 'V1Deployment',
-  list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.AppsV1Api).listDeploymentForAllNamespaces({
-      ...(labelSelector ? { labelSelector } : {}),
-      ...(fieldSelector ? { fieldSelector } : {}),
-    }),
+  list: (kc, label, field) =>
+    kc.makeApiClient(k8s.AppsV1Api).listDeploymentForAllNamespaces(selectors(label, field)),
 };
 
 export const REPLICA_SETS: ResourceSpec = {
   path: '/apis/apps/v1/replicasets',
   model: 'V1ReplicaSet',
-  list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.AppsV1Api).listReplicaSetForAllNamespaces({
-      ...(labelSelector ? { labelSelector } : {}),
-      ...(fieldSelector ? { fieldSelector } : {}),
-    }),
+  list: (kc, label, field) =>
+    kc.makeApiClient(k8s.AppsV1Api).listReplicaSetForAllNamespaces(selectors(label, field)),
 };
 
 export const STATEFUL_SETS: ResourceSpec = {
   path: '/apis/apps/v1/statefulsets',
   model: 'V1StatefulSet',
-  list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.AppsV1Api).listStatefulSetForAllNamespaces({
-      ...(labelSelector ? { labelSelector } : {}),
-      ...(fieldSelector ? { fieldSelector } : {}),
-    }),
+  list: (kc, label, field) =>
+    kc.makeApiClient(k8s.AppsV1Api).listStatefulSetForAllNamespaces(selectors(label, field)),
 };
 
 export const NAMESPACES: ResourceSpec = {
   path: '/api/v1/namespaces',
   model: 'V1Namespace',
-  list: (kc, labelSelector, fieldSelector) =>
-    kc.makeApiClient(k8s.CoreV1Api).listNamespace({
-      ...(labelSelector ? { labelSelector } : {}),
-      ...(fieldSelector ? { fieldSelector } : {}),
-    }),
+  list: (kc, label, field) =>
+    kc.makeApiClient(k8s.CoreV1Api).listNamespace(selectors(label, field)),
 };
 
 export interface InformerOptions {
