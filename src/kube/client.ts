@@ -122,6 +122,8 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
   private stopped = false;
   private backoffMs: number;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** A list+watch start in flight: it opens its watch only after the list returns. */
+  private starting: Promise<void> | undefined;
   private readonly opts: InformerOptions;
 
   constructor(kc: k8s.KubeConfig, spec: ResourceSpec, opts: InformerOptions) {
@@ -177,19 +179,30 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
     }
   }
 
+  private track(p: Promise<void>): void {
+    const tracked = p
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.starting === tracked) this.starting = undefined;
+      });
+    this.starting = tracked;
+  }
+
   private scheduleRestart(): void {
     if (this.stopped || this.retryTimer) return;
     const delay = this.backoffMs;
     this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxBackoffMs ?? 30_000);
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
-      this.lw.start().then(
-        () => {
-          this.backoffMs = this.opts.initialBackoffMs ?? 500;
-        },
-        () => {
-          this.scheduleRestart();
-        },
+      this.track(
+        this.lw.start().then(
+          () => {
+            this.backoffMs = this.opts.initialBackoffMs ?? 500;
+          },
+          () => {
+            this.scheduleRestart();
+          },
+        ),
       );
     }, delay);
     this.retryTimer.unref();
@@ -211,7 +224,7 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
         }
         setTimeout(check, 50).unref();
       };
-      void this.lw.start().finally(check);
+      this.track(this.lw.start().finally(check));
     });
     if (!this.synced) {
       this.synced = true;
@@ -223,6 +236,13 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.lw.stop();
+    // client-node's ListWatch opens the watch after its list returns without looking at its
+    // stopped flag again, so a start that was mid-list would leave a watch open: wait for it
+    // and stop once more.
+    if (this.starting) {
+      await this.starting;
+      await this.lw.stop();
+    }
   }
 
   hasSynced(): boolean {
