@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { serve, type ServerType } from '@hono/node-server';
 import { SvcnetError } from '../errors.js';
@@ -178,6 +178,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
         );
 
   let server: ServerType | undefined;
+  const sockets = new Set<Socket>();
   const bound = await new Promise<AddressInfo>((resolve, reject) => {
     const app = createApiServer({
       store,
@@ -198,6 +199,13 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
       },
     );
     server.once('error', reject);
+    // Every raw socket, including TLS handshakes not yet seen by the HTTP layer, so close()
+    // can end them all: closeAllConnections() misses a socket still in its handshake, which
+    // then becomes a keep-alive watch connection that close() would wait on forever.
+    server.on('connection', (sock: Socket) => {
+      sockets.add(sock);
+      sock.once('close', () => sockets.delete(sock));
+    });
   });
   const urlAddr = bound.address === '0.0.0.0' || bound.address === '::' ? advertise : bound.address;
   const urlHost = urlAddr.includes(':') ? `[${urlAddr}]` : urlAddr;
@@ -223,11 +231,12 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
           resolve();
           return;
         }
-        if ('closeAllConnections' in s) s.closeAllConnections();
         s.close(() => {
           dataDir?.close();
           resolve();
         });
+        // After close() no new connection is accepted, so this ends every one there is.
+        for (const sock of sockets) sock.destroy();
       }),
   };
 }
