@@ -40,7 +40,8 @@ if (files.length === 0) {
 const args = ['--import', 'tsx', '--test', '--test-reporter=spec'];
 // Root tiers run one file at a time; a handle a test leaks must not hang CI, and no single test
 // may run away with CI's 90 minutes.
-if (tier !== 'unit') args.push('--test-concurrency=1', '--test-force-exit', '--test-timeout=600000');
+if (tier !== 'unit')
+  args.push('--test-concurrency=1', '--test-force-exit', '--test-timeout=600000');
 let cmd = process.execPath;
 let argv = [...args, ...files];
 // Integration tests run inside a private network namespace that dies with the run, so no
