@@ -7,6 +7,7 @@
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
 import * as dnsPacket from 'dns-packet';
+import { closeQuietly } from '../util/close.js';
 
 export interface StubRecord {
   readonly name: string;
@@ -157,21 +158,6 @@ export class FakeUpstream {
     for (const c of this.conns) c.destroy();
     const udp = this.udp;
     const tcp = this.tcp;
-    await Promise.all([
-      udp
-        ? new Promise<void>((r) =>
-            udp.close(() => {
-              r();
-            }),
-          )
-        : Promise.resolve(),
-      tcp
-        ? new Promise<void>((r) =>
-            tcp.close(() => {
-              r();
-            }),
-          )
-        : Promise.resolve(),
-    ]);
+    await Promise.all([closeQuietly(udp), closeQuietly(tcp)]);
   }
 }

@@ -30,6 +30,7 @@ import {
   type ParsedQuery,
   type ResourceRecord,
 } from './wire.js';
+import { closeQuietly } from '../util/close.js';
 
 export type Proto = 'udp' | 'tcp';
 
@@ -506,21 +507,6 @@ export class DnsServer {
     const tcp = this.tcp;
     this.udp = undefined;
     this.tcp = undefined;
-    await Promise.all([
-      udp
-        ? new Promise<void>((r) =>
-            udp.close(() => {
-              r();
-            }),
-          )
-        : Promise.resolve(),
-      tcp
-        ? new Promise<void>((r) =>
-            tcp.close(() => {
-              r();
-            }),
-          )
-        : Promise.resolve(),
-    ]);
+    await Promise.all([closeQuietly(udp), closeQuietly(tcp)]);
   }
 }
