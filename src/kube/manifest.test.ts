@@ -87,7 +87,7 @@ spec:
 test('unknown kinds and invalid YAML are errors naming the document', () => {
   assert.match(
     errorsOf('apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n')[0] ?? '',
-    /m\.yaml: Gadget default\/g|Gadget g: kind: unknown kind "Gadget"/,
+    /^m\.yaml: Gadget g: kind: unknown kind "Gadget"$/,
   );
   assert.match(errorsOf('kind: Service\n  bad: [\n')[0] ?? '', /^m\.yaml: invalid YAML at line/);
 });

@@ -33,6 +33,22 @@ import {
 import type { Fixture, FixtureCase, FixtureProfile, FixtureStep } from './kube-proxy-fixtures.js';
 
 /** A minimal kube-proxy: what one IP family's proxier does per sync, over a FakeIptables. */
+function keyOf(o: { metadata?: { namespace?: string; name?: string } }): string {
+  return `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
+}
+
+/** Feeds the previous/current pair of one object to a change tracker and records the current. */
+function fold<T>(
+  store: Map<string, T>,
+  key: string,
+  cur: T | undefined,
+  update: (prev: T | undefined, cur: T | undefined) => void,
+): void {
+  update(store.get(key), cur);
+  if (cur === undefined) store.delete(key);
+  else store.set(key, cur);
+}
+
 class FixtureProxier {
   readonly ipt: FakeIptables;
   private readonly svcTracker: ServiceChangeTracker;
@@ -56,35 +72,25 @@ class FixtureProxier {
   }
 
   upsertServices(objs: Service[]): void {
-    for (const s of objs) {
-      const key = `${s.metadata?.namespace ?? 'default'}/${s.metadata?.name ?? ''}`;
-      this.svcTracker.update(this.services.get(key), s);
-      this.services.set(key, s);
-    }
+    for (const s of objs) fold(this.services, keyOf(s), s, (a, b) => this.svcTracker.update(a, b));
   }
 
   deleteServices(refs: { namespace: string; name: string }[]): void {
-    for (const r of refs) {
-      const key = `${r.namespace}/${r.name}`;
-      this.svcTracker.update(this.services.get(key), undefined);
-      this.services.delete(key);
-    }
+    for (const r of refs)
+      fold(this.services, `${r.namespace}/${r.name}`, undefined, (a, b) =>
+        this.svcTracker.update(a, b),
+      );
   }
 
   upsertSlices(objs: EndpointSlice[]): void {
-    for (const s of objs) {
-      const key = `${s.metadata?.namespace ?? 'default'}/${s.metadata?.name ?? ''}`;
-      this.epTracker.update(this.slices.get(key), s);
-      this.slices.set(key, s);
-    }
+    for (const s of objs) fold(this.slices, keyOf(s), s, (a, b) => this.epTracker.update(a, b));
   }
 
   deleteSlices(refs: { namespace: string; name: string }[]): void {
-    for (const r of refs) {
-      const key = `${r.namespace}/${r.name}`;
-      this.epTracker.update(this.slices.get(key), undefined);
-      this.slices.delete(key);
-    }
+    for (const r of refs)
+      fold(this.slices, `${r.namespace}/${r.name}`, undefined, (a, b) =>
+        this.epTracker.update(a, b),
+      );
   }
 
   sync(): void {
