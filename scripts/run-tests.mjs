@@ -44,10 +44,10 @@ if (tier !== 'unit')
   args.push('--test-concurrency=1', '--test-force-exit', '--test-timeout=600000');
 let cmd = process.execPath;
 let argv = [...args, ...files];
-// Integration tests run inside a private network namespace that dies with the run, so no
+// Integration and e2e tests run inside a private network namespace that dies with the run, so no
 // rule, route or address can reach the machine's root namespace even if a test misbehaves.
 // Tests that need several hosts still create `ip netns` namespaces of their own in there.
-if (tier === 'integration' && process.getuid?.() === 0) {
+if (tier !== 'unit' && process.getuid?.() === 0) {
   const probe = spawnSync('unshare', ['--net', 'true']);
   if (probe.status === 0) {
     argv = [

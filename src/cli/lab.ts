@@ -2,14 +2,54 @@
 // returns once the lab is ready and leaves the supervisor running in its sandbox; `supervise`
 // is that supervisor's own entry point (internal, started by `up`).
 
-import { InvalidArgumentError, type Command } from 'commander';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import pino from 'pino';
 import { RealExecer } from '../os/exec.js';
-import { findLab, labDown, labExec, labUp } from '../lab/lab.js';
+import { SvcnetError } from '../errors.js';
+import { parseManifests } from '../kube/manifest.js';
+import type { KubeObject } from '../kube/types.js';
+import { findLab, labDown, labExec, labRestart, labUp } from '../lab/lab.js';
+import { runLabAgent } from '../lab/node-agent-main.js';
 import { superviseLab } from '../lab/supervisor.js';
 import { startForwarder } from '../lab/forward.js';
 import { waitForTermination } from '../os/process.js';
 import { planLab } from '../lab/topology.js';
-import { action } from './run.js';
+import { action, readSources } from './run.js';
+
+const CNI_CHOICES = ['svcnet', 'reference'] as const;
+type CniChoice = (typeof CNI_CHOICES)[number];
+
+function collect(v: string, prev: string[]): string[] {
+  return [...prev, v];
+}
+
+/** How this process was started, to start more svcnet processes the same way. */
+function selfArgv(): string[] {
+  return [process.execPath, ...process.execArgv, process.argv[1] ?? ''];
+}
+
+/** A directory stands for its .yaml/.yml/.json files in name order, as with `kubectl apply -f DIR`. */
+function expandDirs(paths: readonly string[]): string[] {
+  return paths.flatMap((p) => {
+    if (p === '-' || !existsSync(p) || !statSync(p).isDirectory()) return [p];
+    return readdirSync(p)
+      .filter((f) => /\.(ya?ml|json)$/.test(f))
+      .sort()
+      .map((f) => join(p, f));
+  });
+}
+
+/** The manifests' objects in input order, Namespaces first (they must exist before their contents). */
+async function loadObjects(files: readonly string[]): Promise<KubeObject[]> {
+  if (files.length === 0) return [];
+  const all = parseManifests(await readSources(expandDirs(files))).all;
+  return [
+    ...all.filter((o) => o.kind === 'Namespace'),
+    ...all.filter((o) => o.kind !== 'Namespace'),
+  ];
+}
 
 function positiveInt(v: string): number {
   const n = Number(v);
@@ -33,20 +73,55 @@ export function registerLabCommand(program: Command): void {
     .description('a multi-node cluster in network namespaces on this machine (root)');
   lab
     .command('up')
-    .description('build the lab and return when it is ready')
+    .description('build the lab, apply the manifests, and return when every Pod serves')
     .option('--name <name>', 'lab name', 'svcnet')
     .option('--nodes <n>', 'nodes including the control plane', positiveInt, 3)
+    .option(
+      '-f, --filename <file>',
+      'manifest file or directory to apply once the cluster is up (repeatable)',
+      collect,
+      [],
+    )
+    .addOption(
+      new Option('--cni <plugin>', 'CNI plugins of the node agents')
+        .choices(CNI_CHOICES)
+        .default('svcnet'),
+    )
+    .option('--timeout <seconds>', 'give up after this long', positiveInt, 180)
     .action(
-      action('lab up', async (o: { name: string; nodes: number }) => {
-        planLab({ name: o.name, nodes: o.nodes }); // validate before starting anything
-        const started = Date.now();
-        const running = await labUp({
-          name: o.name,
-          nodes: o.nodes,
-          self: [process.execPath, ...process.execArgv, process.argv[1] ?? ''],
-        });
-        return `lab ${o.name} is up in ${Date.now() - started} ms (supervisor pid ${running.unsharePid})\n${describeNodes(running.state.plan)}\n\nsvcnet lab exec ${running.state.plan.nodes[0]?.name ?? ''} -- ip addr   # run a command on a node\nsvcnet lab down                  # remove everything`;
-      }),
+      action(
+        'lab up',
+        async (o: {
+          name: string;
+          nodes: number;
+          filename: string[];
+          cni: CniChoice;
+          timeout: number;
+        }) => {
+          planLab({ name: o.name, nodes: o.nodes }); // validate before starting anything
+          const objects = await loadObjects(o.filename);
+          const up = await labUp({
+            name: o.name,
+            nodes: o.nodes,
+            cni: o.cni,
+            objects,
+            timeoutMs: o.timeout * 1000,
+            progress: (m) => process.stderr.write(`${m}\n`),
+          });
+          const applied = up.applied.map((a) => `${a.ref} ${a.action}`);
+          const first = up.state.plan.nodes[0]?.name ?? '';
+          return [
+            `lab ${o.name} is up in ${(up.timings.ready / 1000).toFixed(1)} s (cni ${o.cni}, supervisor pid ${String(up.unsharePid)})`,
+            describeNodes(up.state.plan),
+            ...(applied.length > 0 ? ['', ...applied] : []),
+            '',
+            `export KUBECONFIG=${up.state.kubeconfig ?? ''}   # or: svcnet lab kubeconfig`,
+            'kubectl get pods -A -o wide',
+            `svcnet lab exec ${first} -- ip route   # a command on a node (or a pod: [namespace/]name)`,
+            'svcnet lab down                  # remove everything',
+          ].join('\n');
+        },
+      ),
     );
   lab
     .command('down')
@@ -107,20 +182,107 @@ export function registerLabCommand(program: Command): void {
       }),
     );
   lab
+    .command('restart')
+    .description('restart one lab component: proxy-NODE, agent-NODE, controller, apiserver')
+    .argument('<component>', 'component name, as in the lab logs folder')
+    .option('--name <name>', 'lab name', 'svcnet')
+    .action(
+      action('lab restart', (component: string, o: { name: string }) =>
+        labRestart(o.name, component),
+      ),
+    );
+  lab
+    .command('kubeconfig')
+    .description("print the kubeconfig of the lab's API server (for kubectl on this machine)")
+    .option('--name <name>', 'lab name', 'svcnet')
+    .action(
+      action('lab kubeconfig', (o: { name: string }) => {
+        const running = findLab(o.name);
+        if (!running?.state.kubeconfig)
+          throw new SvcnetError('NOT_FOUND', `lab ${o.name} is not running`);
+        return Promise.resolve(readFileSync(running.state.kubeconfig, 'utf8').trimEnd());
+      }),
+    );
+  lab
+    .command('agent', { hidden: true })
+    .description("internal: a lab node's agent (its kubelet), run inside the node namespace")
+    .requiredOption('--kubeconfig <file>')
+    .requiredOption('--node <name>')
+    .requiredOption('--node-ip <ip>')
+    .requiredOption('--pod-cidr <cidr>')
+    .addOption(new Option('--role <role>').choices(['control-plane', 'worker']).default('worker'))
+    .addOption(new Option('--cni <plugin>').choices(CNI_CHOICES).default('svcnet'))
+    .requiredOption('--cni-bin-dir <dir>')
+    .requiredOption('--cluster-dns <ip>')
+    .option('--cluster-domain <domain>', 'cluster domain', 'cluster.local')
+    .requiredOption('--state-dir <dir>')
+    .action(
+      action(
+        'lab agent',
+        async (o: {
+          kubeconfig: string;
+          node: string;
+          nodeIp: string;
+          podCidr: string;
+          role: 'control-plane' | 'worker';
+          cni: CniChoice;
+          cniBinDir: string;
+          clusterDns: string;
+          clusterDomain: string;
+          stateDir: string;
+        }) => {
+          await runLabAgent(
+            {
+              kubeconfig: o.kubeconfig,
+              node: o.node,
+              nodeIP: o.nodeIp,
+              podCIDR: o.podCidr,
+              role: o.role,
+              cni: o.cni,
+              cniBinDir: o.cniBinDir,
+              clusterDNS: o.clusterDns,
+              clusterDomain: o.clusterDomain,
+              stateDir: o.stateDir,
+              self: selfArgv(),
+              log: pino({ base: { component: 'lab-agent', node: o.node } }, pino.destination(2)),
+            },
+            waitForTermination(),
+          );
+          return undefined;
+        },
+      ),
+    );
+  lab
     .command('supervise', { hidden: true })
     .description('internal: the lab supervisor (PID 1 of the lab sandbox)')
     .requiredOption('--name <name>')
     .requiredOption('--nodes <n>', 'nodes', positiveInt)
+    .addOption(new Option('--cni <plugin>').choices(CNI_CHOICES).default('svcnet'))
+    .requiredOption('--cni-bin-dir <dir>')
     .requiredOption('--state-dir <dir>')
+    .option('--lifeline', 'tear down when stdin closes')
     .action(
-      action('lab supervise', async (o: { name: string; nodes: number; stateDir: string }) => {
-        await superviseLab({
-          plan: planLab({ name: o.name, nodes: o.nodes }),
-          stateDir: o.stateDir,
-          execer: new RealExecer(),
-          log: (m) => process.stderr.write(`${new Date().toISOString()} ${m}\n`),
-        });
-        return undefined;
-      }),
+      action(
+        'lab supervise',
+        async (o: {
+          name: string;
+          nodes: number;
+          cni: CniChoice;
+          cniBinDir: string;
+          stateDir: string;
+          lifeline?: boolean;
+        }) => {
+          await superviseLab({
+            lifeline: o.lifeline === true,
+            plan: planLab({ name: o.name, nodes: o.nodes }),
+            stateDir: o.stateDir,
+            execer: new RealExecer(),
+            components: { cni: o.cni, cniBinDir: o.cniBinDir },
+            self: selfArgv(),
+            log: (m) => process.stderr.write(`${new Date().toISOString()} ${m}\n`),
+          });
+          return undefined;
+        },
+      ),
     );
 }

@@ -28,6 +28,8 @@ export interface ManifestSet {
   readonly pods: Pod[];
   /** Other known kinds (Deployments, Namespaces, ...) kept as they are. */
   readonly others: KubeObject[];
+  /** Every object, in input order. */
+  readonly all: KubeObject[];
 }
 
 /** Kinds svcnet understands in manifests, with their API group/version and scope. */
@@ -113,7 +115,14 @@ export function parseManifests(sources: readonly ManifestSource[]): ManifestSet 
     for (const { where, value } of parseDocuments(src, errors))
       expandLists(where, value, errors, objects);
   }
-  const set: ManifestSet = { services: [], endpointSlices: [], nodes: [], pods: [], others: [] };
+  const set: ManifestSet = {
+    services: [],
+    endpointSlices: [],
+    nodes: [],
+    pods: [],
+    others: [],
+    all: [],
+  };
   for (const { where, obj } of objects) {
     const kind = obj.kind;
     if (typeof kind !== 'string' || kind === '') {
@@ -148,6 +157,7 @@ export function parseManifests(sources: readonly ManifestSource[]): ManifestSet 
         namespace: typeof ns === 'string' && ns !== '' ? ns : 'default',
       };
     }
+    set.all.push(obj);
     switch (kind) {
       case 'Service':
         errors.push(...validateService(obj as Service));

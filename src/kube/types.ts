@@ -153,7 +153,15 @@ export interface Node extends KubeObject {
   spec?: { podCIDR?: string; podCIDRs?: string[]; unschedulable?: boolean; taints?: Taint[] };
   status?: {
     addresses?: NodeAddress[];
-    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    conditions?: {
+      type: string;
+      status: string;
+      reason?: string;
+      message?: string;
+      lastHeartbeatTime?: string;
+      lastTransitionTime?: string;
+    }[];
+    nodeInfo?: Record<string, string>;
   };
 }
 

@@ -33,8 +33,13 @@ class FakeClock implements AgentClock {
 class FakeRuntime implements PodRuntime {
   events: string[] = [];
   probeResult = true;
+  failStarts = 0;
   start(pod: Pod) {
     this.events.push(`start ${pod.metadata?.name}`);
+    if (this.failStarts > 0) {
+      this.failStarts--;
+      return Promise.reject(new Error('CNI ADD failed'));
+    }
     return Promise.resolve({
       ip: `10.244.1.${this.events.length + 1}`,
       startedAt: '2026-01-01T00:00:00.000Z',
@@ -171,4 +176,27 @@ test('a failing runtime is logged and counted; the agent keeps serving other Pod
     status.updates.map((u) => u.name),
     ['good'],
   );
+});
+
+test('a Pod whose start fails is retried with a doubling back-off, then reported', async () => {
+  const { informer, runtime, status, clock, agent } = setup();
+  await informer.start();
+  runtime.failStarts = 2;
+  informer.upsert(pod('web-1', 'n1'));
+  await agent.idle();
+  assert.deepEqual(runtime.events, ['start web-1']);
+  assert.equal(agent.errors, 1);
+  clock.advance(999);
+  await agent.idle();
+  assert.equal(runtime.events.length, 1, 'no retry before 1 s');
+  clock.advance(1);
+  await agent.idle();
+  assert.equal(runtime.events.length, 2, 'first retry after 1 s');
+  clock.advance(1999);
+  await agent.idle();
+  assert.equal(runtime.events.length, 2, 'second retry waits 2 s');
+  clock.advance(1);
+  await agent.idle();
+  assert.deepEqual(runtime.events, ['start web-1', 'start web-1', 'start web-1']);
+  assert.deepEqual(status.updates, [{ name: 'web-1', ready: true, ip: '10.244.1.4' }]);
 });

@@ -114,8 +114,14 @@ export function runningStatus(
   };
 }
 
+/** First retry of a Pod whose start failed, doubling up to MAX_RETRY_MS. */
+export const RETRY_MS = 1000;
+export const MAX_RETRY_MS = 30_000;
+
 export class NodeAgent {
   private readonly local = new Map<string, LocalPod>();
+  /** Failed start attempts per Pod, for the retry back-off. */
+  private readonly attempts = new Map<string, number>();
   /** Per-Pod chain of pending work, so one Pod's steps never interleave. */
   private readonly queues = new Map<string, Promise<void>>();
   private readonly clock: AgentClock;
@@ -185,7 +191,22 @@ export class NodeAgent {
     }
     const entry: LocalPod = { pod, ready: false, successes: 0, failures: 0, terminating: false };
     this.local.set(key, entry);
-    const started = await this.opts.runtime.start(pod);
+    let started: StartedPod;
+    try {
+      started = await this.opts.runtime.start(pod);
+    } catch (e) {
+      // Like the kubelet's sandbox back-off: forget the attempt and try again later.
+      this.local.delete(key);
+      const attempt = (this.attempts.get(key) ?? 0) + 1;
+      this.attempts.set(key, attempt);
+      const delay = Math.min(MAX_RETRY_MS, RETRY_MS * 2 ** (attempt - 1));
+      const timer = this.clock.setInterval(() => {
+        timer.cancel();
+        this.enqueue(key);
+      }, delay);
+      throw e;
+    }
+    this.attempts.delete(key);
     entry.started = started;
     const probe = readinessProbeOf(pod);
     entry.ready = probe === undefined;

@@ -4,7 +4,10 @@ import { planComponents, labPaths } from './components.js';
 import { planLab } from './topology.js';
 
 test('the control plane runs in the first node; every node gets an agent and a proxy', () => {
-  const specs = planComponents(planLab({ nodes: 2 }), labPaths('/run/x'), { cni: 'svcnet' });
+  const specs = planComponents(planLab({ nodes: 2 }), labPaths('/run/x'), {
+    cni: 'svcnet',
+    cniBinDir: '/b',
+  });
   assert.deepEqual(
     specs.map((s) => `${s.netns} ${s.name}`),
     [
@@ -26,6 +29,9 @@ test('the control plane runs in the first node; every node gets an agent and a p
 });
 
 test('--cni reference reaches every agent', () => {
-  const specs = planComponents(planLab({ nodes: 3 }), labPaths('/s'), { cni: 'reference' });
+  const specs = planComponents(planLab({ nodes: 3 }), labPaths('/s'), {
+    cni: 'reference',
+    cniBinDir: '/b',
+  });
   assert.equal(specs.filter((s) => s.args.includes('reference')).length, 3);
 });

@@ -37,6 +37,8 @@ export function labPaths(stateDir: string): LabPaths {
 export interface ComponentOptions {
   /** CNI used by the node agents: our plugin, or Debian's reference plugins. */
   readonly cni: 'svcnet' | 'reference';
+  /** Directory holding the svcnet-cni plugin binary. */
+  readonly cniBinDir: string;
 }
 
 export function planComponents(
@@ -93,8 +95,12 @@ export function planComponents(
         n.ip,
         '--pod-cidr',
         n.podCIDR,
+        '--role',
+        n.role,
         '--cni',
         opts.cni,
+        '--cni-bin-dir',
+        opts.cniBinDir,
         '--cluster-dns',
         plan.dnsServiceIP,
         '--state-dir',

@@ -6,9 +6,18 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
+import { ClientNodeKubeClient } from '../kube/api-client.js';
+import { loadKubeConfig } from '../kube/client.js';
+import type { KubeObject } from '../kube/types.js';
+import { RealExecer, type ExecResult, type Execer } from '../os/exec.js';
 import { runAttached, spawnDetached } from '../os/process.js';
+import { applyObjects, type Applied } from './apply.js';
+import { ensureLabBinaries } from './binaries.js';
+import type { ComponentOptions } from './components.js';
+import { podNetnsName } from './pod-runtime.js';
 import { isAlive, sandboxCommand, sandboxInitPid } from './sandbox.js';
-import { STATE_FILE, type LabState } from './supervisor.js';
+import { CONTROL_SOCKET, STATE_FILE, type LabState } from './supervisor.js';
+import { clusterProblems, proxySettled } from './wait.js';
 
 export const LAB_ROOT = process.env.SVCNET_LAB_ROOT ?? '/run/svcnet/lab';
 
@@ -66,13 +75,26 @@ function sleep(ms: number): Promise<void> {
 export interface UpOptions {
   readonly name: string;
   readonly nodes: number;
-  /** How to re-invoke this CLI (node + its flags + script), e.g. from process.argv. */
-  readonly self: readonly string[];
+  readonly cni: ComponentOptions['cni'];
+  /** Manifests applied once the cluster is up, in order (Namespaces first). */
+  readonly objects?: readonly KubeObject[];
   readonly timeoutMs?: number;
+  /** Tear the lab down when this process exits, however it exits (tests). */
+  readonly lifeline?: boolean;
+  /** Progress lines for the user (stderr). */
+  readonly progress?: (msg: string) => void;
 }
 
-/** Starts the lab and waits until it is ready; throws with the log's tail if it fails. */
-export async function labUp(opts: UpOptions): Promise<RunningLab> {
+export interface UpResult extends RunningLab {
+  readonly applied: readonly Applied[];
+  /** Milliseconds from the call to: supervisor ready (components up), cluster ready. */
+  readonly timings: { readonly components: number; readonly ready: number };
+}
+
+/** Starts the lab, applies the manifests and waits until it all serves; throws with the log's tail if it fails. */
+export async function labUp(opts: UpOptions): Promise<UpResult> {
+  const t0 = Date.now();
+  const progress = opts.progress ?? (() => undefined);
   if (process.getuid?.() !== 0)
     throw new SvcnetError(
       'INVALID_INPUT',
@@ -84,47 +106,124 @@ export async function labUp(opts: UpOptions): Promise<RunningLab> {
       'CONFLICT',
       `lab ${opts.name} is already running (pid ${existing.unsharePid}); run \`svcnet lab down\` first`,
     );
+  const bins = await ensureLabBinaries();
   const stateDir = stateDirOf(opts.name);
   mkdirSync(stateDir, { recursive: true });
   const logFile = join(stateDir, 'lab.log');
   const { cmd, args } = sandboxCommand([
-    ...opts.self,
+    ...bins.self,
     'lab',
     'supervise',
     '--name',
     opts.name,
     '--nodes',
     String(opts.nodes),
+    '--cni',
+    opts.cni,
+    '--cni-bin-dir',
+    bins.cniBinDir,
     '--state-dir',
     stateDir,
+    ...(opts.lifeline === true ? ['--lifeline'] : []),
   ]);
-  const pid = spawnDetached(cmd, args, logFile);
-  writeFileSync(join(stateDir, 'unshare.pid'), `${pid}\n`);
-  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
-  for (;;) {
+  const pid = spawnDetached(cmd, args, logFile, undefined, opts.lifeline === true);
+  writeFileSync(join(stateDir, 'unshare.pid'), `${String(pid)}\n`);
+  const deadline = t0 + (opts.timeoutMs ?? 120_000);
+  const fail = (why: string): SvcnetError => {
+    const log = existsSync(logFile)
+      ? readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n')
+      : '';
+    if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+    return new SvcnetError(
+      'INTERNAL',
+      `lab ${opts.name} failed to start: ${why}\n${log}\n(component logs: ${join(stateDir, 'logs')})`,
+    );
+  };
+  let lab: RunningLab | undefined;
+  while (!lab) {
     const state = readState(stateDir);
     if (state?.status === 'ready') {
       const initPid = sandboxInitPid(pid);
-      if (initPid !== undefined) return { unsharePid: pid, initPid, state, stateDir };
+      if (initPid !== undefined) lab = { unsharePid: pid, initPid, state, stateDir };
     }
-    const failed = state?.status === 'failed' || !isAlive(pid);
-    if (failed || Date.now() > deadline) {
-      const log = existsSync(logFile)
-        ? readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n')
-        : '';
-      if (isAlive(pid)) process.kill(pid, 'SIGKILL');
-      rmSync(stateDir, { recursive: true, force: true });
-      throw new SvcnetError(
-        'INTERNAL',
-        `lab ${opts.name} failed to start${state?.error ? `: ${state.error}` : failed ? '' : ' (timed out)'}\n${log}`,
+    if (state?.status === 'failed' || !isAlive(pid))
+      throw fail(state?.error ?? 'the supervisor exited');
+    if (Date.now() > deadline) throw fail('timed out');
+    if (!lab) await sleep(50);
+  }
+  const components = Date.now() - t0;
+  progress(`components up in ${String(components)} ms; waiting for nodes, Pods and proxies`);
+  const kc = loadKubeConfig(lab.state.kubeconfig);
+  const applied = opts.objects?.length ? await applyObjects(kc, opts.objects) : [];
+  try {
+    await waitForCluster(lab, kc, deadline);
+  } catch (e) {
+    throw fail(e instanceof Error ? e.message : String(e));
+  }
+  return { ...lab, applied, timings: { components, ready: Date.now() - t0 } };
+}
+
+/** Polls until clusterProblems() is empty and every node's proxy has programmed all changes. */
+export async function waitForCluster(
+  lab: RunningLab,
+  kc: ReturnType<typeof loadKubeConfig>,
+  deadline: number,
+): Promise<void> {
+  const client = new ClientNodeKubeClient(kc);
+  const nodeNames = lab.state.plan.nodes.map((n) => n.name);
+  let problems: string[] = ['not checked yet'];
+  while (problems.length > 0) {
+    if (Date.now() > deadline)
+      throw new SvcnetError('TIMEOUT', `cluster not ready: ${problems.slice(0, 8).join('; ')}`);
+    try {
+      const [nodes, pods, deployments, statefulSets, services, endpointSlices] = await Promise.all([
+        client.list('Node'),
+        client.list('Pod'),
+        client.list('Deployment'),
+        client.list('StatefulSet'),
+        client.list('Service'),
+        client.list('EndpointSlice'),
+      ]);
+      problems = clusterProblems(
+        { nodes, pods, deployments, statefulSets, services, endpointSlices },
+        nodeNames,
       );
+      if (problems.length === 0) {
+        // The informers of the proxies see the last EndpointSlice write a moment after us.
+        await sleep(200);
+        for (const n of lab.state.plan.nodes) {
+          const metrics = await inLab(lab, n.netns, [
+            'curl',
+            '-sf',
+            '-m',
+            '2',
+            'http://127.0.0.1:10249/metrics',
+          ]);
+          if (!proxySettled(metrics.stdout)) problems.push(`proxy on ${n.name} not synced`);
+        }
+      }
+    } catch (e) {
+      problems = [e instanceof Error ? e.message : String(e)];
     }
-    await sleep(50);
+    if (problems.length > 0) await sleep(200);
   }
 }
 
+/** Runs a command in a lab namespace and captures its output. */
+export function inLab(
+  lab: RunningLab,
+  netns: string,
+  argv: readonly string[],
+  execer: Execer = new RealExecer(),
+): Promise<ExecResult> {
+  return execer.run({
+    cmd: 'nsenter',
+    args: ['-t', String(lab.initPid), '-m', '-p', '--', 'ip', 'netns', 'exec', netns, ...argv],
+  });
+}
+
 /** Stops the lab: SIGTERM to the supervisor, then SIGKILL after the grace period. */
-export async function labDown(name: string, graceMs = 10_000): Promise<boolean> {
+export async function labDown(name: string, graceMs = 15_000): Promise<boolean> {
   const lab = findLab(name);
   if (!lab) return false;
   process.kill(lab.initPid, 'SIGTERM');
@@ -136,15 +235,36 @@ export async function labDown(name: string, graceMs = 10_000): Promise<boolean> 
   return true;
 }
 
-/** Network namespace of a node (by name or netns) in a running lab. */
-export function resolveTarget(lab: RunningLab, target: string): string {
+/** `[namespace/]name` of a Pod target. */
+function splitPodRef(target: string): { namespace: string; name: string } {
+  const t = target.replace(/^pods?\//, '');
+  const i = t.indexOf('/');
+  return i < 0
+    ? { namespace: 'default', name: t }
+    : { namespace: t.slice(0, i), name: t.slice(i + 1) };
+}
+
+/** Network namespace of a node (by name or netns) or of a running Pod (`[ns/]name`). */
+export async function resolveTarget(lab: RunningLab, target: string): Promise<string> {
   const node = lab.state.plan.nodes.find((n) => n.name === target || n.netns === target);
   if (node) return node.netns;
   if (target === lab.state.plan.hubNetns) return target;
+  const { namespace, name } = splitPodRef(target);
+  const pod =
+    lab.state.kubeconfig === undefined
+      ? undefined
+      : await new ClientNodeKubeClient(loadKubeConfig(lab.state.kubeconfig)).get(
+          'Pod',
+          namespace,
+          name,
+        );
+  if (pod?.status?.podIP) return podNetnsName(pod);
   const known = lab.state.plan.nodes.map((n) => n.name).join(', ');
   throw new SvcnetError(
     'INVALID_INPUT',
-    `lab exec: no node or pod named ${JSON.stringify(target)} (nodes: ${known})`,
+    pod
+      ? `lab exec: pod ${namespace}/${name} is not running yet (phase ${pod.status?.phase ?? 'Pending'})`
+      : `lab exec: no node named ${JSON.stringify(target)} and no pod ${namespace}/${name} (nodes: ${known}; pods: [namespace/]name)`,
   );
 }
 
@@ -161,7 +281,7 @@ export async function labExec(
   if (!lab) throw new SvcnetError('NOT_FOUND', `lab ${name} is not running`);
   if (argv.length === 0)
     throw new SvcnetError('INVALID_INPUT', 'lab exec: missing command after --');
-  const netns = resolveTarget(lab, target);
+  const netns = await resolveTarget(lab, target);
   return runAttached('nsenter', [
     '-t',
     String(lab.initPid),
@@ -174,4 +294,37 @@ export async function labExec(
     netns,
     ...argv,
   ]);
+}
+
+/** Asks the supervisor to restart one component (`proxy-NODE`, `agent-NODE`, `controller`, ...). */
+export async function labRestart(name: string, component: string): Promise<string> {
+  const lab = findLab(name);
+  if (!lab) throw new SvcnetError('NOT_FOUND', `lab ${name} is not running`);
+  const { request } = await import('node:http');
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        socketPath: join(lab.stateDir, CONTROL_SOCKET),
+        method: 'POST',
+        path: `/restart/${component}`,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => {
+          if (res.statusCode === 200) resolve(body.trim());
+          else
+            reject(
+              new SvcnetError(
+                res.statusCode === 404 ? 'INVALID_INPUT' : 'INTERNAL',
+                `lab restart: ${body.trim()}`,
+              ),
+            );
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
 }

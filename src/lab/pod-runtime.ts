@@ -43,6 +43,8 @@ export interface PodRuntimeOptions {
   readonly logDir: string;
   readonly clusterDNS: string;
   readonly clusterDomain: string;
+  /** kubeconfig for Pods that run an API-watching svcnet subcommand (the cluster DNS). */
+  readonly kubeconfig?: string;
   /** How long to wait for a Pod's server to listen. */
   readonly startTimeoutMs?: number;
 }
@@ -126,19 +128,24 @@ export class LabPodRuntime implements PodRuntime {
       const { ip } = await network.add(this.request(pod, netns));
       const etc = join('/etc/netns', netns);
       mkdirSync(etc, { recursive: true });
-      writeFileSync(
-        join(etc, 'resolv.conf'),
-        podResolvConf(
-          pod.metadata?.namespace ?? 'default',
-          this.opts.clusterDNS,
-          this.opts.clusterDomain,
-        ),
-      );
+      // dnsPolicy Default (the cluster DNS's own Pods): the node's resolv.conf, as the kubelet.
+      if ((pod.spec?.dnsPolicy ?? 'ClusterFirst') !== 'Default')
+        writeFileSync(
+          join(etc, 'resolv.conf'),
+          podResolvConf(
+            pod.metadata?.namespace ?? 'default',
+            this.opts.clusterDNS,
+            this.opts.clusterDomain,
+          ),
+        );
       writeFileSync(join(etc, 'hosts'), podHosts(pod, ip, this.opts.clusterDomain));
-      const plan = planPodServer(pod);
+      const plan = planPodServer(
+        pod,
+        this.opts.kubeconfig === undefined ? {} : { kubeconfig: this.opts.kubeconfig },
+      );
       const proc = startProcess(
         'ip',
-        ['netns', 'exec', netns, ...this.opts.self, 'netexec', ...plan.args],
+        ['netns', 'exec', netns, ...this.opts.self, ...plan.args],
         join(this.opts.logDir, `${netns}.log`),
         {
           POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',

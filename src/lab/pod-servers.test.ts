@@ -21,6 +21,7 @@ test('declared container ports become HTTP and UDP servers, in one process', () 
     ]),
   );
   assert.deepEqual(plan.args, [
+    'netexec',
     '--http-port',
     '80',
     '--udp-port',
@@ -46,6 +47,7 @@ test('an agnhost netexec container keeps its own ports and delay', () => {
   assert.deepEqual(plan.udpPorts, []);
   assert.equal(plan.delayShutdownSeconds, 30);
   assert.deepEqual(plan.args, [
+    'netexec',
     '--http-port',
     '8083',
     '--udp-port',
@@ -57,9 +59,43 @@ test('an agnhost netexec container keeps its own ports and delay', () => {
 
 test('a Pod without ports serves HTTP on 80, like the walkthrough nginx', () => {
   assert.deepEqual(planPodServer(pod([{ name: 'nginx', image: 'nginx' }])).args, [
+    'netexec',
     '--http-port',
     '80',
     '--udp-port',
     '-1',
+  ]);
+});
+
+test('a svcnet container runs its own subcommand, with the lab kubeconfig added', () => {
+  const dns = pod([
+    {
+      name: 'dns',
+      command: ['svcnet', 'dns'],
+      args: ['--listen', '0.0.0.0:53'],
+      ports: [
+        { containerPort: 53, protocol: 'UDP' },
+        { containerPort: 53, protocol: 'TCP' },
+        { containerPort: 9153 },
+      ],
+    },
+  ]);
+  const plan = planPodServer(dns, { kubeconfig: '/lab/cluster.kubeconfig' });
+  assert.deepEqual(plan.args, [
+    'dns',
+    '--listen',
+    '0.0.0.0:53',
+    '--kubeconfig',
+    '/lab/cluster.kubeconfig',
+  ]);
+  assert.deepEqual(plan.tcpPorts, [53, 9153]);
+  assert.deepEqual(plan.udpPorts, [53]);
+  const own = pod([{ name: 'x', command: ['svcnet', 'dns', '--kubeconfig', '/k'] }]);
+  assert.deepEqual(planPodServer(own, { kubeconfig: '/lab' }).args, ['dns', '--kubeconfig', '/k']);
+  const netexec = pod([{ name: 'n', command: ['svcnet', 'netexec', '--http-port', '81'] }]);
+  assert.deepEqual(planPodServer(netexec, { kubeconfig: '/lab' }).args, [
+    'netexec',
+    '--http-port',
+    '81',
   ]);
 });

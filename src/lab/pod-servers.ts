@@ -3,7 +3,9 @@
 // commands). A container that already asks for agnhost's netexec (`args: [netexec,
 // --http-port=8080, --udp-port=8081]`, as Kubernetes' e2e Pods do) gets exactly those
 // ports. A Pod that declares no port at all serves HTTP on 80, like the nginx of the
-// Service walkthroughs. Pure.
+// Service walkthroughs. A container whose command is `svcnet SUBCOMMAND ...` runs that
+// svcnet subcommand instead (the lab's cluster DNS Pods run `svcnet dns`), with the lab's
+// kubeconfig added when the subcommand takes one and the container did not give it. Pure.
 
 import type { Pod } from '../kube/types.js';
 
@@ -11,9 +13,17 @@ export interface PodServerPlan {
   readonly tcpPorts: readonly number[];
   readonly udpPorts: readonly number[];
   readonly delayShutdownSeconds: number;
-  /** Arguments after `svcnet netexec`. */
+  /** Arguments after the svcnet CLI: `netexec ...`, or the container's own svcnet command. */
   readonly args: readonly string[];
 }
+
+export interface PodServerOptions {
+  /** kubeconfig given to `svcnet` containers whose subcommand watches the API. */
+  readonly kubeconfig?: string;
+}
+
+/** svcnet subcommands that take `--kubeconfig`. */
+const NEEDS_KUBECONFIG = new Set(['dns', 'proxy', 'controller']);
 
 function flagValue(words: readonly string[], flag: string): string | undefined {
   for (let i = 0; i < words.length; i++) {
@@ -29,9 +39,33 @@ function portOf(v: string | undefined): number | undefined {
   return v !== undefined && Number.isInteger(n) && n >= 1 && n <= 65535 ? n : undefined;
 }
 
-export function planPodServer(pod: Pod): PodServerPlan {
+function declaredPorts(pod: Pod, tcp: Set<number>, udp: Set<number>): void {
+  for (const c of pod.spec?.containers ?? [])
+    for (const p of c.ports ?? []) {
+      if ((p.protocol ?? 'TCP') === 'UDP') udp.add(p.containerPort);
+      else if ((p.protocol ?? 'TCP') === 'TCP') tcp.add(p.containerPort);
+    }
+}
+
+const ascending = (a: number, b: number): number => a - b;
+
+export function planPodServer(pod: Pod, opts: PodServerOptions = {}): PodServerPlan {
   const tcp = new Set<number>();
   const udp = new Set<number>();
+  const own = pod.spec?.containers.find((c) => c.command?.[0] === 'svcnet');
+  if (own) {
+    declaredPorts(pod, tcp, udp);
+    const args = [...(own.command ?? []).slice(1), ...(own.args ?? [])];
+    const wantsKubeconfig = NEEDS_KUBECONFIG.has(args[0] ?? '');
+    if (wantsKubeconfig && opts.kubeconfig !== undefined && !args.includes('--kubeconfig'))
+      args.push('--kubeconfig', opts.kubeconfig);
+    return {
+      tcpPorts: [...tcp].sort(ascending),
+      udpPorts: [...udp].sort(ascending),
+      delayShutdownSeconds: 0,
+      args,
+    };
+  }
   let delay = 0;
   for (const c of pod.spec?.containers ?? []) {
     const words = [...(c.command ?? []), ...(c.args ?? [])];
@@ -42,15 +76,18 @@ export function planPodServer(pod: Pod): PodServerPlan {
       const d = Number(flagValue(words, '--delay-shutdown') ?? '0');
       if (Number.isFinite(d) && d > delay) delay = d;
     }
-    for (const p of c.ports ?? []) {
-      if ((p.protocol ?? 'TCP') === 'UDP') udp.add(p.containerPort);
-      else if ((p.protocol ?? 'TCP') === 'TCP') tcp.add(p.containerPort);
-    }
   }
+  declaredPorts(pod, tcp, udp);
   if (tcp.size === 0 && udp.size === 0) tcp.add(80);
-  const tcpPorts = [...tcp].sort((a, b) => a - b);
-  const udpPorts = [...udp].sort((a, b) => a - b);
-  const args = ['--http-port', String(tcpPorts[0] ?? -1), '--udp-port', String(udpPorts[0] ?? -1)];
+  const tcpPorts = [...tcp].sort(ascending);
+  const udpPorts = [...udp].sort(ascending);
+  const args = [
+    'netexec',
+    '--http-port',
+    String(tcpPorts[0] ?? -1),
+    '--udp-port',
+    String(udpPorts[0] ?? -1),
+  ];
   for (const p of tcpPorts.slice(1)) args.push('--extra-port', `${p}/tcp`);
   for (const p of udpPorts.slice(1)) args.push('--extra-port', `${p}/udp`);
   if (delay > 0) args.push('--delay-shutdown', String(delay));

@@ -1,5 +1,5 @@
 // Starts the lab's component processes (components.ts) inside their node namespaces and stops
-// them in reverse order. Each runs as `ip netns exec NODE svcnet ARGS...`, logs to
+// them. Each runs as `nsenter --net=/run/netns/NODE svcnet ARGS...`, logs to
 // `<logDir>/<name>.log`, and counts as started once its readiness signal appears; a component
 // that exits before that fails `lab up` with the tail of its log.
 
@@ -32,7 +32,14 @@ export async function startComponents(
   try {
     for (const spec of specs) {
       const log = join(logDir, `${spec.name}.log`);
-      const proc = startProcess('ip', ['netns', 'exec', spec.netns, ...self, ...spec.args], log);
+      // nsenter joins only the network namespace. `ip netns exec` would also give the
+      // component a mount namespace of its own, and the Pod namespaces a node agent creates
+      // (bind mounts under /run/netns) would then be invisible to everyone else.
+      const proc = startProcess(
+        'nsenter',
+        [`--net=/run/netns/${spec.netns}`, '--', ...self, ...spec.args],
+        log,
+      );
       running.push({ spec, proc });
       let exited: number | undefined;
       void proc.exited.then((code) => (exited = code));
@@ -58,26 +65,28 @@ export async function startComponents(
   }
 }
 
-/** SIGTERM in reverse start order, SIGKILL whatever is left after graceMs. */
+/** SIGTERM to all at once, SIGKILL whatever is left after graceMs. */
 export async function stopComponents(
   running: readonly RunningComponent[],
   graceMs = 5000,
 ): Promise<void> {
-  for (const c of [...running].reverse()) {
-    c.proc.signal('SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    const killed = await Promise.race([
-      c.proc.exited.then(() => false),
-      new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => {
-          resolve(true);
-        }, graceMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (killed) {
-      c.proc.signal('SIGKILL');
-      await c.proc.exited;
-    }
-  }
+  await Promise.all(
+    running.map(async (c) => {
+      c.proc.signal('SIGTERM');
+      let timer: NodeJS.Timeout | undefined;
+      const killed = await Promise.race([
+        c.proc.exited.then(() => false),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => {
+            resolve(true);
+          }, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (killed) {
+        c.proc.signal('SIGKILL');
+        await c.proc.exited;
+      }
+    }),
+  );
 }

@@ -1,24 +1,41 @@
 // The lab supervisor: PID 1 of the lab sandbox (see sandbox.ts). It builds the lab network
-// from the topology plan, records its state for `lab status` / `lab exec`, and on SIGTERM
-// tears everything down in order. If it is killed instead, the kernel does the teardown.
+// from the topology plan, starts the components in the node namespaces (components.ts), gives
+// the host an API endpoint on 127.0.0.1 (a TCP listener forwarding to the API server's unix
+// socket; nothing else touches the host's network namespace), writes the host kubeconfig,
+// installs the cluster DNS addon, and records its state for `lab status` / `lab exec`. On
+// SIGTERM it stops the components and tears the network down. If it is killed instead, the
+// kernel does the teardown: every process of the sandbox dies with it, and every namespace
+// with its private mounts.
 
-import { writeFileSync, renameSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { Execer } from '../os/exec.js';
+import { loadKubeConfig } from '../kube/client.js';
 import { applyNetworkScript, deleteNamespaces } from './network.js';
 import { mountPrivateDirs } from './sandbox.js';
 import { waitForTermination } from '../os/process.js';
 import { networkScript, type LabPlan } from './topology.js';
+import { labPaths, planComponents, type ComponentOptions } from './components.js';
+import { startComponents, stopComponents, type RunningComponent } from './run-components.js';
+import { startForwarder, type Forwarder } from './forward.js';
+import { applyObjects } from './apply.js';
+import { dnsAddon } from './addons.js';
 
 export interface LabState {
   readonly status: 'starting' | 'ready' | 'failed' | 'stopping';
   readonly plan: LabPlan;
+  readonly cni: ComponentOptions['cni'];
   readonly startedAt: string;
   readonly readyAt?: string;
   readonly error?: string;
+  /** The host's API endpoint (https://127.0.0.1:PORT) and the kubeconfig that names it. */
+  readonly apiServer?: string;
+  readonly kubeconfig?: string;
 }
 
 export const STATE_FILE = 'state.json';
+export const HOST_KUBECONFIG = 'kubeconfig';
 
 export function writeState(stateDir: string, state: LabState): void {
   const tmp = join(stateDir, `${STATE_FILE}.tmp`);
@@ -26,31 +43,152 @@ export function writeState(stateDir: string, state: LabState): void {
   renameSync(tmp, join(stateDir, STATE_FILE));
 }
 
+/** The cluster kubeconfig with its server replaced by the host endpoint. */
+export function hostKubeconfig(clusterKubeconfig: string, server: string, labName: string): string {
+  return clusterKubeconfig
+    .replace(/^(\s*server:\s*).*$/m, `$1${server}`)
+    .replace(/\bsvcnet-admin\b/g, `${labName}-admin`)
+    .replace(/(name|cluster|current-context|context): svcnet\b/g, `$1: ${labName}`)
+    .replace(/^(\s*-\s*name:\s*)svcnet$/gm, `$1${labName}`);
+}
+
+export const CONTROL_SOCKET = 'control.sock';
+
+/**
+ * The supervisor's control endpoint (HTTP on a unix socket in the state directory):
+ * `POST /restart/NAME` stops a component and starts it again, as `svcnet lab restart` asks.
+ */
+function serveControl(
+  path: string,
+  restart: (name: string) => Promise<number | undefined>,
+): Promise<Server> {
+  const server = createServer((req, res) => {
+    const m = /^\/restart\/([-a-z0-9]+)$/.exec(req.url ?? '');
+    if (req.method !== 'POST' || !m) {
+      res.writeHead(404).end('unknown request\n');
+      return;
+    }
+    restart(m[1] ?? '').then(
+      (pid) => {
+        if (pid === undefined) res.writeHead(404).end(`no component named ${m[1] ?? ''}\n`);
+        else res.writeHead(200).end(`${m[1] ?? ''} restarted\n`);
+      },
+      (e: unknown) => {
+        res.writeHead(500).end(`${e instanceof Error ? e.message : String(e)}\n`);
+      },
+    );
+  });
+  rmSync(path, { force: true });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      resolve(server);
+    });
+  });
+}
+
+/** Resolves when stdin reaches its end: the lab's owner (a test run) has gone away. */
+function ownerGone(): Promise<void> {
+  return new Promise((resolve) => {
+    process.stdin.on('data', () => undefined);
+    process.stdin.once('end', resolve);
+    process.stdin.once('close', resolve);
+    process.stdin.once('error', () => {
+      resolve();
+    });
+  });
+}
+
 export interface SupervisorOptions {
+  /** Tear down when stdin closes (the starter holds the other end: a lifeline). */
+  readonly lifeline?: boolean;
   readonly plan: LabPlan;
   readonly stateDir: string;
   readonly execer: Execer;
+  readonly components: ComponentOptions;
+  /** argv prefix that runs the svcnet CLI (the components are `self + args`). */
+  readonly self: readonly string[];
   readonly log: (msg: string) => void;
+}
+
+async function waitForKubeconfig(path: string, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const text = readFileSync(path, 'utf8');
+      if (text.includes('current-context:')) return text;
+    } catch {
+      // not written yet
+    }
+    if (Date.now() > deadline) throw new Error(`API server kubeconfig ${path} not written`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** Builds the lab and serves until SIGTERM/SIGINT; resolves after the teardown. */
 export async function superviseLab(opts: SupervisorOptions): Promise<void> {
   const { plan, stateDir, execer, log } = opts;
   const startedAt = new Date().toISOString();
-  writeState(stateDir, { status: 'starting', plan, startedAt });
+  const base = { plan, startedAt, cni: opts.components.cni };
+  writeState(stateDir, { status: 'starting', ...base });
   const script = networkScript(plan);
+  const paths = labPaths(stateDir);
+  const logDir = join(stateDir, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  let running: RunningComponent[] = [];
+  let forwarder: Forwarder | undefined;
+  let ready: Pick<LabState, 'apiServer' | 'kubeconfig'>;
   try {
     await mountPrivateDirs(execer);
     await applyNetworkScript(execer, script);
+    log(`network ready: ${plan.nodes.length} nodes`);
+    running = await startComponents(
+      planComponents(plan, paths, opts.components),
+      opts.self,
+      logDir,
+    );
+    const clusterKc = await waitForKubeconfig(paths.clusterKubeconfig, 30_000);
+    forwarder = await startForwarder({ host: '127.0.0.1', port: 0 }, { path: paths.apiSocket });
+    const port = 'port' in forwarder.listening ? forwarder.listening.port : 0;
+    const apiServer = `https://127.0.0.1:${String(port)}`;
+    const kubeconfig = join(stateDir, HOST_KUBECONFIG);
+    writeFileSync(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name), { mode: 0o600 });
+    await applyObjects(loadKubeConfig(kubeconfig), dnsAddon(plan));
+    ready = { apiServer, kubeconfig };
+    log(`components started; API server ${apiServer}`);
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
-    writeState(stateDir, { status: 'failed', plan, startedAt, error });
+    writeState(stateDir, { status: 'failed', ...base, error });
+    await stopComponents(running);
     throw e;
   }
-  writeState(stateDir, { status: 'ready', plan, startedAt, readyAt: new Date().toISOString() });
-  log(`lab ${plan.name} ready: ${plan.nodes.length} nodes`);
-  await waitForTermination();
+  const specs = planComponents(plan, paths, opts.components);
+  const control = await serveControl(join(stateDir, CONTROL_SOCKET), async (name) => {
+    const i = running.findIndex((c) => c.spec.name === name);
+    const spec = specs.find((c) => c.name === name);
+    if (spec === undefined) return undefined;
+    if (i >= 0) await stopComponents(running.splice(i, 1));
+    log(`restarting ${name}`);
+    const [again] = await startComponents([spec], opts.self, logDir);
+    if (again) running.push(again);
+    return again?.proc.pid;
+  });
+  writeState(stateDir, { status: 'ready', ...base, ...ready, readyAt: new Date().toISOString() });
+  log(`lab ${plan.name} ready`);
+  await Promise.race([
+    waitForTermination(),
+    ...(opts.lifeline === true
+      ? [
+          ownerGone().then(() => {
+            log('owner gone');
+          }),
+        ]
+      : []),
+  ]);
+  control.close();
   log(`lab ${plan.name} stopping`);
-  writeState(stateDir, { status: 'stopping', plan, startedAt });
+  writeState(stateDir, { status: 'stopping', ...base, ...ready });
+  await forwarder.close();
+  await stopComponents(running);
   await deleteNamespaces(execer, script.namespaces);
 }

@@ -9,21 +9,28 @@ import { constants } from 'node:os';
 
 const osSignals: Partial<Record<string, number>> = constants.signals;
 
-/** Starts `cmd` detached from this process (own session), stdout+stderr appended to logFile. */
+/**
+ * Starts `cmd` detached from this process (own session), stdout+stderr appended to logFile.
+ * With `lifeline`, its stdin is a pipe this process holds open until it exits (however it
+ * exits), so the child can tell when its starter is gone.
+ */
 export function spawnDetached(
   cmd: string,
   args: readonly string[],
   logFile: string,
   env?: Readonly<Record<string, string>>,
+  lifeline = false,
 ): number {
   const fd = openSync(logFile, 'a');
   try {
     const child = spawn(cmd, [...args], {
       detached: true,
-      stdio: ['ignore', fd, fd],
+      stdio: [lifeline ? 'pipe' : 'ignore', fd, fd],
       env: env ? { ...process.env, ...env } : process.env,
     });
     child.unref();
+    // The pipe must not keep this process alive; it closes when this process ends.
+    (child.stdin as (NodeJS.WritableStream & { unref?: () => void }) | null)?.unref?.();
     if (child.pid === undefined) throw new Error(`${cmd}: could not be started`);
     return child.pid;
   } finally {

@@ -1,0 +1,268 @@
+// `svcnet lab agent`: the node agent of one lab node, wired to the real edges. It registers
+// the Node (podCIDR, InternalIP, labels, Ready), watches the Pods bound to it, and runs them
+// with LabPodRuntime: network namespaces attached through the CNI runtime with our plugin
+// (ptp, host-local IPAM over the node's podCIDR) or with Debian's reference plugins (ptp +
+// host-local, as kindnet configures them). Runs inside the node's network namespace.
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { release } from 'node:os';
+import type pino from 'pino';
+import {
+  ClientNodeKubeClient,
+  isConflict,
+  isNotFound,
+  type KubeClient,
+} from '../kube/api-client.js';
+import { createInformer, loadKubeConfig, PODS } from '../kube/client.js';
+import type { Node, Pod } from '../kube/types.js';
+import { RealExecer } from '../os/exec.js';
+import { FileResultCache } from '../cni/runtime/cache.js';
+import { parseConflist, type NetworkConfigList } from '../cni/runtime/parse-conflist.js';
+import { CniRuntime } from '../cni/runtime/runtime.js';
+import { NodeAgent, type PodStatusWriter } from './agent.js';
+import { LabPodRuntime, type PodNetwork, type PodNetworkRequest } from './pod-runtime.js';
+
+export const REFERENCE_CNI_DIR = '/usr/lib/cni';
+
+export interface LabAgentOptions {
+  readonly kubeconfig: string;
+  readonly node: string;
+  readonly nodeIP: string;
+  readonly podCIDR: string;
+  readonly role: 'control-plane' | 'worker';
+  readonly cni: 'svcnet' | 'reference';
+  readonly cniBinDir: string;
+  readonly clusterDNS: string;
+  readonly clusterDomain: string;
+  /** Per-node state: IPAM reservations, CNI result cache, Pod logs. */
+  readonly stateDir: string;
+  readonly self: readonly string[];
+  readonly log: pino.Logger;
+}
+
+/** The node's CNI network: kindnet's shape (ptp + host-local over the podCIDR). */
+export function labConflist(cni: 'svcnet' | 'reference', podCIDR: string, ipamDir: string): string {
+  const ipam = {
+    type: 'host-local',
+    dataDir: ipamDir,
+    ranges: [[{ subnet: podCIDR }]],
+    routes: [{ dst: '0.0.0.0/0' }],
+  };
+  const plugins =
+    cni === 'svcnet'
+      ? [{ type: 'svcnet-cni', mode: 'ptp', mtu: 1500, ipam }]
+      : [{ type: 'ptp', mtu: 1500, ipMasq: false, ipam }];
+  return JSON.stringify({ cniVersion: '1.0.0', name: 'kindnet', plugins });
+}
+
+/** PodNetwork over the CNI runtime: one attachment (eth0) per Pod. */
+export class CniPodNetwork implements PodNetwork {
+  private readonly rt: CniRuntime;
+  private readonly conflist: NetworkConfigList;
+
+  constructor(rt: CniRuntime, conflist: NetworkConfigList) {
+    this.rt = rt;
+    this.conflist = conflist;
+  }
+
+  private attachment(req: PodNetworkRequest): Parameters<CniRuntime['add']>[0] {
+    return {
+      containerId: req.containerId,
+      netns: req.netnsPath,
+      ifName: req.ifName,
+      conflist: this.conflist,
+      args: {
+        IgnoreUnknown: '1',
+        K8S_POD_NAMESPACE: req.podNamespace,
+        K8S_POD_NAME: req.podName,
+        K8S_POD_INFRA_CONTAINER_ID: req.containerId,
+        K8S_POD_UID: req.podUid,
+      },
+    };
+  }
+
+  async add(req: PodNetworkRequest): Promise<{ ip: string }> {
+    const result = await this.rt.add(this.attachment(req));
+    const addr = result.ips?.find((i) => !i.address.includes(':')) ?? result.ips?.[0];
+    if (!addr) throw new Error(`CNI ADD for ${req.podNamespace}/${req.podName} returned no IP`);
+    return { ip: addr.address.split('/')[0] ?? '' };
+  }
+
+  async del(req: PodNetworkRequest): Promise<void> {
+    await this.rt.del(this.attachment(req));
+  }
+}
+
+/** The kubelet's Pod writes, retried on conflict against the latest copy of the Pod. */
+export class KubePodStatusWriter implements PodStatusWriter {
+  private readonly client: KubeClient;
+
+  constructor(client: KubeClient) {
+    this.client = client;
+  }
+
+  async updateStatus(pod: Pod, status: NonNullable<Pod['status']>): Promise<void> {
+    const ns = pod.metadata?.namespace ?? 'default';
+    const name = pod.metadata?.name ?? '';
+    for (let attempt = 0; ; attempt++) {
+      const latest = await this.client.get('Pod', ns, name);
+      if (!latest || latest.metadata?.uid !== pod.metadata?.uid) return;
+      try {
+        await this.client.updateStatus('Pod', { ...latest, status });
+        return;
+      } catch (e) {
+        if (isNotFound(e)) return;
+        if (!isConflict(e) || attempt >= 5) throw e;
+      }
+    }
+  }
+
+  async finalizeDelete(pod: Pod): Promise<void> {
+    const uid = pod.metadata?.uid;
+    try {
+      await this.client.delete(
+        'Pod',
+        pod.metadata?.namespace ?? 'default',
+        pod.metadata?.name ?? '',
+        {
+          gracePeriodSeconds: 0,
+          ...(uid === undefined ? {} : { uid }),
+        },
+      );
+    } catch (e) {
+      if (!isNotFound(e) && !isConflict(e)) throw e;
+    }
+  }
+}
+
+/** The Node object a lab node registers, as kind's kubelet would. */
+export function labNode(opts: {
+  node: string;
+  nodeIP: string;
+  podCIDR: string;
+  role: 'control-plane' | 'worker';
+  now: Date;
+}): Node & { status: NonNullable<Node['status']> } {
+  const labels: Record<string, string> = {
+    'kubernetes.io/hostname': opts.node,
+    'kubernetes.io/os': 'linux',
+    'kubernetes.io/arch': process.arch === 'x64' ? 'amd64' : process.arch,
+    'beta.kubernetes.io/os': 'linux',
+  };
+  if (opts.role === 'control-plane') labels['node-role.kubernetes.io/control-plane'] = '';
+  const t = opts.now.toISOString();
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name: opts.node, labels },
+    spec: { podCIDR: opts.podCIDR, podCIDRs: [opts.podCIDR] },
+    status: {
+      addresses: [
+        { type: 'InternalIP', address: opts.nodeIP },
+        { type: 'Hostname', address: opts.node },
+      ],
+      nodeInfo: {
+        kubeletVersion: 'v1.33.0-svcnet',
+        kubeProxyVersion: 'v1.33.0-svcnet',
+        containerRuntimeVersion: 'svcnet-lab://0.1.0',
+        osImage: 'svcnet lab (network namespaces)',
+        kernelVersion: release(),
+        operatingSystem: 'linux',
+        architecture: process.arch === 'x64' ? 'amd64' : process.arch,
+        machineID: '',
+        systemUUID: '',
+        bootID: '',
+      },
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'KubeletReady',
+          message: 'svcnet lab agent is posting ready status',
+          lastHeartbeatTime: t,
+          lastTransitionTime: t,
+        },
+      ],
+    },
+  };
+}
+
+async function registerNode(client: KubeClient, want: ReturnType<typeof labNode>): Promise<void> {
+  const name = want.metadata?.name ?? '';
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const existing = await client.get('Node', '', name);
+      const current = existing
+        ? await client.update('Node', {
+            ...existing,
+            metadata: {
+              ...existing.metadata,
+              labels: { ...existing.metadata?.labels, ...want.metadata?.labels },
+            },
+            spec: { ...existing.spec, ...want.spec },
+          })
+        : await client.create('Node', { ...want, status: {} });
+      await client.updateStatus('Node', { ...current, status: want.status });
+      return;
+    } catch (e) {
+      if (attempt >= 30) throw e;
+      // The API server may still be starting, or another writer raced us: try again shortly.
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+/** Runs the agent until `stop` resolves; Pods keep running, like containers over a kubelet restart. */
+export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>): Promise<void> {
+  const kc = loadKubeConfig(opts.kubeconfig);
+  const client = new ClientNodeKubeClient(kc);
+  const execer = new RealExecer();
+  const nodeDir = join(opts.stateDir, 'nodes', opts.node);
+  const logDir = join(nodeDir, 'pods');
+  mkdirSync(logDir, { recursive: true });
+  const conflist = parseConflist(
+    labConflist(opts.cni, opts.podCIDR, join(nodeDir, 'ipam')),
+    `${opts.node} CNI network`,
+  );
+  const rt = new CniRuntime({
+    execer,
+    cniPath: opts.cni === 'svcnet' ? [opts.cniBinDir, REFERENCE_CNI_DIR] : [REFERENCE_CNI_DIR],
+    cache: new FileResultCache(join(nodeDir, 'cni-cache')),
+  });
+  await registerNode(
+    client,
+    labNode({
+      node: opts.node,
+      nodeIP: opts.nodeIP,
+      podCIDR: opts.podCIDR,
+      role: opts.role,
+      now: new Date(),
+    }),
+  );
+  opts.log.info({ node: opts.node, podCIDR: opts.podCIDR, cni: opts.cni }, 'Node registered');
+  const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
+  const agent = new NodeAgent({
+    nodeName: opts.node,
+    hostIP: opts.nodeIP,
+    pods,
+    runtime: new LabPodRuntime({
+      execer,
+      network: new CniPodNetwork(rt, conflist),
+      self: opts.self,
+      logDir,
+      clusterDNS: opts.clusterDNS,
+      clusterDomain: opts.clusterDomain,
+      kubeconfig: opts.kubeconfig,
+    }),
+    status: new KubePodStatusWriter(client),
+    log: (fields, msg) => {
+      opts.log.info(fields, msg);
+    },
+  });
+  await pods.start();
+  opts.log.info({ node: opts.node }, 'Watching Pods');
+  await stop;
+  await pods.stop();
+  opts.log.info({ node: opts.node, errors: agent.errors }, 'Agent stopped');
+}

@@ -1,0 +1,90 @@
+// When is the lab "up"? Like `kind create cluster --wait`, plus what a Service walkthrough
+// needs right after: every node registered and Ready, every live Pod Running and Ready, every
+// Deployment and StatefulSet at its replica count, every selector Service's EndpointSlices
+// listing exactly its ready Pods, and (checked by the caller on each node) every proxy with no
+// change left to program. `clusterProblems` is the pure part: what is still missing.
+
+import type { Deployment, EndpointSlice, Node, Pod, Service, StatefulSet } from '../kube/types.js';
+import { isPodReady, isPodTerminating, podIPs } from '../controllers/reconcile-util.js';
+
+export interface ClusterView {
+  readonly nodes: readonly Node[];
+  readonly pods: readonly Pod[];
+  readonly deployments: readonly Deployment[];
+  readonly statefulSets: readonly StatefulSet[];
+  readonly services: readonly Service[];
+  readonly endpointSlices: readonly EndpointSlice[];
+}
+
+const ref = (o: { metadata?: { name?: string; namespace?: string } }): string =>
+  `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+
+function selects(selector: Readonly<Record<string, string>>, pod: Pod): boolean {
+  const labels = pod.metadata?.labels ?? {};
+  return Object.entries(selector).every(([k, v]) => labels[k] === v);
+}
+
+/** Everything that keeps the cluster from being ready; empty when it is. */
+export function clusterProblems(view: ClusterView, nodeNames: readonly string[]): string[] {
+  const problems: string[] = [];
+  for (const name of nodeNames) {
+    const node = view.nodes.find((n) => n.metadata?.name === name);
+    const ready = node?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+    if (!ready) problems.push(`node ${name} not Ready`);
+  }
+  const live = view.pods.filter((p) => !isPodTerminating(p));
+  for (const p of live)
+    if (p.status?.phase !== 'Succeeded' && !(p.status?.phase === 'Running' && isPodReady(p)))
+      problems.push(`pod ${ref(p)} ${p.spec?.nodeName ? 'not Ready' : 'not scheduled'}`);
+  for (const w of [...view.deployments, ...view.statefulSets]) {
+    const want = w.spec?.replicas ?? 1;
+    const st = w.status as { readyReplicas?: number; replicas?: number } | undefined;
+    if ((st?.readyReplicas ?? 0) !== want || (st?.replicas ?? 0) !== want)
+      problems.push(
+        `${w.kind === 'StatefulSet' ? 'statefulset' : 'deployment'} ${ref(w)} has ${String(st?.readyReplicas ?? 0)}/${String(want)} ready`,
+      );
+  }
+  for (const svc of view.services) {
+    const selector = svc.spec?.selector;
+    if (!selector || Object.keys(selector).length === 0 || svc.spec?.type === 'ExternalName')
+      continue;
+    const ns = svc.metadata?.namespace ?? 'default';
+    const want = new Set(
+      live
+        .filter((p) => (p.metadata?.namespace ?? 'default') === ns && selects(selector, p))
+        .filter((p) => isPodReady(p))
+        .flatMap(podIPs),
+    );
+    const have = new Set(
+      view.endpointSlices
+        .filter(
+          (s) =>
+            (s.metadata?.namespace ?? 'default') === ns &&
+            s.metadata?.labels?.['kubernetes.io/service-name'] === svc.metadata?.name,
+        )
+        .flatMap((s) => s.endpoints ?? [])
+        .filter((e) => e.conditions?.ready !== false)
+        .flatMap((e) => e.addresses),
+    );
+    if (want.size !== have.size || [...want].some((ip) => !have.has(ip)))
+      problems.push(`service ${ref(svc)} endpoints not current`);
+  }
+  return problems;
+}
+
+/** Reads one proxy's /metrics text: nothing queued that is not programmed yet. */
+export function proxySettled(metrics: string): boolean {
+  const value = (name: string): number | undefined => {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics);
+    return m ? Number(m[1]) : undefined;
+  };
+  const last = value('kubeproxy_sync_proxy_rules_last_timestamp_seconds');
+  const queued = value('kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds') ?? 0;
+  return (
+    last !== undefined &&
+    last > 0 &&
+    last >= queued &&
+    (value('kubeproxy_sync_proxy_rules_endpoint_changes_pending') ?? 0) === 0 &&
+    (value('kubeproxy_sync_proxy_rules_service_changes_pending') ?? 0) === 0
+  );
+}

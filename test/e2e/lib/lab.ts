@@ -1,0 +1,271 @@
+// The e2e suite's handle on a lab: bring one up (tied to this test process by a lifeline, so
+// a crashed run leaves nothing behind), apply objects, wait for conditions, and run commands
+// (curl, dig, the netexec /dial endpoint) inside its Pods and nodes. Scenarios follow
+// Kubernetes' sig-network e2e tests (../shared/reference/landscape.md §3); each works in its
+// own namespace so scenarios do not see each other's Services.
+//
+// SVCNET_E2E_CNI=reference runs the same suite over Debian's reference CNI plugins.
+
+import { spawnSync } from 'node:child_process';
+import { parseAllDocuments } from 'yaml';
+import { loadKubeConfig } from '../../../src/kube/client.js';
+import { ClientNodeKubeClient, isNotFound } from '../../../src/kube/api-client.js';
+import type { KubeObject, Pod, Service } from '../../../src/kube/types.js';
+import {
+  inLab,
+  labDown,
+  labRestart,
+  labUp,
+  resolveTarget,
+  type RunningLab,
+} from '../../../src/lab/lab.js';
+import { applyObjects } from '../../../src/lab/apply.js';
+import type { ExecResult } from '../../../src/os/exec.js';
+
+export const E2E_CNI: 'svcnet' | 'reference' =
+  process.env.SVCNET_E2E_CNI === 'reference' ? 'reference' : 'svcnet';
+
+/** Why the e2e suite cannot run here, or false. */
+export function e2eSkipReason(): string | false {
+  if (process.getuid?.() !== 0) return 'needs root (the lab creates network namespaces)';
+  const tools = ['unshare', 'nsenter', 'ip', 'iptables-restore', 'curl', 'dig', 'conntrack'];
+  const missing = tools.filter((t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0);
+  if (E2E_CNI === 'reference' && spawnSync('test', ['-x', '/usr/lib/cni/ptp']).status !== 0)
+    missing.push('/usr/lib/cni/ptp (containernetworking-plugins)');
+  return missing.length > 0 ? `needs ${missing.join(', ')}` : false;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls `check` until it returns a value other than undefined/false; throws with `what` on timeout. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+  everyMs = 250,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+      last = undefined;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${String(timeoutMs)} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`,
+      );
+    await sleep(everyMs);
+  }
+}
+
+export interface CurlResult {
+  /** curl's exit code: 0 ok, 7 refused, 28 timed out. */
+  readonly code: number;
+  readonly body: string;
+}
+
+export class E2eLab {
+  readonly name: string;
+  readonly lab: RunningLab;
+  readonly client: ClientNodeKubeClient;
+  readonly kc: ReturnType<typeof loadKubeConfig>;
+
+  private constructor(name: string, lab: RunningLab) {
+    this.name = name;
+    this.lab = lab;
+    this.kc = loadKubeConfig(lab.state.kubeconfig);
+    this.client = new ClientNodeKubeClient(this.kc);
+  }
+
+  /** A 3-node lab (1 control plane + 2 workers) over E2E_CNI, torn down with this process. */
+  static async up(tag: string, nodes = 3): Promise<E2eLab> {
+    const name = `e2e${tag}${String(process.pid)}`.slice(0, 20);
+    const up = await labUp({ name, nodes, cni: E2E_CNI, lifeline: true, timeoutMs: 180_000 });
+    return new E2eLab(name, up);
+  }
+
+  async down(): Promise<void> {
+    await labDown(this.name);
+  }
+
+  get nodes(): readonly { name: string; ip: string; netns: string }[] {
+    return this.lab.state.plan.nodes;
+  }
+
+  /** Creates (or replaces) objects; YAML text or objects. */
+  async apply(objects: string | readonly KubeObject[]): Promise<void> {
+    const list =
+      typeof objects === 'string'
+        ? parseAllDocuments(objects)
+            .map((d) => d.toJS() as KubeObject | null)
+            .filter((o): o is KubeObject => o !== null)
+        : objects;
+    await applyObjects(this.kc, list);
+  }
+
+  async createNamespace(name: string): Promise<void> {
+    await this.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }]);
+  }
+
+  async deleteObject(
+    kind: 'Pod' | 'Service' | 'Deployment' | 'StatefulSet',
+    namespace: string,
+    name: string,
+    gracePeriodSeconds?: number,
+  ): Promise<void> {
+    try {
+      await this.client.delete(kind, namespace, name, {
+        ...(gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds }),
+      });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  }
+
+  async pod(namespace: string, name: string): Promise<Pod | undefined> {
+    return this.client.get('Pod', namespace, name);
+  }
+
+  async service(namespace: string, name: string): Promise<Service | undefined> {
+    return this.client.get('Service', namespace, name);
+  }
+
+  /** Waits until the Pods are Running and Ready; returns them. */
+  async podsReady(namespace: string, names: readonly string[], timeoutMs = 60_000): Promise<Pod[]> {
+    return eventually(
+      `pods ${names.join(', ')} in ${namespace} to be Ready`,
+      async () => {
+        const pods = await Promise.all(names.map((n) => this.pod(namespace, n)));
+        const ok = pods.every(
+          (p) =>
+            p?.status?.phase === 'Running' &&
+            p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        );
+        return ok ? (pods as Pod[]) : undefined;
+      },
+      timeoutMs,
+    );
+  }
+
+  /** Ready endpoint addresses of a Service, from its EndpointSlices. */
+  async endpoints(namespace: string, service: string): Promise<string[]> {
+    const slices = await this.client.list('EndpointSlice', {
+      namespace,
+      labelSelector: `kubernetes.io/service-name=${service}`,
+    });
+    return slices
+      .flatMap((s) => s.endpoints ?? [])
+      .filter((e) => e.conditions?.ready !== false)
+      .flatMap((e) => e.addresses)
+      .sort();
+  }
+
+  /** Runs argv in a node or Pod (`namespace/name`) namespace. */
+  async exec(target: string, argv: readonly string[]): Promise<ExecResult> {
+    const netns = await resolveTarget(this.lab, target);
+    return inLab(this.lab, netns, argv);
+  }
+
+  /** HTTP GET from a node or Pod; connection failures are in `code`, not thrown. */
+  async curl(from: string, url: string, timeoutSeconds = 3): Promise<CurlResult> {
+    const r = await this.exec(from, ['curl', '-sS', '-m', String(timeoutSeconds), url]);
+    return { code: r.code, body: r.stdout.trim() };
+  }
+
+  /** `dig +short` from a node or Pod (with the Pod's search path when `search`). */
+  async dig(from: string, args: readonly string[], search = false): Promise<string[]> {
+    const r = await this.exec(from, [
+      'dig',
+      '+short',
+      '+time=3',
+      '+tries=2',
+      ...(search ? ['+search'] : []),
+      ...args,
+    ]);
+    return r.stdout
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith(';'));
+  }
+
+  /**
+   * agnhost's /dial from a Pod's netexec server: asks `fromPod` (its IP) to reach host:port
+   * over http or udp `tries` times; returns the answers (hostnames) it collected.
+   */
+  async dial(
+    fromPod: { ip: string; port: number },
+    protocol: 'http' | 'udp',
+    host: string,
+    port: number,
+    tries = 1,
+    request = 'hostname',
+  ): Promise<string[]> {
+    const url = `http://${fromPod.ip}:${String(fromPod.port)}/dial?request=${request}&protocol=${protocol}&host=${host}&port=${String(port)}&tries=${String(tries)}`;
+    const r = await this.exec(this.nodes[0]?.name ?? '', ['curl', '-sS', '-m', '20', url]);
+    const parsed = JSON.parse(r.stdout || '{}') as { responses?: string[]; errors?: string[] };
+    return parsed.responses ?? [];
+  }
+
+  /** Restarts a component of the lab (`proxy-NODE`, `agent-NODE`, `controller`, ...). */
+  async restart(component: string): Promise<void> {
+    await labRestart(this.name, component);
+  }
+}
+
+/** A Deployment-less Pod running the netexec server (agnhost's `netexec`). */
+export function netexecPod(
+  namespace: string,
+  name: string,
+  opts: {
+    labels?: Record<string, string>;
+    node?: string;
+    httpPort?: number;
+    udpPort?: number;
+    ports?: { name?: string; containerPort: number; protocol?: 'TCP' | 'UDP' }[];
+    delayShutdown?: number;
+    terminationGracePeriodSeconds?: number;
+    readinessPath?: string;
+  } = {},
+): KubeObject {
+  const http = opts.httpPort ?? 8080;
+  const args = [
+    'netexec',
+    `--http-port=${String(http)}`,
+    `--udp-port=${String(opts.udpPort ?? 8081)}`,
+    ...(opts.delayShutdown === undefined ? [] : [`--delay-shutdown=${String(opts.delayShutdown)}`]),
+  ];
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace, labels: opts.labels ?? {} },
+    spec: {
+      ...(opts.node === undefined ? {} : { nodeName: opts.node }),
+      ...(opts.terminationGracePeriodSeconds === undefined
+        ? {}
+        : { terminationGracePeriodSeconds: opts.terminationGracePeriodSeconds }),
+      containers: [
+        {
+          name: 'agnhost',
+          image: 'registry.k8s.io/e2e-test-images/agnhost:2.53',
+          args,
+          ...(opts.ports ? { ports: opts.ports } : {}),
+          ...(opts.readinessPath === undefined
+            ? {}
+            : {
+                readinessProbe: {
+                  httpGet: { path: opts.readinessPath, port: http },
+                  periodSeconds: 1,
+                  failureThreshold: 1,
+                },
+              }),
+        },
+      ],
+    },
+  } as KubeObject;
+}
