@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeKubeClient } from '../kube/api-client.js';
-import type { Pod } from '../kube/types.js';
 import { KubePodStatusWriter, labConflist, labNode } from './node-agent-main.js';
 import { parseConflist } from '../cni/runtime/parse-conflist.js';
 
@@ -29,8 +28,16 @@ test('a lab node registers like a kind node: podCIDR, InternalIP, role label, Re
     now: new Date('2026-01-01T00:00:00Z'),
   });
   assert.deepEqual(n.spec, { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] });
-  assert.equal(n.metadata?.labels?.['node-role.kubernetes.io/control-plane'], '');
-  assert.equal(n.metadata?.labels?.['kubernetes.io/hostname'], 'lab-control-plane');
+  assert.deepEqual(n.metadata, {
+    name: 'lab-control-plane',
+    labels: {
+      'kubernetes.io/hostname': 'lab-control-plane',
+      'kubernetes.io/os': 'linux',
+      'kubernetes.io/arch': process.arch === 'x64' ? 'amd64' : process.arch,
+      'beta.kubernetes.io/os': 'linux',
+      'node-role.kubernetes.io/control-plane': '',
+    },
+  });
   assert.deepEqual(n.status.addresses?.[0], { type: 'InternalIP', address: '172.18.0.2' });
   assert.equal(n.status.conditions?.[0]?.status, 'True');
   const w = labNode({
@@ -48,7 +55,7 @@ test('status writes go to the live Pod; a replaced Pod (new uid) is left alone',
   const created = await client.create('Pod', {
     metadata: { name: 'p', namespace: 'default' },
     spec: { containers: [{ name: 'c' }] },
-  } as Pod);
+  });
   const writer = new KubePodStatusWriter(client);
   await writer.updateStatus(created, { phase: 'Running', podIP: '10.244.1.5' });
   assert.equal((await client.get('Pod', 'default', 'p'))?.status?.podIP, '10.244.1.5');

@@ -75,7 +75,7 @@ test('names what is missing: nodes, unready Pods, short workloads, stale endpoin
           metadata: { name: 'web', namespace: 'default' },
           spec: { replicas: 2, selector: {}, template: {} },
           status: { replicas: 2, readyReplicas: 1 },
-        } as ClusterView['deployments'][number],
+        },
       ],
       services: [svc],
       endpointSlices: [slice([])],
