@@ -248,7 +248,9 @@ export function registerLabCommand(program: Command): void {
             },
             waitForTermination(),
           );
-          return undefined;
+          // The Pods' server processes stay (like containers over a kubelet restart); their
+          // handles must not keep the agent itself alive.
+          process.exit(process.exitCode ?? 0);
         },
       ),
     );
