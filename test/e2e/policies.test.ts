@@ -102,6 +102,17 @@ describe(
           terminationGracePeriodSeconds: 90,
         }),
         netexecPod('term', 'term-client', { node: n2 }),
+        // 3b. Terminating and unready (their /readyz fails after SIGTERM), with and without
+        //     publishNotReadyAddresses.
+        ...(['pub-backend', 'nopub-backend'] as const).map((name) =>
+          netexecPod('term', name, {
+            labels: { app: name },
+            node: n1,
+            delayShutdown: 60,
+            terminationGracePeriodSeconds: 90,
+            readinessPath: '/readyz',
+          }),
+        ),
         // 4. UDP: the first server and the client, on different nodes.
         netexecPod('udp', 'udp-server-1', { labels: { app: 'udp' }, node: n1 }),
         netexecPod('udp', 'udp-client', { node: n2 }),
@@ -119,7 +130,11 @@ describe(
           ['itp-backend-0', 'itp-backend-1', 'itp-client-1', 'itp-client-2'],
           90_000,
         ),
-        lab.podsReady('term', ['term-backend', 'term-client'], 90_000),
+        lab.podsReady(
+          'term',
+          ['term-backend', 'term-client', 'pub-backend', 'nopub-backend'],
+          90_000,
+        ),
         lab.podsReady('udp', ['udp-server-1', 'udp-client'], 90_000),
         lab.podsReady('lbl', ['lbl-backend', 'lbl-client'], 90_000),
         lab.podsReady('types', ['types-backend', 'types-client'], 90_000),
@@ -296,6 +311,78 @@ describe(
         return r.status === 503 ? r : undefined;
       });
       assert.equal((JSON.parse(health.body) as { localEndpoints?: number }).localEndpoints, 0);
+    });
+
+    // "[sig-network] Services should be able to connect to terminating and unready endpoints if
+    // PublishNotReadyAddresses is true" and "should not be able to connect to terminating and
+    // unready endpoints if PublishNotReadyAddresses is false".
+    test('terminating endpoints that fail readiness get traffic only with publishNotReadyAddresses', async () => {
+      const nodePort = (name: string, publish: boolean): KubeObject =>
+        service(
+          'term',
+          name,
+          httpPort(
+            { app: `${name}-backend` },
+            { type: 'NodePort', publishNotReadyAddresses: publish },
+          ),
+        );
+      await lab.apply([nodePort('pub', true), nodePort('nopub', false)]);
+      await waitEndpoints('term', 'pub', 1);
+      await waitEndpoints('term', 'nopub', 1);
+      const target = {
+        pub: { ip: await clusterIP('term', 'pub'), np: await nodePortOf('term', 'pub') },
+        nopub: { ip: await clusterIP('term', 'nopub'), np: await nodePortOf('term', 'nopub') },
+      };
+      for (const name of ['pub', 'nopub'] as const)
+        await eventually(
+          `${name} to answer before deletion`,
+          async () =>
+            (await lab.curl('term/term-client', `http://${target[name].ip}/hostname`)).body ===
+            `${name}-backend`,
+        );
+
+      const deletedAt = Date.now();
+      await lab.deleteObject('Pod', 'term', 'pub-backend');
+      await lab.deleteObject('Pod', 'term', 'nopub-backend');
+      // After SIGTERM their /readyz fails: the kubelet's probe makes them unready (not serving).
+      for (const [name, ready] of [
+        ['pub', true],
+        ['nopub', false],
+      ] as const)
+        await eventually(
+          `${name}'s endpoint to be terminating, not serving, ready=${String(ready)}`,
+          async () => {
+            const eps = (await slices('term', name)).flatMap((s) => s.endpoints ?? []);
+            const c = eps[0]?.conditions;
+            return (
+              eps.length === 1 &&
+              c?.terminating === true &&
+              c.serving === false &&
+              c.ready === ready
+            );
+          },
+        );
+      await lab.proxiesSynced(deletedAt);
+      for (let i = 0; i < 5; i++) {
+        const pub = await lab.curl('term/term-client', `http://${target.pub.ip}/hostname`);
+        assert.equal(
+          pub.body,
+          'pub-backend',
+          `try ${String(i)}: pub ClusterIP (${String(pub.code)})`,
+        );
+        const nopub = await lab.curl('term/term-client', `http://${target.nopub.ip}/hostname`, 2);
+        assert.notEqual(nopub.code, 0, `try ${String(i)}: nopub ClusterIP answered: ${nopub.body}`);
+      }
+      for (const nodeIP of [ip0, ip1, ip2]) {
+        const pub = await lab.curl(HUB, `http://${nodeIP}:${String(target.pub.np)}/hostname`);
+        assert.equal(pub.body, 'pub-backend', `pub NodePort on ${nodeIP} (${String(pub.code)})`);
+        const nopub = await lab.curl(
+          HUB,
+          `http://${nodeIP}:${String(target.nopub.np)}/hostname`,
+          2,
+        );
+        assert.notEqual(nopub.code, 0, `nopub NodePort on ${nodeIP} answered: ${nopub.body}`);
+      }
     });
 
     // "[sig-network] Conntrack should be able to preserve UDP traffic when server pod cycles for
