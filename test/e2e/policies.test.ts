@@ -221,10 +221,12 @@ describe(
 
     // "[sig-network] Services should respect internalTrafficPolicy=Local Pod to Pod".
     test('internalTrafficPolicy Local: a client reaches only its node-local backend; without one it fails', async () => {
+      const appliedAt = Date.now();
       await lab.apply([
         service('itp', 'itp-svc', httpPort({ app: 'itp' }, { internalTrafficPolicy: 'Local' })),
       ]);
       await waitEndpoints('itp', 'itp-svc', 2);
+      await lab.proxiesSynced(appliedAt);
       const ip = await clusterIP('itp', 'itp-svc');
       await eventually(
         'itp-client-1 to reach the Service',
@@ -512,8 +514,9 @@ describe(
 
     // "[sig-network] Services should be able to change the type from ExternalName to ClusterIP",
     // "... from ClusterIP to NodePort", "... from NodePort to ExternalName" and "... from
-    // ExternalName to NodePort".
-    test('type changes ExternalName -> ClusterIP -> NodePort -> ExternalName -> NodePort', async () => {
+    // ExternalName to NodePort", "... from NodePort to ClusterIP", "... from ClusterIP to
+    // ExternalName".
+    test('type changes ExternalName -> ClusterIP -> NodePort -> ExternalName -> NodePort -> ClusterIP -> ExternalName', async () => {
       const fqdn = 'types-target.types.svc.cluster.local';
       const name = 'changing';
       const full = `${name}.types.svc.cluster.local`;
@@ -594,6 +597,29 @@ describe(
         async () => (await lab.curl(client, `http://${ip2nd}/hostname`)).body === 'types-backend',
       );
       assert.equal((await cname()).length, 0);
+
+      // -> ClusterIP: the node port is released and stops answering; the ClusterIP stays.
+      const demotedAt = Date.now();
+      await lab.apply([service('types', name, httpPort(sel, { type: 'ClusterIP' }))]);
+      assert.equal((await lab.service('types', name))?.spec?.ports?.[0]?.nodePort, undefined);
+      assert.equal(await clusterIP('types', name), ip2nd, 'ClusterIP changed with the type');
+      await lab.proxiesSynced(demotedAt);
+      for (const nodeIP of [ip0, ip1, ip2]) {
+        const r = await lab.curl(HUB, `http://${nodeIP}:${String(np2nd)}/hostname`, 2);
+        assert.notEqual(r.code, 0, `${nodeIP}:${String(np2nd)} still answers after -> ClusterIP`);
+      }
+      assert.equal((await lab.curl(client, `http://${ip2nd}/hostname`)).body, 'types-backend');
+
+      // -> ExternalName straight from ClusterIP: CNAME, and the ClusterIP goes.
+      await lab.apply([service('types', name, external)]);
+      await eventually(
+        'the CNAME after ClusterIP -> ExternalName',
+        async () => (await cname()).join() === `${fqdn}.`,
+      );
+      await eventually(
+        'the ClusterIP to stop answering',
+        async () => (await lab.curl(client, `http://${ip2nd}/hostname`, 2)).code !== 0,
+      );
     });
   },
 );
