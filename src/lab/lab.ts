@@ -183,6 +183,9 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
   return { ...lab, applied, timings: { components, ready: Date.now() - t0 } };
 }
 
+/** How often `lab up` looks at the cluster: six lists through the API server each time. */
+const POLL_MS = 500;
+
 /** Polls until clusterProblems() is empty and every node's proxy has programmed all changes. */
 export async function waitForCluster(
   lab: RunningLab,
@@ -225,7 +228,7 @@ export async function waitForCluster(
     } catch (e) {
       problems = [e instanceof Error ? e.message : String(e)];
     }
-    if (problems.length > 0) await sleep(200);
+    if (problems.length > 0) await sleep(POLL_MS);
   }
 }
 
