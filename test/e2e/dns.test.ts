@@ -93,9 +93,15 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
     );
   }
 
-  /** `getent hosts NAME` from a Pod (libc resolver, /etc/hosts then DNS): the address column. */
+  /**
+   * The address a program gets for NAME in a Pod: glibc's getaddrinfo (`getent ahosts`, A and
+   * AAAA together down the search path, /etc/hosts first), as curl and most clients resolve.
+   * (`getent hosts` asks AAAA alone first; for a short name that walks the whole search path
+   * and ends with the bare name, which the lab has no upstream to answer, so it waits out the
+   * forwarder's timeout.)
+   */
   async function getent(from: string, name: string): Promise<string | undefined> {
-    const r = await lab.exec(from, ['getent', 'hosts', name]);
+    const r = await lab.exec(from, ['getent', 'ahosts', name]);
     return r.code === 0 ? r.stdout.trim().split(/\s+/)[0] : undefined;
   }
 
@@ -283,7 +289,9 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
     // From another namespace, the full name works too.
     await digIs(client(NS.cluster), [fqdn], [ip]);
     // The Pod knows its own FQDN (/etc/hosts, as the kubelet writes it).
-    assert.equal(await getent(from, fqdn), ip);
+    const hosts = await lab.exec(from, ['getent', 'hosts', fqdn]);
+    assert.equal(hosts.stdout.trim().split(/\s+/)[0], ip, `getent hosts ${fqdn}: ${hosts.stdout}`);
+    assert.equal(await getent(from, 'dns-querier-2.dns-test-service-2'), ip);
     await digIs(from, ['-x', ip], [`${fqdn}.`]);
     await digIs(from, [podRecord(ip, ns)], [ip]);
   });
