@@ -19,6 +19,7 @@ const NS = {
   headless: 'dns-headless',
   sub: 'dns-sub',
   ext: 'dns-ext',
+  config: 'dns-config',
 } as const;
 
 function service(namespace: string, name: string, spec: Record<string, unknown>): KubeObject {
@@ -143,12 +144,22 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
         ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
       }),
       service(NS.ext, 'ext', { type: 'ExternalName', externalName: 'foo.example.com' }),
+      // dnsPolicy None: the Pod's resolv.conf is its dnsConfig alone.
+      withSpec(netexecPod(NS.config, 'custom'), {
+        dnsPolicy: 'None',
+        dnsConfig: {
+          nameservers: ['10.96.0.10'],
+          searches: ['svc.cluster.local', 'resolv.conf.local'],
+          options: [{ name: 'ndots', value: '2' }, { name: 'edns0' }],
+        },
+      }),
     ]);
     await Promise.all([
       lab.podsReady(NS.cluster, ['client'], 120_000),
       lab.podsReady(NS.svc, ['client', 'backend-1', 'backend-2'], 120_000),
       lab.podsReady(NS.headless, ['client', 'web-0', 'web-1'], 120_000),
       lab.podsReady(NS.sub, ['querier'], 120_000),
+      lab.podsReady(NS.config, ['custom'], 120_000),
     ]);
     for (const [ns, svc, n] of [
       [NS.svc, 'nginx-svc', 2],
@@ -320,5 +331,23 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
     });
     await digIs(from, [fqdn], [ip]);
     await digIs(from, ['CNAME', fqdn], []);
+  });
+
+  // [sig-network] DNS should support configurable pod DNS nameservers [Conformance]
+  // [sig-network] DNS should support configurable pod resolv.conf
+  test('dnsPolicy None: the Pod resolves with its dnsConfig nameservers, searches and options', async () => {
+    const from = `${NS.config}/custom`;
+    const conf = await lab.exec(from, ['cat', '/etc/resolv.conf']);
+    assert.equal(
+      conf.stdout,
+      'nameserver 10.96.0.10\nsearch svc.cluster.local resolv.conf.local\noptions ndots:2 edns0\n',
+    );
+    // Its own search path, not the namespace's: <svc>.<ns> resolves through svc.cluster.local.
+    const ip = (await lab.service(NS.svc, 'nginx-svc'))?.spec?.clusterIP ?? '';
+    await digIs(from, [`nginx-svc.${NS.svc}`], [ip], true);
+    assert.equal(await getent(from, `nginx-svc.${NS.svc}`), ip);
+    const r = await lab.curl(from, `http://nginx-svc.${NS.svc}/hostname`);
+    assert.equal(r.code, 0, `curl nginx-svc.${NS.svc} exited ${String(r.code)}`);
+    assert.match(r.body, /^backend-[12]$/);
   });
 });
