@@ -22,6 +22,12 @@ const NS = {
   config: 'dns-config',
 } as const;
 
+/** 7 search domains of 45 characters each (321 in all, with the separators). */
+const LONG_SEARCHES = Array.from(
+  { length: 7 },
+  (_, i) => `${String(i + 1).padStart(38, '0')}.k8s.io`,
+);
+
 function service(namespace: string, name: string, spec: Record<string, unknown>): KubeObject {
   return { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace }, spec } as KubeObject;
 }
@@ -153,13 +159,17 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
           options: [{ name: 'ndots', value: '2' }, { name: 'edns0' }],
         },
       }),
+      // More than 6 search paths and more than 256 characters of them (ExpandedDNSConfig).
+      withSpec(netexecPod(NS.config, 'long-search'), {
+        dnsConfig: { searches: LONG_SEARCHES },
+      }),
     ]);
     await Promise.all([
       lab.podsReady(NS.cluster, ['client'], 120_000),
       lab.podsReady(NS.svc, ['client', 'backend-1', 'backend-2'], 120_000),
       lab.podsReady(NS.headless, ['client', 'web-0', 'web-1'], 120_000),
       lab.podsReady(NS.sub, ['querier'], 120_000),
-      lab.podsReady(NS.config, ['custom'], 120_000),
+      lab.podsReady(NS.config, ['custom', 'long-search'], 120_000),
     ]);
     for (const [ns, svc, n] of [
       [NS.svc, 'nginx-svc', 2],
@@ -349,5 +359,22 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
     const r = await lab.curl(from, `http://nginx-svc.${NS.svc}/hostname`);
     assert.equal(r.code, 0, `curl nginx-svc.${NS.svc} exited ${String(r.code)}`);
     assert.match(r.body, /^backend-[12]$/);
+  });
+
+  // [sig-network] DNS should work with the pod containing more than 6 DNS search paths and
+  // longer than 256 search list characters
+  test('ClusterFirst + dnsConfig: 10 search paths of more than 256 characters, and cluster names still resolve', async () => {
+    const from = `${NS.config}/long-search`;
+    const conf = await lab.exec(from, ['cat', '/etc/resolv.conf']);
+    const search = /^search (.*)$/m.exec(conf.stdout)?.[1] ?? '';
+    const paths = [`${NS.config}.svc.${ZONE}`, `svc.${ZONE}`, ZONE, ...LONG_SEARCHES];
+    assert.deepEqual(search.split(' '), paths, conf.stdout);
+    assert.ok(search.length > 256);
+    assert.match(conf.stdout, /^nameserver 10\.96\.0\.10$/m);
+    assert.match(conf.stdout, /^options ndots:5$/m);
+    const ip = (await lab.service(NS.svc, 'nginx-svc'))?.spec?.clusterIP ?? '';
+    assert.equal(await getent(from, 'kubernetes.default'), '10.96.0.1');
+    assert.equal(await getent(from, `nginx-svc.${NS.svc}`), ip);
+    await digIs(from, ['kubernetes.default.svc'], ['10.96.0.1'], true);
   });
 });
