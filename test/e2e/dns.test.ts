@@ -313,6 +313,8 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
     const hosts = await lab.exec(from, ['getent', 'hosts', fqdn]);
     assert.equal(hosts.stdout.trim().split(/\s+/)[0], ip, `getent hosts ${fqdn}: ${hosts.stdout}`);
     assert.equal(await getent(from, 'dns-querier-2.dns-test-service-2'), ip);
+    // ... and its hostname (upstream checks both entries from the Pod itself).
+    assert.equal(await getent(from, 'dns-querier-2'), ip);
     await digIs(from, ['-x', ip], [`${fqdn}.`]);
     await digIs(from, [podRecord(ip, ns)], [ip]);
   });

@@ -145,13 +145,17 @@ describe('kube-proxy health and restart', { skip }, () => {
     const stops = logCount(lab, proxy, 'Shutting down');
     assert.equal(starts, 1, `${proxy} log: ${String(starts)} starts before the restart`);
 
-    // The client loop: one request after another from the Pod on that node.
-    const results: { at: number; code: number; body: string }[] = [];
+    // The client loop: one request after another from the Pod on that node, alternately to
+    // the ClusterIP and by name (so its DNS lookups, UDP to the kube-dns ClusterIP, go
+    // through that node's rules too).
+    const byName = `http://before-restart/hostname`;
+    const results: { at: number; url: string; code: number; body: string }[] = [];
     const ctl = { stop: false };
     const loop = (async () => {
       while (!ctl.stop) {
-        const r = await lab.curl(`${NS}/client`, url, 3);
-        results.push({ at: Date.now(), ...r });
+        const u = results.length % 2 === 0 ? url : byName;
+        const r = await lab.curl(`${NS}/client`, u, 3);
+        results.push({ at: Date.now(), url: u, ...r });
       }
     })();
     try {
