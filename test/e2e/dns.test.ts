@@ -139,6 +139,21 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
         ports: [{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }],
       }),
       statefulSet(NS.headless, 2),
+      // Headless Services over a ready and a never-ready Pod (its probe path is a 404), one
+      // of them publishing not-ready addresses.
+      netexecPod(NS.headless, 'hl-ready', { labels: { app: 'hl' }, readinessPath: '/readyz' }),
+      netexecPod(NS.headless, 'hl-unready', { labels: { app: 'hl' }, readinessPath: '/nope' }),
+      service(NS.headless, 'hl', {
+        clusterIP: 'None',
+        selector: { app: 'hl' },
+        ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+      }),
+      service(NS.headless, 'hl-all', {
+        clusterIP: 'None',
+        publishNotReadyAddresses: true,
+        selector: { app: 'hl' },
+        ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+      }),
       // A Pod with hostname + subdomain and the headless Service named like the subdomain.
       withSpec(netexecPod(NS.sub, 'querier', { labels: { app: 'querier' } }), {
         hostname: 'dns-querier-2',
@@ -167,7 +182,7 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
     await Promise.all([
       lab.podsReady(NS.cluster, ['client'], 120_000),
       lab.podsReady(NS.svc, ['client', 'backend-1', 'backend-2'], 120_000),
-      lab.podsReady(NS.headless, ['client', 'web-0', 'web-1'], 120_000),
+      lab.podsReady(NS.headless, ['client', 'web-0', 'web-1', 'hl-ready'], 120_000),
       lab.podsReady(NS.sub, ['querier'], 120_000),
       lab.podsReady(NS.config, ['custom', 'long-search'], 120_000),
     ]);
@@ -274,6 +289,25 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
     // The Pods answer on the addresses DNS gave.
     const r = await lab.curl(from, `http://web-0.web:8080/hostname`);
     assert.deepEqual(r, { code: 0, body: 'web-0' });
+  });
+
+  // [sig-network] DNS should provide DNS for services [Conformance] (headless, readiness): a
+  // headless name lists the ready endpoints only, unless publishNotReadyAddresses.
+  test('headless A records leave out a not-ready Pod unless publishNotReadyAddresses', async () => {
+    const from = client(NS.headless);
+    const ns = NS.headless;
+    const ready = ipOf(await lab.pod(ns, 'hl-ready'));
+    const unready = await eventually('hl-unready to run, not ready', async () => {
+      const p = await lab.pod(ns, 'hl-unready');
+      const notReady = p?.status?.conditions?.some(
+        (c) => c.type === 'Ready' && c.status === 'False',
+      );
+      return p?.status?.phase === 'Running' && notReady === true ? ipOf(p) : undefined;
+    });
+    await digIs(from, ['hl'], [ready], true);
+    await digIs(from, [`hl-all.${ns}.svc.${ZONE}`], [ready, unready]);
+    const srv = await lab.dig(from, ['SRV', `_http._tcp.hl.${ns}.svc.${ZONE}`]);
+    assert.deepEqual(srv, [`0 100 8080 ${ready.replaceAll('.', '-')}.hl.${ns}.svc.${ZONE}.`]);
   });
 
   // [sig-network] DNS should provide DNS for services [Conformance] (headless, after a scale)
