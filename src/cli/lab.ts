@@ -143,8 +143,16 @@ export function registerLabCommand(program: Command): void {
           process.exitCode = 1;
           return Promise.resolve(`lab ${o.name} is not running`);
         }
+        const st = running.state;
         return Promise.resolve(
-          `lab ${o.name}: ${running.state.status} since ${running.state.readyAt ?? running.state.startedAt} (supervisor pid ${running.unsharePid})\n${describeNodes(running.state.plan)}`,
+          [
+            `lab ${o.name}: ${st.status} since ${st.readyAt ?? st.startedAt} (cni ${st.cni}, supervisor pid ${String(running.unsharePid)})`,
+            ...(st.apiServer
+              ? [`API server ${st.apiServer}, kubeconfig ${st.kubeconfig ?? ''}`]
+              : []),
+            `logs ${join(running.stateDir, 'logs')}`,
+            describeNodes(st.plan),
+          ].join('\n'),
         );
       }),
     );
@@ -248,7 +256,9 @@ export function registerLabCommand(program: Command): void {
             },
             waitForTermination(),
           );
-          return undefined;
+          // The Pods' server processes stay (like containers over a kubelet restart); their
+          // handles must not keep the agent itself alive.
+          process.exit(process.exitCode ?? 0);
         },
       ),
     );

@@ -200,3 +200,54 @@ test('a Pod whose start fails is retried with a doubling back-off, then reported
   assert.deepEqual(runtime.events, ['start web-1', 'start web-1', 'start web-1']);
   assert.deepEqual(status.updates, [{ name: 'web-1', ready: true, ip: '10.244.1.4' }]);
 });
+
+test('a terminating Pod is still probed: failing readiness after SIGTERM reports it unready', async () => {
+  const { informer, runtime, status, clock, agent } = setup();
+  let finishStop: () => void = () => undefined;
+  runtime.stop = (key: string, grace: number) => {
+    runtime.events.push(`stop ${key} grace=${grace}`);
+    return new Promise<void>((resolve) => {
+      finishStop = resolve;
+    });
+  };
+  const flush = async (): Promise<void> => {
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  };
+  const probe: Probe = { httpGet: { path: '/readyz', port: 80 }, periodSeconds: 1 };
+  await informer.start();
+  informer.upsert(pod('web-1', 'n1', probe));
+  await agent.idle();
+  assert.deepEqual(
+    status.updates.map((u) => u.ready),
+    [false, true],
+  );
+  informer.upsert(
+    pod('web-1', 'n1', probe, {
+      deletionTimestamp: '2026-01-01T00:00:05Z',
+      deletionGracePeriodSeconds: 60,
+    }),
+  );
+  await flush();
+  assert.equal(runtime.events.at(-1), 'stop default/web-1 grace=60', 'server signalled');
+  // The server now fails /readyz while it drains; the probe keeps running (failureThreshold 3).
+  runtime.probeResult = false;
+  clock.advance(3000);
+  await flush();
+  assert.deepEqual(
+    status.updates.map((u) => u.ready),
+    [false, true, false],
+    'reported unready while terminating',
+  );
+  assert.deepEqual(status.deleted, [], 'no final delete before the server stopped');
+  finishStop();
+  await agent.idle();
+  assert.deepEqual(status.deleted, ['web-1']);
+  const probes = runtime.events.filter((e) => e.startsWith('probe')).length;
+  clock.advance(5000);
+  await agent.idle();
+  assert.equal(
+    runtime.events.filter((e) => e.startsWith('probe')).length,
+    probes,
+    'no probe after the Pod stopped',
+  );
+});

@@ -2,7 +2,8 @@
 // for each, creates the Pod's sandbox (network namespace + CNI ADD, resolv.conf and hosts),
 // starts the Pod's server (pod-servers.ts), runs its readiness probe, and reports status
 // (phase, IPs, conditions, container statuses) to the API server. When a Pod is deleted it
-// signals the server, honours the grace period, tears the sandbox down (CNI DEL) and makes
+// signals the server, honours the grace period while still probing readiness (so a Pod that
+// turns unready while terminating stops serving), tears the sandbox down (CNI DEL) and makes
 // the final delete, as the kubelet does. The effects are behind PodRuntime and
 // PodStatusWriter, so the decisions are tested with Fakes.
 
@@ -58,6 +59,18 @@ interface LocalPod {
   failures: number;
   prober?: { cancel(): void };
   terminating: boolean;
+  /** Set once the Pod's server is stopped: no more probes or status writes. */
+  stopped: boolean;
+}
+
+/** Whether the Pod's server has stopped (read through a call: it changes across awaits). */
+function isStopped(entry: LocalPod): boolean {
+  return entry.stopped;
+}
+
+/** Queue key of a Pod's readiness probes: apart from its sync queue, which a teardown holds. */
+function probeKey(key: string): string {
+  return `${key}\u0000probe`;
 }
 
 export interface AgentOptions {
@@ -189,7 +202,14 @@ export class NodeAgent {
       local.pod = pod;
       return;
     }
-    const entry: LocalPod = { pod, ready: false, successes: 0, failures: 0, terminating: false };
+    const entry: LocalPod = {
+      pod,
+      ready: false,
+      successes: 0,
+      failures: 0,
+      terminating: false,
+      stopped: false,
+    };
     this.local.set(key, entry);
     let started: StartedPod;
     try {
@@ -219,7 +239,9 @@ export class NodeAgent {
     const period = Math.max(1, probe.periodSeconds ?? 10) * 1000;
     const startAt = this.clock.now().getTime() + Math.max(0, probe.initialDelaySeconds ?? 0) * 1000;
     const check = async (): Promise<void> => {
-      if (this.clock.now().getTime() < startAt || entry.terminating || !entry.started) return;
+      // Like the kubelet, keep probing while the Pod terminates: a server that fails readiness
+      // after SIGTERM must be reported unready (EndpointSlice serving=false) until it stops.
+      if (this.clock.now().getTime() < startAt || entry.stopped || !entry.started) return;
       const ok = await this.opts.runtime
         .probe(entry.pod, entry.started.ip, probe)
         .catch(() => false);
@@ -227,16 +249,17 @@ export class NodeAgent {
       entry.failures = ok ? 0 : entry.failures + 1;
       const becomesReady = !entry.ready && entry.successes >= (probe.successThreshold ?? 1);
       const becomesUnready = entry.ready && entry.failures >= (probe.failureThreshold ?? 3);
-      if (becomesReady || becomesUnready) {
+      // The Pod may have stopped while the probe ran: then nothing more is reported.
+      if ((becomesReady || becomesUnready) && !isStopped(entry)) {
         entry.ready = becomesReady;
         this.log({ pod: key, ready: entry.ready }, 'Readiness changed');
         await this.report(entry);
       }
     };
     // The kubelet probes first after initialDelaySeconds, then every periodSeconds.
-    if (startAt <= this.clock.now().getTime()) this.runSerial(key, 'Probe failed', check);
+    if (startAt <= this.clock.now().getTime()) this.runSerial(probeKey(key), 'Probe failed', check);
     entry.prober = this.clock.setInterval(() => {
-      this.runSerial(key, 'Probe failed', check);
+      this.runSerial(probeKey(key), 'Probe failed', check);
     }, period);
   }
 
@@ -255,8 +278,11 @@ export class NodeAgent {
     pod: Pod | undefined,
   ): Promise<void> {
     entry.terminating = true;
-    entry.prober?.cancel();
+    if (pod) entry.pod = pod;
     await this.opts.runtime.stop(key, graceSeconds);
+    entry.stopped = true;
+    entry.prober?.cancel();
+    await this.queues.get(probeKey(key)); // a probe in flight reports before the final delete
     this.local.delete(key);
     this.log({ pod: key, graceSeconds }, 'Pod stopped');
     if (pod) await this.opts.status.finalizeDelete(pod);

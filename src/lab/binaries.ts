@@ -57,6 +57,8 @@ export async function ensureLabBinaries(root = packageRoot()): Promise<LabBinari
         outdir: out,
         outExtension: { '.js': '.mjs' },
         banner: { js: REQUIRE_BANNER },
+        // esbuild itself (used only here) stays a runtime import.
+        external: ['esbuild'],
         logLevel: 'warning',
       }),
       esbuild.build({

@@ -3,7 +3,7 @@
 // (/run/svcnet/lab/<name>/: unshare.pid, state.json, lab.log). A state directory whose
 // supervisor is dead is a leftover of a crashed run and is swept by the next `lab up`.
 
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
 import { ClientNodeKubeClient } from '../kube/api-client.js';
@@ -49,7 +49,7 @@ function readState(stateDir: string): LabState | undefined {
   }
 }
 
-/** The running lab of that name, or undefined (a dead one's leftovers are swept). */
+/** The running lab of that name, or undefined (a dead one's files stay until the next `lab up`). */
 export function findLab(name: string): RunningLab | undefined {
   const stateDir = stateDirOf(name);
   if (!existsSync(stateDir)) return undefined;
@@ -61,11 +61,29 @@ export function findLab(name: string): RunningLab | undefined {
     initPid === undefined ||
     !isAlive(unsharePid) ||
     state === undefined
-  ) {
-    rmSync(stateDir, { recursive: true, force: true });
+  )
     return undefined;
-  }
   return { unsharePid, initPid, state, stateDir };
+}
+
+/**
+ * Removes what dead labs left: their state folders (logs, IPAM files, kubeconfig). Their
+ * namespaces, mounts and processes died with their sandboxes. Returns the names swept.
+ */
+export function sweepDeadLabs(): string[] {
+  if (!existsSync(LAB_ROOT)) return [];
+  const swept: string[] = [];
+  for (const name of readdirSync(LAB_ROOT)) {
+    if (findLab(name)) continue;
+    const dir = stateDirOf(name);
+    const pid = readPid(dir);
+    // A lab still starting has its pid file and a live supervisor: findLab() may not see
+    // its state yet, so only the supervisor's death marks it dead.
+    if (pid !== undefined && isAlive(pid)) continue;
+    rmSync(dir, { recursive: true, force: true });
+    swept.push(name);
+  }
+  return swept;
 }
 
 function sleep(ms: number): Promise<void> {
@@ -100,6 +118,8 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
       'INVALID_INPUT',
       'lab up: must run as root (it creates network namespaces)',
     );
+  const swept = sweepDeadLabs();
+  if (swept.length > 0) progress(`swept leftovers of dead lab(s): ${swept.join(', ')}`);
   const existing = findLab(opts.name);
   if (existing)
     throw new SvcnetError(

@@ -74,3 +74,19 @@ test('/dial reports responses and errors with 200 or 417, and 400 on bad paramet
   assert.equal((JSON.parse(refused.body) as { errors: string[] }).errors.length, 1);
   assert.equal((await get('/dial?host=127.0.0.1&port=0&request=x')).status, 400);
 });
+
+test('/dial over UDP to a closed port reports the refusal, not a timeout', async () => {
+  const closed = createSocket('udp4');
+  await new Promise<void>((resolve) => closed.bind(0, '127.0.0.1', resolve));
+  const port = closed.address().port;
+  await new Promise<void>((resolve) =>
+    closed.close(() => {
+      resolve();
+    }),
+  );
+  const r = await get(`/dial?host=127.0.0.1&port=${port}&request=hostname&protocol=udp&tries=1`);
+  assert.equal(r.status, 417);
+  const errors = (JSON.parse(r.body) as { errors: string[] }).errors;
+  assert.equal(errors.length, 1);
+  assert.match(errors[0] ?? '', /connection refused/);
+});

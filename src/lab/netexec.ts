@@ -93,9 +93,17 @@ function dialUdp(host: string, port: number, payload: string, timeoutMs: number)
     sock.on('error', (e) => {
       clearTimeout(timer);
       sock.close();
-      reject(e);
+      reject(
+        (e as NodeJS.ErrnoException).code === 'ECONNREFUSED'
+          ? new Error(`reading from udp connection failed: connection refused (${e.message})`)
+          : e,
+      );
     });
-    sock.send(payload, port, host);
+    // Connected, as agnhost's net.DialUDP: an ICMP port unreachable then surfaces as
+    // ECONNREFUSED instead of the try silently timing out.
+    sock.connect(port, host, () => {
+      sock.send(payload);
+    });
   });
 }
 

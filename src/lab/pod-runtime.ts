@@ -241,9 +241,13 @@ export class LabPodRuntime implements PodRuntime {
       this.running.delete(key);
     }
     if (netns === undefined || pod === undefined) return;
-    await this.opts.network.del(this.request(pod, netns));
-    await this.opts.execer.run({ cmd: 'ip', args: ['netns', 'del', netns] });
-    rmSync(join('/etc/netns', netns), { recursive: true, force: true });
+    try {
+      await this.opts.network.del(this.request(pod, netns));
+    } finally {
+      // The namespace goes even when CNI DEL fails, so a retry starts from scratch.
+      await this.opts.execer.run({ cmd: 'ip', args: ['netns', 'del', netns] });
+      rmSync(join('/etc/netns', netns), { recursive: true, force: true });
+    }
   }
 
   async probe(pod: Pod, ip: string, probe: Probe): Promise<boolean> {

@@ -1,6 +1,8 @@
 // The lab sandbox: how the lab guarantees that nothing outlives it, even after `kill -9`.
 // `svcnet lab up` starts the supervisor as PID 1 of a new PID namespace with a private mount
-// namespace (`unshare --mount --propagation private --pid --fork --kill-child`). The supervisor
+// namespace (`unshare --mount --propagation private --pid --fork --mount-proc --kill-child`;
+// /proc is the new PID namespace's, as CNI plugins written in Go read their own
+// /proc/<pid>/task/<tid>/ns/net). The supervisor
 // mounts tmpfs over /run/netns and /etc/netns, so every namespace name and per-Pod resolv.conf
 // lives only in that mount namespace. When the supervisor dies, however it dies, the kernel
 // kills every process of the PID namespace, the mount namespace goes, and with it every
@@ -17,7 +19,17 @@ export const PRIVATE_MOUNTS = ['/run/netns', '/etc/netns'] as const;
 export function sandboxCommand(argv: readonly string[]): { cmd: string; args: string[] } {
   return {
     cmd: 'unshare',
-    args: ['--mount', '--propagation', 'private', '--pid', '--fork', '--kill-child', '--', ...argv],
+    args: [
+      '--mount',
+      '--propagation',
+      'private',
+      '--pid',
+      '--fork',
+      '--mount-proc',
+      '--kill-child',
+      '--',
+      ...argv,
+    ],
   };
 }
 

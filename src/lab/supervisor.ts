@@ -186,6 +186,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
       : []),
   ]);
   control.close();
+  process.stdin.destroy(); // the lifeline, if any: nothing may keep the supervisor alive now
   log(`lab ${plan.name} stopping`);
   writeState(stateDir, { status: 'stopping', ...base, ...ready });
   await forwarder.close();

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readlinkSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -25,7 +25,7 @@ function svcnet(...args: string[]): { code: number; stdout: string; stderr: stri
   const r = spawnSync(process.execPath, [...cli, ...args], {
     env,
     encoding: 'utf8',
-    timeout: 60_000,
+    timeout: 240_000,
   });
   return { code: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
 }
@@ -44,19 +44,22 @@ function initOf(unsharePid: number): number {
   );
 }
 
-/** Processes (host view) whose network namespace is `inode`. */
-function processesInNetns(inode: string): number[] {
+/** Processes (host view) whose `kind` namespace (net, pid, ...) is `inode`. */
+function processesIn(kind: string, inode: string): number[] {
   const found: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readlinkSync(`/proc/${entry}/ns/net`) === inode) found.push(Number(entry));
+      if (readlinkSync(`/proc/${entry}/ns/${kind}`) === inode && alive(Number(entry)))
+        found.push(Number(entry));
     } catch {
       // process gone or not ours to read
     }
   }
   return found;
 }
+
+const processesInNetns = (inode: string): number[] => processesIn('net', inode);
 
 function alive(pid: number): boolean {
   try {
@@ -92,8 +95,32 @@ test(
   'lab up builds routed nodes; kill -9 leaves nothing; the next up sweeps; down removes all',
   { skip },
   async () => {
-    const up = svcnet('lab', 'up', '--name', name, '--nodes', '3');
+    const up = svcnet(
+      'lab',
+      'up',
+      '--name',
+      name,
+      '--nodes',
+      '3',
+      '-f',
+      join(import.meta.dirname, '..', '..', 'examples', 'lab', 'client.yaml'),
+    );
     assert.equal(up.code, 0, up.stderr);
+    // The client Pod answers from its own namespace: Pods are part of what must not leak.
+    const hostname = svcnet(
+      'lab',
+      'exec',
+      '--name',
+      name,
+      'client',
+      '--',
+      'curl',
+      '-s',
+      '-m',
+      '5',
+      'http://127.0.0.1:8080/hostname',
+    );
+    assert.equal(hostname.stdout, 'client', hostname.stderr);
     assert.match(
       up.stdout,
       new RegExp(`${name}-worker2\\s+worker\\s+172\\.18\\.0\\.4\\s+10\\.244\\.2\\.0/24`),
@@ -123,6 +150,7 @@ test(
         '-t',
         String(initPid),
         '-m',
+        '-p',
         '--',
         'ip',
         'netns',
@@ -152,6 +180,13 @@ test(
       'the helper process should be in the node namespace',
     );
 
+    const pidNs = readlinkSync(`/proc/${initPid}/ns/pid`);
+    const mntNs = readlinkSync(`/proc/${initPid}/ns/mnt`);
+    const labProcesses = processesIn('pid', pidNs).length;
+    // Supervisor, API server, socket bridge, controller, 3 agents, 3 proxies, 2 DNS Pods, client.
+    assert.ok(labProcesses >= 13, `only ${String(labProcesses)} processes in the lab`);
+    assert.doesNotMatch(readFileSync('/proc/self/mountinfo', 'utf8'), /svcnet-lab/);
+
     process.kill(unsharePid, 'SIGKILL');
     assert.ok(
       await waitFor(() => !alive(initPid), 5000),
@@ -160,6 +195,15 @@ test(
     assert.ok(
       await waitFor(() => processesInNetns(nodeNetns).length === 0, 5000),
       `processes left in the node namespace: ${processesInNetns(nodeNetns).join(' ')}`,
+    );
+    assert.ok(
+      await waitFor(() => processesIn('pid', pidNs).length === 0, 5000),
+      `processes left in the lab: ${processesIn('pid', pidNs).join(' ')}`,
+    );
+    assert.deepEqual(
+      processesIn('mnt', mntNs),
+      [],
+      'the mount namespace (and its netns mounts) is gone',
     );
 
     // The dead run's state is swept by the next up.
@@ -180,7 +224,7 @@ test('lab exec names the known nodes when the target is unknown', { skip }, () =
   assert.equal(r.code, 2);
   assert.match(
     r.stderr,
-    new RegExp(`no node or pod named "nope" \\(nodes: ${name}-control-plane\\)`),
+    new RegExp(`no node named "nope" and no pod default/nope \\(nodes: ${name}-control-plane;`),
   );
   svcnet('lab', 'down', '--name', name);
 });

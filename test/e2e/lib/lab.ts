@@ -20,6 +20,7 @@ import {
   type RunningLab,
 } from '../../../src/lab/lab.js';
 import { applyObjects } from '../../../src/lab/apply.js';
+import { proxySettled } from '../../../src/lab/wait.js';
 import type { ExecResult } from '../../../src/os/exec.js';
 
 export const E2E_CNI: 'svcnet' | 'reference' =
@@ -210,6 +211,33 @@ export class E2eLab {
     const r = await this.exec(this.nodes[0]?.name ?? '', ['curl', '-sS', '-m', '20', url]);
     const parsed = JSON.parse(r.stdout || '{}') as { responses?: string[]; errors?: string[] };
     return parsed.responses ?? [];
+  }
+
+  /**
+   * Waits until every node's proxy has queued a sync at or after `sinceMs` (epoch ms, e.g. taken
+   * just before an API write every proxy watches) and programmed it, so the next check sees
+   * the proxies' reaction to that write, not the rules from before it.
+   */
+  async proxiesSynced(sinceMs: number, timeoutMs = 30_000): Promise<void> {
+    for (const n of this.nodes)
+      await eventually(
+        `the proxy on ${n.name} to program changes since ${new Date(sinceMs).toISOString()}`,
+        async () => {
+          const r = await this.exec(n.name, [
+            'curl',
+            '-sf',
+            '-m',
+            '2',
+            'http://127.0.0.1:10249/metrics',
+          ]);
+          const m =
+            /^kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds(?:\{[^}]*\})? (\S+)$/m.exec(
+              r.stdout,
+            );
+          return proxySettled(r.stdout) && Number(m?.[1] ?? 0) * 1000 >= sinceMs - 1;
+        },
+        timeoutMs,
+      );
   }
 
   /** Restarts a component of the lab (`proxy-NODE`, `agent-NODE`, `controller`, ...). */

@@ -1,0 +1,68 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeKubeClient } from '../kube/api-client.js';
+import { KubePodStatusWriter, labConflist, labNode } from './node-agent-main.js';
+import { parseConflist } from '../cni/runtime/parse-conflist.js';
+
+test("the node's CNI network is kindnet's shape for both plugin sets", () => {
+  for (const cni of ['svcnet', 'reference'] as const) {
+    const list = parseConflist(labConflist(cni, '10.244.1.0/24', '/s/ipam'));
+    assert.equal(list.name, 'kindnet');
+    const plugin = list.plugins[0] as Record<string, unknown>;
+    assert.equal(plugin.type, cni === 'svcnet' ? 'svcnet-cni' : 'ptp');
+    assert.deepEqual(plugin.ipam, {
+      type: 'host-local',
+      dataDir: '/s/ipam',
+      ranges: [[{ subnet: '10.244.1.0/24' }]],
+      routes: [{ dst: '0.0.0.0/0' }],
+    });
+  }
+});
+
+test('a lab node registers like a kind node: podCIDR, InternalIP, role label, Ready', () => {
+  const n = labNode({
+    node: 'lab-control-plane',
+    nodeIP: '172.18.0.2',
+    podCIDR: '10.244.0.0/24',
+    role: 'control-plane',
+    now: new Date('2026-01-01T00:00:00Z'),
+  });
+  assert.deepEqual(n.spec, { podCIDR: '10.244.0.0/24', podCIDRs: ['10.244.0.0/24'] });
+  assert.deepEqual(n.metadata, {
+    name: 'lab-control-plane',
+    labels: {
+      'kubernetes.io/hostname': 'lab-control-plane',
+      'kubernetes.io/os': 'linux',
+      'kubernetes.io/arch': process.arch === 'x64' ? 'amd64' : process.arch,
+      'beta.kubernetes.io/os': 'linux',
+      'node-role.kubernetes.io/control-plane': '',
+    },
+  });
+  assert.deepEqual(n.status.addresses?.[0], { type: 'InternalIP', address: '172.18.0.2' });
+  assert.equal(n.status.conditions?.[0]?.status, 'True');
+  const w = labNode({
+    node: 'w',
+    nodeIP: '172.18.0.3',
+    podCIDR: '10.244.1.0/24',
+    role: 'worker',
+    now: new Date(),
+  });
+  assert.equal(w.metadata?.labels?.['node-role.kubernetes.io/control-plane'], undefined);
+});
+
+test('status writes go to the live Pod; a replaced Pod (new uid) is left alone', async () => {
+  const client = new FakeKubeClient();
+  const created = await client.create('Pod', {
+    metadata: { name: 'p', namespace: 'default' },
+    spec: { containers: [{ name: 'c' }] },
+  });
+  const writer = new KubePodStatusWriter(client);
+  await writer.updateStatus(created, { phase: 'Running', podIP: '10.244.1.5' });
+  assert.equal((await client.get('Pod', 'default', 'p'))?.status?.podIP, '10.244.1.5');
+  const stale = { ...created, metadata: { ...created.metadata, uid: 'other' } };
+  await writer.updateStatus(stale, { phase: 'Running', podIP: '10.244.1.9' });
+  assert.equal((await client.get('Pod', 'default', 'p'))?.status?.podIP, '10.244.1.5');
+  await writer.finalizeDelete(created);
+  assert.equal(await client.get('Pod', 'default', 'p'), undefined);
+  await writer.finalizeDelete(created); // already gone: success
+});

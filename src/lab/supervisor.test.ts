@@ -1,0 +1,27 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { renderKubeconfig } from '../apiserver/daemon.js';
+import { hostKubeconfig } from './supervisor.js';
+import { dnsAddon } from './addons.js';
+import { planLab } from './topology.js';
+
+test('the host kubeconfig names the lab and points at the loopback forwarder', () => {
+  const cluster = renderKubeconfig('https://172.18.0.2:6443', 'tok');
+  const host = hostKubeconfig(cluster, 'https://127.0.0.1:40000', 'dev');
+  assert.match(host, /server: https:\/\/127\.0\.0\.1:40000\n/);
+  assert.doesNotMatch(host, /172\.18\.0\.2/);
+  assert.match(host, /current-context: dev\n/);
+  assert.match(host, /token: tok\n/);
+  assert.doesNotMatch(host, /\bsvcnet\b/);
+});
+
+test('the DNS addon is kube-dns at the plan address, served by svcnet dns Pods', () => {
+  const [svc, deploy] = dnsAddon(planLab({ nodes: 2 })) as [
+    { spec: { clusterIP: string; selector: Record<string, string> } },
+    { spec: { template: { spec: { dnsPolicy: string; containers: { command: string[] }[] } } } },
+  ];
+  assert.equal(svc.spec.clusterIP, '10.96.0.10');
+  assert.deepEqual(svc.spec.selector, { 'k8s-app': 'kube-dns' });
+  assert.deepEqual(deploy.spec.template.spec.containers[0]?.command, ['svcnet', 'dns']);
+  assert.equal(deploy.spec.template.spec.dnsPolicy, 'Default');
+});
