@@ -207,10 +207,18 @@ export interface PodSpec {
   subdomain?: string;
   hostNetwork?: boolean;
   dnsPolicy?: string;
+  /** Pod-level DNS settings merged into (dnsPolicy None: making up) the Pod's resolv.conf. */
+  dnsConfig?: PodDNSConfig;
   terminationGracePeriodSeconds?: number;
   restartPolicy?: string;
   schedulerName?: string;
   tolerations?: Toleration[];
+}
+
+export interface PodDNSConfig {
+  nameservers?: string[];
+  searches?: string[];
+  options?: { name: string; value?: string }[];
 }
 
 export interface Toleration {

@@ -5,7 +5,7 @@
 // with POD_NAME set. Runs inside the node's network namespace, so readiness probes reach Pod
 // IPs directly.
 
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -16,6 +16,12 @@ import type { Pod, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import type { PodRuntime, StartedPod } from './agent.js';
 import { planPodServer } from './pod-servers.js';
+import {
+  formatResolvConf,
+  parseResolvConf,
+  podDNSConfig,
+  type ResolvConf,
+} from '../dns/resolvconf.js';
 
 /** CNI, as the agent needs it: attach a Pod's namespace and report its address; detach. */
 export interface PodNetwork {
@@ -43,6 +49,8 @@ export interface PodRuntimeOptions {
   readonly logDir: string;
   readonly clusterDNS: string;
   readonly clusterDomain: string;
+  /** The node's resolv.conf (default /etc/resolv.conf), as the kubelet's --resolv-conf. */
+  readonly resolvConf?: string;
   /** kubeconfig for Pods that run an API-watching svcnet subcommand (the cluster DNS). */
   readonly kubeconfig?: string;
   /** How long to wait for a Pod's server to listen. */
@@ -60,11 +68,51 @@ export function podResolvConf(namespace: string, clusterDNS: string, domain: str
   return `nameserver ${clusterDNS}\nsearch ${namespace}.svc.${domain} svc.${domain} ${domain}\noptions ndots:5\n`;
 }
 
+/**
+ * The resolv.conf the kubelet writes for this Pod: per its dnsPolicy (ClusterFirst: the
+ * cluster DNS and search path plus the node's search domains; Default: the node's file;
+ * None: nothing) with its dnsConfig merged in. `nodeResolvConf` is the node's file's text;
+ * one that does not parse counts as empty. Throws on an unknown dnsPolicy.
+ */
+export function podResolvConfFor(
+  pod: Pod,
+  nodeResolvConf: string,
+  clusterDNS: string,
+  domain: string,
+): string {
+  let node: ResolvConf = { nameservers: [], searches: [], options: [] };
+  try {
+    node = parseResolvConf(nodeResolvConf);
+  } catch {
+    // the kubelet also carries on with what it has
+  }
+  const dnsConfig = pod.spec?.dnsConfig;
+  return formatResolvConf(
+    podDNSConfig({
+      nodeResolvConf: node,
+      clusterDNS: [clusterDNS],
+      clusterDomain: domain,
+      namespace: pod.metadata?.namespace ?? 'default',
+      dnsPolicy: pod.spec?.dnsPolicy ?? 'ClusterFirst',
+      hostNetwork: pod.spec?.hostNetwork ?? false,
+      ...(dnsConfig === undefined ? {} : { dnsConfig }),
+    }),
+  );
+}
+
 export function podHosts(pod: Pod, ip: string, domain: string): string {
   const name = pod.spec?.hostname ?? pod.metadata?.name ?? '';
   const sub = pod.spec?.subdomain;
   const fqdn = sub ? `${name}.${sub}.${pod.metadata?.namespace ?? 'default'}.svc.${domain} ` : '';
   return `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${ip}\t${fqdn}${name}\n`;
+}
+
+function readTextOr(path: string, fallback: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return fallback;
+  }
 }
 
 function tcpConnect(host: string, port: number, timeoutMs: number): Promise<boolean> {
@@ -128,16 +176,17 @@ export class LabPodRuntime implements PodRuntime {
       const { ip } = await network.add(this.request(pod, netns));
       const etc = join('/etc/netns', netns);
       mkdirSync(etc, { recursive: true });
-      // dnsPolicy Default (the cluster DNS's own Pods): the node's resolv.conf, as the kubelet.
-      if ((pod.spec?.dnsPolicy ?? 'ClusterFirst') !== 'Default')
-        writeFileSync(
-          join(etc, 'resolv.conf'),
-          podResolvConf(
-            pod.metadata?.namespace ?? 'default',
-            this.opts.clusterDNS,
-            this.opts.clusterDomain,
-          ),
-        );
+      // As the kubelet: from dnsPolicy and dnsConfig (the cluster DNS's own Pods use Default,
+      // the node's resolv.conf).
+      writeFileSync(
+        join(etc, 'resolv.conf'),
+        podResolvConfFor(
+          pod,
+          readTextOr(this.opts.resolvConf ?? '/etc/resolv.conf', ''),
+          this.opts.clusterDNS,
+          this.opts.clusterDomain,
+        ),
+      );
       writeFileSync(join(etc, 'hosts'), podHosts(pod, ip, this.opts.clusterDomain));
       const plan = planPodServer(
         pod,

@@ -1,0 +1,71 @@
+// The resolv.conf the lab's node agent writes for a Pod, per dnsPolicy and dnsConfig.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Pod } from '../kube/types.js';
+import { podResolvConfFor } from './pod-runtime.js';
+
+const NODE = 'nameserver 192.0.2.53\nsearch corp.example\noptions edns0\n';
+
+function pod(spec: Partial<NonNullable<Pod['spec']>> = {}): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: 'team' },
+    spec: { containers: [{ name: 'c' }], ...spec },
+  };
+}
+
+test('ClusterFirst (the default): the cluster DNS, the namespace search path, then the node domains', () => {
+  assert.equal(
+    podResolvConfFor(pod(), NODE, '10.96.0.10', 'cluster.local'),
+    'nameserver 10.96.0.10\nsearch team.svc.cluster.local svc.cluster.local cluster.local corp.example\noptions ndots:5\n',
+  );
+});
+
+test('Default: the node resolv.conf', () => {
+  assert.equal(
+    podResolvConfFor(pod({ dnsPolicy: 'Default' }), NODE, '10.96.0.10', 'cluster.local'),
+    'nameserver 192.0.2.53\nsearch corp.example\noptions edns0\n',
+  );
+});
+
+test('None: only the dnsConfig', () => {
+  const p = pod({
+    dnsPolicy: 'None',
+    dnsConfig: {
+      nameservers: ['1.1.1.1'],
+      searches: ['resolv.conf.local'],
+      options: [{ name: 'ndots', value: '2' }, { name: 'edns0' }],
+    },
+  });
+  assert.equal(
+    podResolvConfFor(p, NODE, '10.96.0.10', 'cluster.local'),
+    'nameserver 1.1.1.1\nsearch resolv.conf.local\noptions ndots:2 edns0\n',
+  );
+});
+
+test('ClusterFirst with dnsConfig: nameservers and searches appended, options overridden by name', () => {
+  const p = pod({
+    dnsConfig: {
+      nameservers: ['10.96.0.10', '1.1.1.1'],
+      searches: ['extra.local'],
+      options: [{ name: 'ndots', value: '2' }],
+    },
+  });
+  assert.equal(
+    podResolvConfFor(p, '', '10.96.0.10', 'cluster.local'),
+    'nameserver 10.96.0.10\nnameserver 1.1.1.1\nsearch team.svc.cluster.local svc.cluster.local cluster.local extra.local\noptions ndots:2\n',
+  );
+});
+
+test('a node resolv.conf that does not parse counts as empty; an unknown dnsPolicy is refused', () => {
+  assert.equal(
+    podResolvConfFor(pod({ dnsPolicy: 'Default' }), 'nameserver\n', '10.96.0.10', 'cluster.local'),
+    '',
+  );
+  assert.throws(
+    () => podResolvConfFor(pod({ dnsPolicy: 'Sometimes' }), NODE, '10.96.0.10', 'cluster.local'),
+    /invalid dnsPolicy "Sometimes"/,
+  );
+});

@@ -1,0 +1,330 @@
+// The proxy's own endpoints and its restart, on every lab node: `:10256/healthz` (kube-proxy's
+// JSON health body, bound to 0.0.0.0 by default) and `:10249/proxyMode` (metrics server,
+// bound to 127.0.0.1 by default), and a restart of a node's proxy that no client of a Service
+// notices, because the kernel rules stay while the proxy is down. Modelled on sig-network's
+// test/e2e/network/networking.go and service.go.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { KubeObject } from '../../src/kube/types.js';
+import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
+
+const skip = e2eSkipReason();
+const NS = 'proxy-restart';
+
+interface HttpAnswer {
+  /** curl's exit code: 0 ok, 7 refused, 28 timed out. */
+  readonly code: number;
+  /** HTTP status, 0 without an answer. */
+  readonly status: number;
+  readonly body: string;
+}
+
+function clusterIPService(name: string, port: number): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name, namespace: NS },
+    spec: {
+      selector: { app: 'backend' },
+      ports: [{ name: 'http', port, targetPort: 8080, protocol: 'TCP' }],
+    },
+  } as KubeObject;
+}
+
+/** How many lines of a component's log contain `text`. */
+function logCount(lab: E2eLab, component: string, text: string): number {
+  try {
+    return readFileSync(join(lab.lab.stateDir, 'logs', `${component}.log`), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(text)).length;
+  } catch {
+    return 0;
+  }
+}
+
+describe('kube-proxy health and restart', { skip }, () => {
+  let lab: E2eLab;
+
+  /** GET with the HTTP status, from a node or Pod. */
+  async function get(from: string, url: string, timeoutSeconds = 3): Promise<HttpAnswer> {
+    const r = await lab.exec(from, [
+      'curl',
+      '-sS',
+      '-m',
+      String(timeoutSeconds),
+      '-w',
+      '\n%{http_code}',
+      url,
+    ]);
+    const lines = r.stdout.split('\n');
+    const status = Number(lines.pop() ?? '0');
+    return { code: r.code, status: Number.isFinite(status) ? status : 0, body: lines.join('\n') };
+  }
+
+  before(async () => {
+    lab = await E2eLab.up('d');
+  });
+  after(async () => {
+    await lab.down();
+  });
+
+  // [sig-network] Networking should check kube-proxy urls
+  test('every node: healthz 200 with the JSON body on 127.0.0.1 and the node IP; proxyMode iptables on 127.0.0.1', async () => {
+    assert.equal(lab.nodes.length, 3);
+    for (const node of lab.nodes) {
+      for (const host of ['127.0.0.1', node.ip]) {
+        const h = await get(node.name, `http://${host}:10256/healthz`);
+        assert.equal(
+          h.code,
+          0,
+          `${node.name}: curl ${host}:10256/healthz exited ${String(h.code)}`,
+        );
+        assert.equal(h.status, 200, `${node.name}: ${host}:10256/healthz said ${h.body}`);
+        const body = JSON.parse(h.body) as Record<string, unknown>;
+        assert.match(
+          String(body.lastUpdated),
+          /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \+0000 UTC$/,
+        );
+        assert.match(
+          String(body.currentTime),
+          /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? \+0000 UTC$/,
+        );
+        assert.equal(body.nodeEligible, true);
+        const live = await get(node.name, `http://${host}:10256/livez`);
+        assert.equal(live.status, 200, `${node.name}: ${host}:10256/livez said ${live.body}`);
+      }
+      // The healthz port is reachable from the other nodes too (load balancers probe it).
+      const other = lab.nodes.find((n) => n !== node);
+      const remote = await get(other?.name ?? '', `http://${node.ip}:10256/healthz`);
+      assert.equal(remote.status, 200, `${other?.name ?? ''} -> ${node.ip}:10256/healthz`);
+      const mode = await get(node.name, 'http://127.0.0.1:10249/proxyMode');
+      assert.deepEqual(mode, { code: 0, status: 200, body: 'iptables' }, `${node.name} proxyMode`);
+      // The metrics server binds loopback only: the node address refuses.
+      const outside = await get(node.name, `http://${node.ip}:10249/proxyMode`);
+      assert.equal(
+        outside.code,
+        7,
+        `${node.name}: ${node.ip}:10249 should refuse, got ${JSON.stringify(outside)}`,
+      );
+      const metrics = await get(node.name, 'http://127.0.0.1:10249/metrics');
+      assert.equal(metrics.status, 200);
+      assert.match(metrics.body, /^kubeproxy_sync_proxy_rules_last_timestamp_seconds /m);
+    }
+  });
+
+  // [sig-network] Services should work after restarting kube-proxy [Disruptive]
+  test('restarting a node proxy: every request during and after succeeds; a new Service works after', async (t) => {
+    const worker = `${lab.name}-worker`;
+    const worker2 = `${lab.name}-worker2`;
+    const proxy = `proxy-${worker}`;
+    const node = lab.nodes.find((n) => n.name === worker);
+    assert.ok(node, `no node ${worker}`);
+    await lab.createNamespace(NS);
+    await lab.apply([
+      netexecPod(NS, 'client', { node: worker }),
+      netexecPod(NS, 'backend-a', { node: worker, labels: { app: 'backend' } }),
+      netexecPod(NS, 'backend-b', { node: worker2, labels: { app: 'backend' } }),
+      clusterIPService('before-restart', 80),
+    ]);
+    await lab.podsReady(NS, ['client', 'backend-a', 'backend-b'], 90_000);
+    await eventually('before-restart to have 2 endpoints', async () =>
+      (await lab.endpoints(NS, 'before-restart')).length === 2 ? true : undefined,
+    );
+    const ip = (await lab.service(NS, 'before-restart'))?.spec?.clusterIP ?? '';
+    assert.match(ip, /^10\.\d+\.\d+\.\d+$/);
+    const url = `http://${ip}/hostname`;
+    await eventually('the ClusterIP to answer from the client', async () => {
+      const r = await lab.curl(`${NS}/client`, url);
+      return r.code === 0 && /^backend-[ab]$/.test(r.body);
+    });
+
+    const starts = logCount(lab, proxy, 'Proxy started');
+    const stops = logCount(lab, proxy, 'Shutting down');
+    assert.equal(starts, 1, `${proxy} log: ${String(starts)} starts before the restart`);
+
+    // The client loop: one request after another from the Pod on that node, alternately to
+    // the ClusterIP and by name (so its DNS lookups, UDP to the kube-dns ClusterIP, go
+    // through that node's rules too).
+    const byName = `http://before-restart/hostname`;
+    const results: { at: number; url: string; code: number; body: string }[] = [];
+    const ctl = { stop: false };
+    const loop = (async () => {
+      while (!ctl.stop) {
+        const u = results.length % 2 === 0 ? url : byName;
+        const r = await lab.curl(`${NS}/client`, u, 3);
+        results.push({ at: Date.now(), url: u, ...r });
+      }
+    })();
+    try {
+      await eventually(
+        '3 requests before the restart',
+        () => Promise.resolve(results.length >= 3),
+        30_000,
+      );
+      const t0 = Date.now();
+      await lab.restart(proxy);
+      await eventually(
+        `${proxy} healthz to answer 200 again`,
+        async () => (await get(worker, 'http://127.0.0.1:10256/healthz')).status === 200,
+        60_000,
+        500,
+      );
+      const healthyAt = Date.now();
+      // Some more requests after the new proxy has synced.
+      await eventually(
+        '5 requests after the restart',
+        () => Promise.resolve(results.filter((r) => r.at > healthyAt).length >= 5),
+        30_000,
+      );
+      ctl.stop = true;
+      await loop;
+      t.diagnostic(
+        `${String(results.length)} requests, ${String(results.filter((r) => r.at > t0 && r.at <= healthyAt).length)} while ${proxy} restarted (${String(healthyAt - t0)} ms until healthz 200)`,
+      );
+      const during = results.filter((r) => r.at > t0 && r.at <= healthyAt);
+      const failed = results.filter((r) => r.code !== 0 || !/^backend-[ab]$/.test(r.body));
+      assert.deepEqual(failed, [], `${String(failed.length)} of ${String(results.length)} failed`);
+      assert.ok(during.length >= 1, 'no request ran while the proxy restarted');
+      assert.equal(logCount(lab, proxy, 'Shutting down'), stops + 1, `${proxy} did not stop`);
+      assert.equal(
+        logCount(lab, proxy, 'Proxy started'),
+        starts + 1,
+        `${proxy} did not start again`,
+      );
+    } finally {
+      ctl.stop = true;
+      await loop;
+    }
+
+    // The restarted proxy programs what changes after it came back.
+    await lab.apply([clusterIPService('after-restart', 81)]);
+    await eventually('after-restart to have 2 endpoints', async () =>
+      (await lab.endpoints(NS, 'after-restart')).length === 2 ? true : undefined,
+    );
+    const ip2 = (await lab.service(NS, 'after-restart'))?.spec?.clusterIP ?? '';
+    const seen = new Set<string>();
+    await eventually(
+      'after-restart to answer from both backends through the restarted proxy',
+      async () => {
+        const r = await lab.curl(`${NS}/client`, `http://${ip2}:81/hostname`);
+        if (r.code === 0) seen.add(r.body);
+        return seen.has('backend-a') && seen.has('backend-b');
+      },
+      45_000,
+      200,
+    );
+  });
+
+  // KEP-3836 (kube-proxy improved ingress connectivity reliability): /healthz is what cloud
+  // load balancers probe, so a node being drained by the cluster autoscaler answers 503
+  // there while /livez (the proxy itself) stays 200.
+  test('healthz answers 503 with nodeEligible false while the node carries ToBeDeletedByClusterAutoscaler', async () => {
+    const worker2 = `${lab.name}-worker2`;
+    const node = lab.nodes.find((n) => n.name === worker2);
+    assert.ok(node, `no node ${worker2}`);
+    const url = `http://${node.ip}:10256/healthz`;
+    const before = (await lab.client.get('Node', '', worker2))?.spec?.taints ?? [];
+    await lab.client.patch('Node', '', worker2, {
+      spec: {
+        taints: [
+          ...before,
+          { key: 'ToBeDeletedByClusterAutoscaler', value: '1700000000', effect: 'NoSchedule' },
+        ],
+      },
+    });
+    try {
+      const h = await eventually(
+        'healthz of the tainted node to say 503',
+        async () => {
+          const r = await get(lab.nodes[0]?.name ?? '', url);
+          return r.status === 503 ? r : undefined;
+        },
+        30_000,
+        500,
+      );
+      assert.equal((JSON.parse(h.body) as { nodeEligible?: unknown }).nodeEligible, false);
+      const live = await get(worker2, 'http://127.0.0.1:10256/livez');
+      assert.equal(live.status, 200, `livez said ${live.body}`);
+      // The other nodes are unaffected.
+      const other = await get(lab.nodes[0]?.name ?? '', 'http://127.0.0.1:10256/healthz');
+      assert.equal(other.status, 200);
+    } finally {
+      await lab.client.patch('Node', '', worker2, { spec: { taints: before } });
+    }
+    await eventually(
+      'healthz to say 200 again once the taint is gone',
+      async () => (await get(lab.nodes[0]?.name ?? '', url)).status === 200,
+      30_000,
+      500,
+    );
+  });
+
+  // [sig-network] KubeProxy should update metric for tracking accepted packets destined for
+  // localhost nodeports: the traffic half (a client on the node reaches a NodePort on
+  // 127.0.0.1, which needs route_localnet and the proxy's localhost rules).
+  test('a NodePort answers on 127.0.0.1 from every node', async () => {
+    await lab.apply([
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'localhost-np', namespace: NS },
+        spec: {
+          type: 'NodePort',
+          selector: { app: 'backend' },
+          ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+        },
+      } as KubeObject,
+    ]);
+    const nodePort = (await lab.service(NS, 'localhost-np'))?.spec?.ports?.[0]?.nodePort;
+    assert.ok(
+      nodePort !== undefined && nodePort >= 30000 && nodePort <= 32767,
+      `nodePort ${String(nodePort)}`,
+    );
+    await eventually('localhost-np to have 2 endpoints', async () =>
+      (await lab.endpoints(NS, 'localhost-np')).length === 2 ? true : undefined,
+    );
+    for (const node of lab.nodes)
+      await eventually(
+        `${node.name}: 127.0.0.1:${String(nodePort)} to answer`,
+        async () => {
+          const r = await lab.curl(node.name, `http://127.0.0.1:${String(nodePort)}/hostname`);
+          assert.equal(
+            r.code,
+            0,
+            `${node.name}: curl 127.0.0.1:${String(nodePort)} exited ${String(r.code)}`,
+          );
+          assert.match(r.body, /^backend-[ab]$/);
+          return true;
+        },
+        30_000,
+        500,
+      );
+  });
+
+  // The same upstream test's metric half.
+  test(
+    'localhost NodePort packets are counted in kubeproxy_iptables_localhost_nodeports_accepted_packets_total',
+    {
+      skip: 'svcnet proxy does not export kubeproxy_iptables_localhost_nodeports_accepted_packets_total (kube-proxy counts them with an nfacct rule; svcnet has no nfacct support)',
+    },
+    async () => {
+      const worker = `${lab.name}-worker`;
+      const nodePort = (await lab.service(NS, 'localhost-np'))?.spec?.ports?.[0]?.nodePort ?? 0;
+      const counter = async (): Promise<number> => {
+        const m = await get(worker, 'http://127.0.0.1:10249/metrics');
+        const line = /^kubeproxy_iptables_localhost_nodeports_accepted_packets_total (\d+)/m.exec(
+          m.body,
+        );
+        assert.ok(line, 'no kubeproxy_iptables_localhost_nodeports_accepted_packets_total');
+        return Number(line[1]);
+      };
+      const before = await counter();
+      const r = await lab.curl(worker, `http://127.0.0.1:${String(nodePort)}/hostname`);
+      assert.equal(r.code, 0);
+      await eventually('the counter to grow', async () => (await counter()) > before, 30_000, 500);
+    },
+  );
+});
