@@ -94,7 +94,8 @@ export interface NetworkScript {
 }
 
 /**
- * The commands that build the lab network. Every namespace gets `lo` up; nodes get ip_forward
+ * The commands that build the lab network. Every namespace gets `lo` up; the hub forwards only
+ * to a "prohibit" default route (so leaving the lab fails fast); nodes get ip_forward
  * and rp_filter=0 set explicitly (a new netns may inherit the host's IPv4 conf/all values), a
  * default route via the hub (node-local clients need one before nat OUTPUT can DNAT), and a
  * route to every other node's podCIDR.
@@ -106,15 +107,24 @@ export function networkScript(plan: LabPlan): NetworkScript {
     'link add br0 type bridge',
     'link set br0 up',
     `addr add ${plan.hubIP}/${plan.nodeNetworkPrefix} dev br0`,
+    // The lab has no way out. Saying so at once (ICMP unreachable) lets a lookup the cluster
+    // DNS forwards upstream fail in milliseconds instead of waiting out its timeout ("prohibited" is
+    // an ICMP error connected UDP sockets report; "host unreachable" is not).
+    'route add prohibit default',
   ];
   const batches: { netns: string; lines: string[] }[] = [{ netns: hub, lines: hubLines }];
-  const sysctls: { netns: string; settings: string[] }[] = [];
+  const sysctls: { netns: string; settings: string[] }[] = [
+    // Every answer of the prohibit route counts: no ICMP rate limit in the hub.
+    { netns: hub, settings: ['net.ipv4.ip_forward=1', 'net.ipv4.icmp_ratelimit=0'] },
+  ];
   for (const n of plan.nodes) {
     hubLines.push(
       `link add ${n.hubInterface} type veth peer name eth0 netns ${n.netns}`,
       `link set ${n.hubInterface} master br0 up`,
     );
   }
+  // Routes back to the Pods, so the unreachable answers above find their way to them.
+  for (const n of plan.nodes) hubLines.push(`route add ${n.podCIDR} via ${n.ip} dev br0`);
   for (const n of plan.nodes) {
     const lines = [
       'link set lo up',
