@@ -4,7 +4,7 @@
 set -euo pipefail
 need=()
 for pair in iptables-restore:iptables nft:nftables ip:iproute2 conntrack:conntrack unshare:util-linux \
-  nsenter:util-linux dig:dnsutils curl:curl /usr/lib/cni/ptp:containernetworking-plugins; do
+  nsenter:util-linux dig:dnsutils curl:curl nfacct:nfacct /usr/lib/cni/ptp:containernetworking-plugins; do
   tool=${pair%%:*}
   if [ "${tool#/}" != "$tool" ]; then [ -e "$tool" ] || need+=("${pair#*:}"); continue; fi
   command -v "$tool" >/dev/null 2>&1 || need+=("${pair#*:}")
