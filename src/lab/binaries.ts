@@ -5,7 +5,7 @@
 // the bundle is newer than every source file), and the lab runs the bundle: a Pod's server
 // starts in about 0.3 s.
 
-import { chmodSync, existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -45,6 +45,10 @@ export async function ensureLabBinaries(root = packageRoot()): Promise<LabBinari
     existsSync(cni) &&
     Math.min(statSync(main).mtimeMs, statSync(cni).mtimeMs) > newestMtime(src);
   if (!fresh) {
+    // Chunk names carry content hashes: start empty so old chunks do not pile up. A running
+    // lab is unaffected: its processes loaded their chunks at start, and new ones start from
+    // the new main.mjs.
+    rmSync(out, { recursive: true, force: true });
     const esbuild = await import('esbuild');
     await Promise.all([
       esbuild.build({
