@@ -1,7 +1,8 @@
 // The proxy daemon (`svcnet proxy`): puts the pieces together for one node the way
 // kube-proxy's server does — detect the iptables variant, make the sysctls, start the
 // healthz and metrics servers, start Service/EndpointSlice/Node informers with kube-proxy's
-// selectors, run the proxier's sync loop and the canary monitor — and `cleanupIptables`
+// selectors, create the nfacct objects the rules count into (when the host has nfacct),
+// run the proxier's sync loop and the canary monitor — and `cleanupIptables`
 // for `--cleanup`. Everything effectful is injected (Execer, Sysctl, Clock, informer
 // factory, logger) so the same code runs against Fakes in tests and the bench.
 
@@ -16,6 +17,8 @@ import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/bac
 import { parseDocument } from '../netfilter/iptables/parse.js';
 import { RealConntrack } from '../os/conntrack.js';
 import type { Execer } from '../os/exec.js';
+import { RealNfacct } from '../os/nfacct.js';
+import type { Nfacct } from '../os/nfacct.js';
 import type { Sysctl } from '../os/sysctl.js';
 import type { IPFamily } from '../util/ip.js';
 import { cidrContains, formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
@@ -24,11 +27,11 @@ import type { Clock } from './clock.js';
 import { ServiceHealthServers } from './healthcheck-nodeports.js';
 import { ProxyHealth, healthzHandler } from './healthz.js';
 import { masqueradeMarkFromBit } from './iptables/options.js';
-import type { IptablesProxierOptions, LocalDetector } from './iptables/options.js';
+import type { IptablesProxierOptions, LocalDetector, NfacctCounters } from './iptables/options.js';
 import { listenHttp, parseBindAddress } from './listen.js';
 import type { Listening } from './listen.js';
 import { metricsHandler } from './metrics-server.js';
-import { ProxyMetrics } from './metrics.js';
+import { NFACCT_METRICS, ProxyMetrics } from './metrics.js';
 import { applySysctls, planSysctls, readTcpBeLiberal } from './node-setup.js';
 import type { ConntrackSettings } from './node-setup.js';
 import { planCleanup } from './plan-cleanup.js';
@@ -90,6 +93,8 @@ export interface ProxyDaemonDeps {
   readonly hostNetns?: boolean;
   /** Override the iptables backends (tests: Fakes). */
   readonly iptables?: (family: IPFamily) => IptablesBackend;
+  /** nfacct objects; defaults to the `nfacct` tool run through `execer`. */
+  readonly nfacct?: Nfacct;
 }
 
 /** A running daemon. */
@@ -99,6 +104,8 @@ export interface ProxyDaemon {
   readonly healthzPort: number | undefined;
   readonly metricsPort: number | undefined;
   readonly variant: IptablesVariant | 'injected';
+  /** Which nfacct objects exist, so the rules count into them. */
+  readonly nfacct: NfacctCounters;
   stop(): Promise<void>;
 }
 
@@ -161,7 +168,12 @@ export function proxierOptionsFor(
   cfg: ProxyDaemonConfig,
   family: IPFamily,
   node: Node | undefined,
-  host: { localAddresses: readonly string[]; conntrackTCPLiberal: boolean },
+  host: {
+    localAddresses: readonly string[];
+    conntrackTCPLiberal: boolean;
+    /** nfacct objects that exist; none when omitted. */
+    nfacct?: NfacctCounters;
+  },
 ): IptablesProxierOptions {
   return {
     nodeName: cfg.nodeName,
@@ -174,12 +186,40 @@ export function proxierOptionsFor(
     localAddresses: host.localAddresses,
     localhostNodePorts: cfg.localhostNodePorts,
     hasRandomFully: true,
-    // nfacct objects are not created by svcnet, so rules must not reference them.
-    nfacct: { ctStateInvalidDropped: false, localhostNodePortsAccepted: false },
+    // A rule matching a missing nfacct object would fail the whole restore.
+    nfacct: host.nfacct ?? NO_NFACCT,
     conntrackTCPLiberal: host.conntrackTCPLiberal,
     largeClusterEndpointsThreshold: 1000,
     syncPeriodMs: cfg.syncPeriodMs,
   };
+}
+
+const NO_NFACCT: NfacctCounters = {
+  ctStateInvalidDropped: false,
+  localhostNodePortsAccepted: false,
+};
+
+/**
+ * Creates kube-proxy's nfacct objects (unless present) and says which exist. A host without
+ * the tool or kernel support is logged once and leaves the counters off; never fatal.
+ */
+export async function ensureNfacctCounters(nfacct: Nfacct, log: Logger): Promise<NfacctCounters> {
+  const result: { -readonly [K in keyof NfacctCounters]: boolean } = { ...NO_NFACCT };
+  const failed: Record<string, string> = {};
+  for (const m of NFACCT_METRICS) {
+    try {
+      await nfacct.ensure(m.object);
+      result[m.option] = true;
+    } catch (err) {
+      failed[m.object] = err instanceof Error ? err.message : String(err);
+    }
+  }
+  if (Object.keys(failed).length > 0)
+    log.warn(
+      { failed },
+      'Cannot create nfacct objects; their rules run without packet counting and their metrics are not exported',
+    );
+  return result;
 }
 
 async function makeBackends(
@@ -225,6 +265,19 @@ export async function startProxyDaemon(
   await applySysctls(deps.sysctl, sysctls, log);
   const conntrackTCPLiberal = await readTcpBeLiberal(deps.sysctl);
   const localAddresses = deps.localAddresses ?? systemLocalAddresses;
+  const nfacct = deps.nfacct ?? new RealNfacct(deps.execer);
+  const nfacctCounters = await ensureNfacctCounters(nfacct, log);
+  metrics.addNfacctCounters(
+    registry,
+    nfacctCounters,
+    async (object) => (await nfacct.get(object)).packets,
+    (object, err) => {
+      log.warn(
+        { object, err: err instanceof Error ? err.message : String(err) },
+        'Cannot read nfacct object',
+      );
+    },
+  );
 
   const health = new ProxyHealth(clock, 2 * cfg.syncPeriodMs, cfg.families);
   const listeners: Listening[] = [];
@@ -284,6 +337,7 @@ export async function startProxyDaemon(
       proxierOptionsFor(cfg, family, node, {
         localAddresses: localAddresses(),
         conntrackTCPLiberal,
+        nfacct: nfacctCounters,
       }),
     clock,
     log,
@@ -326,7 +380,14 @@ export async function startProxyDaemon(
   );
   void Promise.all(starts);
   log.info(
-    { node: cfg.nodeName, families: cfg.families, variant, healthzPort, metricsPort },
+    {
+      node: cfg.nodeName,
+      families: cfg.families,
+      variant,
+      healthzPort,
+      metricsPort,
+      nfacct: nfacctCounters,
+    },
     'Proxy started',
   );
 
@@ -336,6 +397,7 @@ export async function startProxyDaemon(
     healthzPort,
     metricsPort,
     variant,
+    nfacct: nfacctCounters,
     stop: async () => {
       await canary.stop();
       await proxier.stop();

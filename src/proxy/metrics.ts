@@ -1,10 +1,16 @@
 // kube-proxy's metrics, by kube-proxy's names (`kubeproxy_*`, served on metricsBindAddress,
 // default 127.0.0.1:10249), registered on an injected prom-client Registry so tests and
 // several proxies in one process never share state. This file only defines and records;
-// metrics-server.ts serves them.
+// metrics-server.ts serves them. The two nfacct-backed counters are read from the kernel
+// when scraped (addNfacctCounters).
 
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Registry } from 'prom-client';
+import {
+  NFACCT_CT_STATE_INVALID_DROPPED,
+  NFACCT_LOCALHOST_NODEPORTS_ACCEPTED,
+} from './iptables/names.js';
+import type { NfacctCounters } from './iptables/options.js';
 
 function range(start: number, step: number, count: number): number[] {
   return Array.from({ length: count }, (_, i) => start + i * step);
@@ -20,6 +26,27 @@ export const NETWORK_PROGRAMMING_BUCKETS: readonly number[] = [
   ...range(1, 1, 59),
   ...range(60, 5, 12),
   ...range(120, 30, 7),
+];
+
+/** The kube-proxy metric that reports each nfacct object's packet count. */
+export const NFACCT_METRICS: readonly {
+  readonly object: string;
+  readonly option: keyof NfacctCounters;
+  readonly name: string;
+  readonly help: string;
+}[] = [
+  {
+    object: NFACCT_LOCALHOST_NODEPORTS_ACCEPTED,
+    option: 'localhostNodePortsAccepted',
+    name: 'kubeproxy_iptables_localhost_nodeports_accepted_packets_total',
+    help: 'Number of packets accepted on nodeports of loopback interface',
+  },
+  {
+    object: NFACCT_CT_STATE_INVALID_DROPPED,
+    option: 'ctStateInvalidDropped',
+    name: 'kubeproxy_iptables_ct_state_invalid_dropped_packets_total',
+    help: 'packets dropped by iptables to work around conntrack problems',
+  },
 ];
 
 /** Every kube-proxy metric svcnet's iptables proxy records. */
@@ -162,5 +189,39 @@ export class ProxyMetrics {
       labelNames: ['kind'],
       registers,
     });
+  }
+
+  /**
+   * Registers the counters of the nfacct objects that exist (`enabled`); each scrape reads the
+   * object's packet count through `read`. When a read fails the last value stays and
+   * `onError` hears why (e.g. someone deleted the object).
+   */
+  addNfacctCounters(
+    registry: Registry,
+    enabled: NfacctCounters,
+    read: (object: string) => Promise<number>,
+    onError: (object: string, err: unknown) => void,
+  ): Counter[] {
+    const out: Counter[] = [];
+    for (const m of NFACCT_METRICS) {
+      if (!enabled[m.option]) continue;
+      out.push(
+        new Counter({
+          name: m.name,
+          help: m.help,
+          registers: [registry],
+          async collect() {
+            try {
+              const packets = await read(m.object);
+              this.reset();
+              this.inc(packets);
+            } catch (err) {
+              onError(m.object, err);
+            }
+          },
+        }),
+      );
+    }
+    return out;
   }
 }

@@ -305,26 +305,25 @@ describe('kube-proxy health and restart', { skip }, () => {
   });
 
   // The same upstream test's metric half.
-  test(
-    'localhost NodePort packets are counted in kubeproxy_iptables_localhost_nodeports_accepted_packets_total',
-    {
-      skip: 'svcnet proxy does not export kubeproxy_iptables_localhost_nodeports_accepted_packets_total (kube-proxy counts them with an nfacct rule; svcnet has no nfacct support)',
-    },
-    async () => {
-      const worker = `${lab.name}-worker`;
-      const nodePort = (await lab.service(NS, 'localhost-np'))?.spec?.ports?.[0]?.nodePort ?? 0;
-      const counter = async (): Promise<number> => {
-        const m = await get(worker, 'http://127.0.0.1:10249/metrics');
-        const line = /^kubeproxy_iptables_localhost_nodeports_accepted_packets_total (\d+)/m.exec(
-          m.body,
-        );
-        assert.ok(line, 'no kubeproxy_iptables_localhost_nodeports_accepted_packets_total');
-        return Number(line[1]);
-      };
-      const before = await counter();
-      const r = await lab.curl(worker, `http://127.0.0.1:${String(nodePort)}/hostname`);
-      assert.equal(r.code, 0);
-      await eventually('the counter to grow', async () => (await counter()) > before, 30_000, 500);
-    },
-  );
+  test('localhost NodePort packets are counted in kubeproxy_iptables_localhost_nodeports_accepted_packets_total', async () => {
+    const worker = `${lab.name}-worker`;
+    const nodePort = (await lab.service(NS, 'localhost-np'))?.spec?.ports?.[0]?.nodePort ?? 0;
+    const counter = async (): Promise<number> => {
+      const m = await get(worker, 'http://127.0.0.1:10249/metrics');
+      const line = /^kubeproxy_iptables_localhost_nodeports_accepted_packets_total (\d+)/m.exec(
+        m.body,
+      );
+      assert.ok(line, 'no kubeproxy_iptables_localhost_nodeports_accepted_packets_total');
+      return Number(line[1]);
+    };
+    const before = await counter();
+    const r = await lab.curl(worker, `http://127.0.0.1:${String(nodePort)}/hostname`);
+    assert.equal(r.code, 0);
+    await eventually('the counter to grow', async () => (await counter()) > before, 30_000, 500);
+    // Its sibling nfacct counter (INVALID drops) is exported too.
+    assert.match(
+      (await get(worker, 'http://127.0.0.1:10249/metrics')).body,
+      /^kubeproxy_iptables_ct_state_invalid_dropped_packets_total \d+$/m,
+    );
+  });
 });

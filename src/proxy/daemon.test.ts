@@ -1,0 +1,232 @@
+// Unit tests of the daemon's nfacct wiring against Fakes: which objects it creates, which
+// rules then count into them, that a host without nfacct keeps the proxy working, and that
+// the two kube-proxy metrics report the objects' packet counts at scrape time.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { defaultProxyConfig } from '../cli/proxy.js';
+import { FakeInformer } from '../kube/informer.js';
+import type { EndpointSlice, Node, Service } from '../kube/types.js';
+import { FakeIptables } from '../netfilter/iptables/fake.js';
+import type { IptablesTableName } from '../netfilter/iptables/model.js';
+import { FakeExecer } from '../os/exec.js';
+import { FakeNfacct } from '../os/nfacct.js';
+import { FakeSysctl } from '../os/sysctl.js';
+import { FakeClock } from './clock.js';
+import { ensureNfacctCounters, startProxyDaemon } from './daemon.js';
+import {
+  NFACCT_CT_STATE_INVALID_DROPPED as CT_INVALID,
+  NFACCT_LOCALHOST_NODEPORTS_ACCEPTED as LOCALHOST_NPS,
+} from './iptables/names.js';
+
+const NODE = 'node-a';
+
+/** FakeIptables with the one IptablesBackend method it lacks. */
+class BackendFake extends FakeIptables {
+  ruleExists(table: IptablesTableName, chain: string, args: readonly string[]): Promise<boolean> {
+    const line = `-A ${chain} ${args.join(' ')}`;
+    return Promise.resolve(this.saveSync(table).split('\n').includes(line));
+  }
+}
+const LOCALHOST_METRIC = 'kubeproxy_iptables_localhost_nodeports_accepted_packets_total';
+const INVALID_METRIC = 'kubeproxy_iptables_ct_state_invalid_dropped_packets_total';
+
+function nodePortService(): Service {
+  return {
+    metadata: { name: 'web', namespace: 'ns', resourceVersion: '1' },
+    spec: {
+      type: 'NodePort',
+      clusterIP: '10.96.0.10',
+      clusterIPs: ['10.96.0.10'],
+      ports: [{ name: 'p', port: 80, targetPort: 8080, nodePort: 30080, protocol: 'TCP' }],
+    },
+  };
+}
+
+function slice(): EndpointSlice {
+  return {
+    addressType: 'IPv4',
+    metadata: {
+      name: 'web-1',
+      namespace: 'ns',
+      labels: { 'kubernetes.io/service-name': 'web' },
+    },
+    ports: [{ name: 'p', port: 8080, protocol: 'TCP' }],
+    endpoints: [{ addresses: ['10.244.1.5'], conditions: { ready: true }, nodeName: NODE }],
+  };
+}
+
+/** A log that records warn lines about nfacct (message and fields). */
+function recordingLog(): { log: pino.Logger; warnings: { msg: string; obj: unknown }[] } {
+  const warnings: { msg: string; obj: unknown }[] = [];
+  const log = pino(
+    { level: 'warn' },
+    {
+      write(line: string) {
+        const o = JSON.parse(line) as { msg: string; level: number };
+        if (o.level === 40 && /nfacct/.test(o.msg)) warnings.push({ msg: o.msg, obj: o });
+      },
+    },
+  );
+  return { log, warnings };
+}
+
+async function start(nfacct: FakeNfacct) {
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const ipt = new BackendFake('IPv4');
+  const registry = new Registry();
+  const services = new FakeInformer<Service>();
+  const slices = new FakeInformer<EndpointSlice>();
+  const nodes = new FakeInformer<Node>();
+  const { log, warnings } = recordingLog();
+  const daemon = await startProxyDaemon(
+    {
+      ...defaultProxyConfig(NODE),
+      healthzBindAddress: '',
+      metricsBindAddress: '',
+      clusterCIDRs: ['10.244.0.0/16'],
+    },
+    {
+      execer: new FakeExecer(),
+      sysctl: new FakeSysctl(),
+      clock,
+      log,
+      informers: { services, endpointSlices: slices, nodes },
+      registry,
+      localAddresses: () => ['127.0.0.1/8', '192.0.2.10/24'],
+      iptables: () => ipt,
+      nfacct,
+    },
+  );
+  services.upsert(nodePortService());
+  slices.upsert(slice());
+  await clock.advance(0);
+  return { daemon, ipt, registry, warnings, clock };
+}
+
+async function metricValue(registry: Registry, name: string): Promise<number | undefined> {
+  const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
+  return (m?.values as { value: number }[] | undefined)?.[0]?.value;
+}
+
+test('the daemon creates both nfacct objects and the localhost NodePort and INVALID drop rules count into them', async () => {
+  const nfacct = new FakeNfacct();
+  const s = await start(nfacct);
+  try {
+    assert.deepEqual([...nfacct.objects.keys()].sort(), [CT_INVALID, LOCALHOST_NPS]);
+    assert.deepEqual(s.daemon.nfacct, {
+      ctStateInvalidDropped: true,
+      localhostNodePortsAccepted: true,
+    });
+    assert.match(
+      s.ipt.saveSync('nat'),
+      /-A KUBE-NODEPORTS .*-d 127\.0\.0\.0\/8 --dport 30080 -m nfacct --nfacct-name localhost_nps_accepted_pkts -j KUBE-EXT-/,
+    );
+    assert.match(
+      s.ipt.saveSync('filter'),
+      /-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP/,
+    );
+    assert.equal(s.warnings.length, 0);
+  } finally {
+    await s.daemon.stop();
+  }
+});
+
+test('existing nfacct objects are kept with their counts', async () => {
+  const nfacct = new FakeNfacct();
+  nfacct.objects.set(LOCALHOST_NPS, { packets: 7, bytes: 420 });
+  const s = await start(nfacct);
+  try {
+    assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 7);
+  } finally {
+    await s.daemon.stop();
+  }
+});
+
+test('the metrics report the kernel counts at each scrape', async () => {
+  const nfacct = new FakeNfacct();
+  const s = await start(nfacct);
+  try {
+    assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 0);
+    assert.equal(await metricValue(s.registry, INVALID_METRIC), 0);
+    nfacct.count(LOCALHOST_NPS, 5);
+    nfacct.count(CT_INVALID, 2);
+    assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 5);
+    assert.equal(await metricValue(s.registry, INVALID_METRIC), 2);
+    nfacct.count(LOCALHOST_NPS, 3);
+    const text = await s.registry.metrics();
+    assert.match(text, /^kubeproxy_iptables_localhost_nodeports_accepted_packets_total 8$/m);
+    assert.match(
+      text,
+      /^# TYPE kubeproxy_iptables_localhost_nodeports_accepted_packets_total counter$/m,
+    );
+    assert.match(text, /^kubeproxy_iptables_ct_state_invalid_dropped_packets_total 2$/m);
+  } finally {
+    await s.daemon.stop();
+  }
+});
+
+test('a read failure at scrape keeps the last value and is logged', async () => {
+  const nfacct = new FakeNfacct();
+  const s = await start(nfacct);
+  try {
+    nfacct.count(LOCALHOST_NPS, 4);
+    assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 4);
+    nfacct.objects.delete(LOCALHOST_NPS);
+    assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 4);
+    assert.ok(
+      s.warnings.some((w) => w.msg === 'Cannot read nfacct object'),
+      JSON.stringify(s.warnings),
+    );
+  } finally {
+    await s.daemon.stop();
+  }
+});
+
+test('without nfacct support the proxy still programs rules, without nfacct matches or metrics, and says so once', async () => {
+  const nfacct = new FakeNfacct({ unsupported: 'cannot start: spawn nfacct ENOENT' });
+  const s = await start(nfacct);
+  try {
+    assert.deepEqual(s.daemon.nfacct, {
+      ctStateInvalidDropped: false,
+      localhostNodePortsAccepted: false,
+    });
+    const nat = s.ipt.saveSync('nat');
+    assert.match(nat, /-A KUBE-NODEPORTS .*--dport 30080 -j KUBE-EXT-/);
+    assert.doesNotMatch(nat + s.ipt.saveSync('filter'), /nfacct/);
+    assert.match(
+      s.ipt.saveSync('filter'),
+      /-A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP/,
+    );
+    assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), undefined);
+    assert.equal(await metricValue(s.registry, INVALID_METRIC), undefined);
+    assert.equal(s.warnings.length, 1, JSON.stringify(s.warnings));
+    assert.match(s.warnings[0]?.msg ?? '', /Cannot create nfacct objects/);
+  } finally {
+    await s.daemon.stop();
+  }
+});
+
+test('only the objects that could be created are used', async () => {
+  const nfacct = new FakeNfacct();
+  nfacct.refuse.add(CT_INVALID);
+  const { log, warnings } = recordingLog();
+  assert.deepEqual(await ensureNfacctCounters(nfacct, log), {
+    ctStateInvalidDropped: false,
+    localhostNodePortsAccepted: true,
+  });
+  assert.equal(warnings.length, 1);
+  assert.deepEqual(Object.keys((warnings[0]?.obj as { failed: object }).failed), [CT_INVALID]);
+
+  const s = await start(nfacct);
+  try {
+    assert.match(s.ipt.saveSync('nat'), /--nfacct-name localhost_nps_accepted_pkts/);
+    assert.doesNotMatch(s.ipt.saveSync('filter'), /nfacct/);
+    assert.equal(await metricValue(s.registry, INVALID_METRIC), undefined);
+    assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 0);
+  } finally {
+    await s.daemon.stop();
+  }
+});
