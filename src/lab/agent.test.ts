@@ -34,6 +34,14 @@ class FakeRuntime implements PodRuntime {
   events: string[] = [];
   probeResult = true;
   failStarts = 0;
+  /** Pods an earlier agent left running, by name, with their IPs. */
+  leftRunning = new Map<string, string>();
+  adopt(pod: Pod) {
+    const ip = this.leftRunning.get(pod.metadata?.name ?? '');
+    if (ip === undefined) return Promise.resolve(undefined);
+    this.events.push(`adopt ${pod.metadata?.name}`);
+    return Promise.resolve({ ip, startedAt: '2025-12-31T23:00:00.000Z' });
+  }
   start(pod: Pod) {
     this.events.push(`start ${pod.metadata?.name}`);
     if (this.failStarts > 0) {
@@ -249,5 +257,30 @@ test('a terminating Pod is still probed: failing readiness after SIGTERM reports
     runtime.events.filter((e) => e.startsWith('probe')).length,
     probes,
     'no probe after the Pod stopped',
+  );
+});
+
+test('a restarted agent adopts the Pods still running and starts only the others', async () => {
+  const { informer, runtime, status, agent } = setup();
+  runtime.leftRunning.set('web-1', '10.244.1.7');
+  await informer.start();
+  informer.upsert(pod('web-1', 'n1'));
+  informer.upsert(pod('web-2', 'n1'));
+  await agent.idle();
+  assert.deepEqual(runtime.events, ['adopt web-1', 'start web-2']);
+  assert.deepEqual(status.updates, [
+    { name: 'web-1', ready: true, ip: '10.244.1.7' },
+    { name: 'web-2', ready: true, ip: '10.244.1.3' },
+  ]);
+  informer.upsert(
+    pod('web-1', 'n1', undefined, {
+      deletionTimestamp: '2026-01-01T00:00:00Z',
+      deletionGracePeriodSeconds: 0,
+    }),
+  );
+  await agent.idle();
+  assert.ok(
+    runtime.events.includes('stop default/web-1 grace=0'),
+    'an adopted Pod is stopped like any other',
   );
 });

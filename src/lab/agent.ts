@@ -20,6 +20,8 @@ export interface StartedPod {
 export interface PodRuntime {
   /** Creates the sandbox and starts the Pod's server; resolves once it listens. */
   start(pod: Pod): Promise<StartedPod>;
+  /** Takes over the Pod if an earlier agent left it running; undefined when it did not. */
+  adopt?(pod: Pod): Promise<StartedPod | undefined>;
   /** SIGTERM, wait up to graceSeconds for exit, then SIGKILL; then removes the sandbox. Idempotent. */
   stop(key: string, graceSeconds: number): Promise<void>;
   /** One readiness check of the Pod (HTTP GET or TCP connect to its IP), true when it passed. */
@@ -213,7 +215,9 @@ export class NodeAgent {
     this.local.set(key, entry);
     let started: StartedPod;
     try {
-      started = await this.opts.runtime.start(pod);
+      const adopted = await this.opts.runtime.adopt?.(pod);
+      if (adopted) this.log({ pod: key, ip: adopted.ip }, 'Pod adopted');
+      started = adopted ?? (await this.opts.runtime.start(pod));
     } catch (e) {
       // Like the kubelet's sandbox back-off: forget the attempt and try again later.
       this.local.delete(key);

@@ -220,7 +220,9 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   const execer = new RealExecer();
   const nodeDir = join(opts.stateDir, 'nodes', opts.node);
   const logDir = join(nodeDir, 'pods');
+  const sandboxes = join(nodeDir, 'sandboxes');
   mkdirSync(logDir, { recursive: true });
+  mkdirSync(sandboxes, { recursive: true });
   const conflist = parseConflist(
     labConflist(opts.cni, opts.podCIDR, join(nodeDir, 'ipam')),
     `${opts.node} CNI network`,
@@ -254,6 +256,7 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
       clusterDNS: opts.clusterDNS,
       clusterDomain: opts.clusterDomain,
       kubeconfig: opts.kubeconfig,
+      recordDir: sandboxes,
     }),
     status: new KubePodStatusWriter(client),
     log: (fields, msg) => {

@@ -5,13 +5,21 @@
 // with POD_NAME set. Runs inside the node's network namespace, so readiness probes reach Pod
 // IPs directly.
 
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { connect } from 'node:net';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Execer } from '../os/exec.js';
 import { runChecked } from '../os/exec.js';
-import { startProcess, type ManagedProcess } from '../os/process.js';
+import { adoptProcess, processGone, startProcess, type ManagedProcess } from '../os/process.js';
 import type { Pod, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import type { PodRuntime, StartedPod } from './agent.js';
@@ -53,6 +61,11 @@ export interface PodRuntimeOptions {
   readonly resolvConf?: string;
   /** kubeconfig for Pods that run an API-watching svcnet subcommand (the cluster DNS). */
   readonly kubeconfig?: string;
+  /**
+   * Where each running Pod's sandbox is recorded (netns, IP, server pid), so an agent that
+   * restarts adopts its Pods instead of recreating them, as the kubelet does.
+   */
+  readonly recordDir?: string;
   /** How long to wait for a Pod's server to listen. */
   readonly startTimeoutMs?: number;
 }
@@ -141,6 +154,34 @@ export function probePort(pod: Pod, port: number | string): number | undefined {
   return Number.isInteger(n) ? n : undefined;
 }
 
+/** What an agent leaves behind about a running Pod, for the next one. */
+export interface SandboxRecord {
+  readonly key: string;
+  readonly uid: string;
+  readonly netns: string;
+  readonly ip: string;
+  readonly pid: number;
+  readonly startedAt: string;
+}
+
+/** The network namespace a process is in, as `net:[inode]`, or undefined. */
+function netnsOfPid(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${String(pid)}/ns/net`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The namespace a /run/netns file holds, as `net:[inode]`, or undefined. */
+function netnsOfFile(netns: string): string | undefined {
+  try {
+    return `net:[${String(statSync(`/run/netns/${netns}`).ino)}]`;
+  } catch {
+    return undefined;
+  }
+}
+
 interface Running {
   readonly pod: Pod;
   readonly netns: string;
@@ -210,11 +251,60 @@ export class LabPodRuntime implements PodRuntime {
           throw new Error(`pod ${key}: server did not listen on ${ip}:${port}`);
         await new Promise((r) => setTimeout(r, 50));
       }
-      return { ip, startedAt: new Date().toISOString() };
+      const started = { ip, startedAt: new Date().toISOString() };
+      const path = this.recordPath(netns);
+      if (path !== undefined) {
+        const rec: SandboxRecord = {
+          key,
+          uid: pod.metadata?.uid ?? '',
+          netns,
+          pid: proc.pid,
+          ...started,
+        };
+        writeFileSync(path, `${JSON.stringify(rec)}\n`);
+      }
+      return started;
     } catch (e) {
       await this.stop(key, 0, netns, pod);
       throw e;
     }
+  }
+
+  private recordPath(netns: string): string | undefined {
+    return this.opts.recordDir === undefined
+      ? undefined
+      : join(this.opts.recordDir, `${netns}.json`);
+  }
+
+  /**
+   * Takes over a Pod a previous agent started: its record matches the Pod's uid and its
+   * server still runs inside the Pod's namespace. Otherwise removes whatever that attempt
+   * left and returns undefined, so the Pod is started afresh.
+   */
+  async adopt(pod: Pod): Promise<StartedPod | undefined> {
+    const netns = podNetnsName(pod);
+    const path = this.recordPath(netns);
+    if (path === undefined || !existsSync(path)) return undefined;
+    let rec: SandboxRecord | undefined;
+    try {
+      rec = JSON.parse(readFileSync(path, 'utf8')) as SandboxRecord;
+    } catch {
+      rec = undefined;
+    }
+    const key = objectKey(pod);
+    const live =
+      rec !== undefined &&
+      rec.uid === pod.metadata?.uid &&
+      !processGone(rec.pid) &&
+      netnsOfFile(netns) !== undefined &&
+      netnsOfPid(rec.pid) === netnsOfFile(netns);
+    if (!live || rec === undefined) {
+      if (rec !== undefined && !processGone(rec.pid)) adoptProcess(rec.pid).signal('SIGKILL');
+      await this.stop(key, 0, netns, pod);
+      return undefined;
+    }
+    this.running.set(key, { pod, netns, proc: adoptProcess(rec.pid) });
+    return { ip: rec.ip, startedAt: rec.startedAt };
   }
 
   async stop(key: string, graceSeconds: number, netnsHint?: string, podHint?: Pod): Promise<void> {
@@ -247,6 +337,8 @@ export class LabPodRuntime implements PodRuntime {
       // The namespace goes even when CNI DEL fails, so a retry starts from scratch.
       await this.opts.execer.run({ cmd: 'ip', args: ['netns', 'del', netns] });
       rmSync(join('/etc/netns', netns), { recursive: true, force: true });
+      const path = this.recordPath(netns);
+      if (path !== undefined) rmSync(path, { force: true });
     }
   }
 

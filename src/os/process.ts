@@ -4,7 +4,7 @@
 // process seams.
 
 import { spawn } from 'node:child_process';
-import { openSync, closeSync } from 'node:fs';
+import { openSync, closeSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 
 const osSignals: Partial<Record<string, number>> = constants.signals;
@@ -107,4 +107,39 @@ export function waitForTermination(): Promise<NodeJS.Signals> {
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
   });
+}
+
+/** The process is gone: no such pid, or a zombie nobody has reaped yet. */
+export function processGone(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * A handle on a process this one did not start but now owns (e.g. a Pod server a previous
+ * agent started): signals go to its pid, and its end is noticed by polling.
+ */
+export function adoptProcess(pid: number, pollMs = 250): ManagedProcess {
+  const exited = new Promise<number>((resolve) => {
+    const t = setInterval(() => {
+      if (!processGone(pid)) return;
+      clearInterval(t);
+      resolve(0);
+    }, pollMs);
+  });
+  return {
+    pid,
+    exited,
+    signal: (sig) => {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        // already gone
+      }
+    },
+  };
 }

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { E2eLab, e2eSkipReason, eventually } from './lib/lab.js';
+import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
 
 const skip = e2eSkipReason();
 const examples = join(import.meta.dirname, '..', '..', 'examples', 'lab');
@@ -60,5 +60,43 @@ describe('walkthrough (examples/lab)', { skip }, () => {
         assert.equal(r.code, 0, `${from.name} -> ${to.ip}:30080 failed (${String(r.code)})`);
         assert.match(r.body, /^nginx-/);
       }
+  });
+
+  // Not a sig-network test: the kubelet's promise that restarting it leaves running Pods alone.
+  test('restarting a node agent leaves its Pods running, with the same IPs', async () => {
+    const before = await lab.pod('default', 'client');
+    const node = before?.spec?.nodeName ?? '';
+    const ip = before?.status?.podIP ?? '';
+    assert.notEqual(ip, '');
+    await lab.restart(`agent-${node}`);
+    const log = join(lab.lab.stateDir, 'logs', `agent-${node}.log`);
+    await eventually('the new agent to take the client Pod over', () =>
+      Promise.resolve(
+        readFileSync(log, 'utf8')
+          .split('\n')
+          .some((l) => l.includes('"pod":"default/client"') && l.includes('Pod adopted')),
+      ),
+    );
+    const pod = (await lab.podsReady('default', ['client']))[0];
+    assert.equal(pod?.status?.podIP, ip, 'the Pod keeps its address');
+    assert.equal(
+      pod.status.startTime,
+      before?.status?.startTime,
+      'and its server was not restarted',
+    );
+    const other = lab.nodes.find((n) => n.name !== node)?.name ?? '';
+    const r = await lab.curl(other, `http://${ip}:8080/hostname`);
+    assert.deepEqual(r, { code: 0, body: 'client' });
+    // The restarted agent still starts and stops Pods on its node.
+    await lab.apply([netexecPod('default', 'after-restart', { node })]);
+    await lab.podsReady('default', ['after-restart']);
+    await lab.deleteObject('Pod', 'default', 'after-restart', 0);
+    await eventually('after-restart to be gone', async () =>
+      (await lab.pod('default', 'after-restart')) === undefined ? true : undefined,
+    );
+    assert.deepEqual(await lab.curl('client', 'http://127.0.0.1:8080/hostname'), {
+      code: 0,
+      body: 'client',
+    });
   });
 });
