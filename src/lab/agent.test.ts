@@ -284,3 +284,24 @@ test('a restarted agent adopts the Pods still running and starts only the others
     'an adopted Pod is stopped like any other',
   );
 });
+
+test('a Pod deleted while no agent ran is stopped by the next one before the final delete', async () => {
+  const { informer, runtime, status, agent } = setup();
+  runtime.leftRunning.set('web-1', '10.244.1.7');
+  await informer.start();
+  informer.upsert(
+    pod('web-1', 'n1', undefined, {
+      deletionTimestamp: '2026-01-01T00:00:00Z',
+      deletionGracePeriodSeconds: 0,
+    }),
+  );
+  informer.upsert(
+    pod('web-2', 'n1', undefined, {
+      deletionTimestamp: '2026-01-01T00:00:00Z',
+      deletionGracePeriodSeconds: 0,
+    }),
+  );
+  await agent.idle();
+  assert.deepEqual(runtime.events, ['adopt web-1', 'stop default/web-1 grace=0']);
+  assert.deepEqual(status.deleted.sort(), ['web-1', 'web-2']);
+});

@@ -197,7 +197,23 @@ export class NodeAgent {
       const grace =
         pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
       if (local && !local.terminating) await this.teardown(key, local, grace, pod);
-      else if (!local) await this.opts.status.finalizeDelete(pod);
+      else if (!local) {
+        // Deleted while no agent was watching: stop what an earlier agent left running first.
+        const adopted = await this.opts.runtime.adopt?.(pod);
+        if (adopted) {
+          const entry: LocalPod = {
+            pod,
+            started: adopted,
+            ready: false,
+            successes: 0,
+            failures: 0,
+            terminating: false,
+            stopped: false,
+          };
+          this.local.set(key, entry);
+          await this.teardown(key, entry, grace, pod);
+        } else await this.opts.status.finalizeDelete(pod);
+      }
       return;
     }
     if (local) {

@@ -244,26 +244,31 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   );
   opts.log.info({ node: opts.node, podCIDR: opts.podCIDR, cni: opts.cni }, 'Node registered');
   const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
+  const runtime = new LabPodRuntime({
+    execer,
+    network: new CniPodNetwork(rt, conflist),
+    self: opts.self,
+    logDir,
+    clusterDNS: opts.clusterDNS,
+    clusterDomain: opts.clusterDomain,
+    kubeconfig: opts.kubeconfig,
+    recordDir: sandboxes,
+  });
   const agent = new NodeAgent({
     nodeName: opts.node,
     hostIP: opts.nodeIP,
     pods,
-    runtime: new LabPodRuntime({
-      execer,
-      network: new CniPodNetwork(rt, conflist),
-      self: opts.self,
-      logDir,
-      clusterDNS: opts.clusterDNS,
-      clusterDomain: opts.clusterDomain,
-      kubeconfig: opts.kubeconfig,
-      recordDir: sandboxes,
-    }),
+    runtime,
     status: new KubePodStatusWriter(client),
     log: (fields, msg) => {
       opts.log.info(fields, msg);
     },
   });
   await pods.start();
+  const uids = new Set(pods.list().map((p) => p.metadata?.uid ?? ''));
+  const swept = await runtime.sweep(uids);
+  if (swept.length > 0)
+    opts.log.info({ pods: swept }, 'Removed sandboxes of Pods deleted meanwhile');
   opts.log.info({ node: opts.node }, 'Watching Pods');
   await stop;
   await pods.stop();

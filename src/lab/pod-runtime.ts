@@ -8,6 +8,7 @@
 import {
   existsSync,
   mkdirSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   rmSync,
@@ -305,6 +306,32 @@ export class LabPodRuntime implements PodRuntime {
     }
     this.running.set(key, { pod, netns, proc: adoptProcess(rec.pid) });
     return { ip: rec.ip, startedAt: rec.startedAt };
+  }
+
+  /**
+   * Removes the sandboxes recorded for Pods that no longer exist (deleted outright while no
+   * agent was running): kills the server, CNI DEL, deletes the namespace. Returns their keys.
+   */
+  async sweep(existingUids: ReadonlySet<string>): Promise<string[]> {
+    const dir = this.opts.recordDir;
+    if (dir === undefined || !existsSync(dir)) return [];
+    const swept: string[] = [];
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.json'))) {
+      let rec: SandboxRecord;
+      try {
+        rec = JSON.parse(readFileSync(join(dir, f), 'utf8')) as SandboxRecord;
+      } catch {
+        rmSync(join(dir, f), { force: true });
+        continue;
+      }
+      if (existingUids.has(rec.uid)) continue;
+      if (!processGone(rec.pid)) adoptProcess(rec.pid).signal('SIGKILL');
+      const [namespace = 'default', name = ''] = rec.key.split('/');
+      const gone: Pod = { metadata: { namespace, name, uid: rec.uid }, spec: { containers: [] } };
+      await this.stop(rec.key, 0, rec.netns, gone);
+      swept.push(rec.key);
+    }
+    return swept;
   }
 
   async stop(key: string, graceSeconds: number, netnsHint?: string, podHint?: Pod): Promise<void> {
