@@ -1,5 +1,6 @@
 // Applies the lab's network script (topology.ts) through the Execer: namespaces with
-// `ip netns add`, one `ip -n NS -batch -` per namespace, and sysctls inside each namespace.
+// `ip netns add`, one `ip -n NS -batch -` per namespace, firewall rules and sysctls inside
+// each namespace.
 // Runs only inside the lab sandbox, whose private /run/netns keeps every name off the host.
 
 import type { Execer } from '../os/exec.js';
@@ -14,6 +15,13 @@ export async function applyNetworkScript(execer: Execer, script: NetworkScript):
       cmd: 'ip',
       args: ['-n', b.netns, '-batch', '-'],
       stdin: `${b.lines.join('\n')}\n`,
+    });
+  for (const f of script.firewall)
+    await runChecked(execer, {
+      cmd: 'ip',
+      // -w: the xtables lock file is shared with every namespace's iptables, proxies included.
+      args: ['netns', 'exec', f.netns, 'iptables-restore', '-w', '5', '--noflush'],
+      stdin: `${f.restore.join('\n')}\n`,
     });
   for (const s of script.sysctls)
     await runChecked(execer, {

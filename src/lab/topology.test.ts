@@ -31,3 +31,20 @@ test('bad names and node counts are rejected naming the flag', () => {
   assert.throws(() => planLab({ nodes: 0 }), /--nodes: must be 1-200, got 0/);
   assert.throws(() => planLab({ name: 'Bad_Name' }), /lab name: must be a lowercase DNS label/);
 });
+
+test('traffic leaving the lab is routed to a dead-end device in the hub and rejected there', () => {
+  const script = networkScript(planLab({ nodes: 2 }));
+  const hub = script.batches.find((b) => b.netns === 'hub')?.lines ?? [];
+  assert.ok(hub.includes('route add default dev nowhere'));
+  assert.ok(
+    hub.includes('route add 10.244.1.0/24 via 172.18.0.3 dev br0'),
+    'answers find the Pods',
+  );
+  const fw = script.firewall.find((f) => f.netns === 'hub')?.restore.join('\n') ?? '';
+  assert.match(fw, /-A FORWARD -o nowhere .*-j REJECT --reject-with icmp-admin-prohibited/);
+  assert.deepEqual(
+    script.firewall.map((f) => f.netns),
+    ['hub'],
+    "nodes get no rules but the proxy's",
+  );
+});

@@ -84,6 +84,9 @@ export function podGateway(node: LabNodePlan): string {
   return node.podCIDR.replace(/\.0\/24$/, '.1');
 }
 
+/** The hub's dead-end device where traffic leaving the lab is routed to be rejected. */
+const NOWHERE = 'nowhere';
+
 export interface NetworkScript {
   /** Namespaces to create, hub first. */
   readonly namespaces: readonly string[];
@@ -91,11 +94,13 @@ export interface NetworkScript {
   readonly batches: readonly { readonly netns: string; readonly lines: readonly string[] }[];
   /** sysctls per namespace, `key=value`. */
   readonly sysctls: readonly { readonly netns: string; readonly settings: readonly string[] }[];
+  /** iptables-restore input (filter table) per namespace, applied with --noflush. */
+  readonly firewall: readonly { readonly netns: string; readonly restore: readonly string[] }[];
 }
 
 /**
  * The commands that build the lab network. Every namespace gets `lo` up; the hub forwards only
- * to a "prohibit" default route (so leaving the lab fails fast); nodes get ip_forward
+ * to a dead-end device whose traffic it rejects (so leaving the lab fails fast); nodes get ip_forward
  * and rp_filter=0 set explicitly (a new netns may inherit the host's IPv4 conf/all values), a
  * default route via the hub (node-local clients need one before nat OUTPUT can DNAT), and a
  * route to every other node's podCIDR.
@@ -107,14 +112,17 @@ export function networkScript(plan: LabPlan): NetworkScript {
     'link add br0 type bridge',
     'link set br0 up',
     `addr add ${plan.hubIP}/${plan.nodeNetworkPrefix} dev br0`,
-    // The lab has no way out. Saying so at once (ICMP unreachable) lets a lookup the cluster
-    // DNS forwards upstream fail in milliseconds instead of waiting out its timeout ("prohibited" is
-    // an ICMP error connected UDP sockets report; "host unreachable" is not).
-    'route add prohibit default',
+    // The lab has no way out: everything bound elsewhere goes to a dead-end veth (its peer
+    // stays down; a dummy device would need a kernel module the host may lack), and the
+    // hub's firewall (below) answers it at once, so a lookup the cluster DNS forwards upstream
+    // fails in milliseconds instead of waiting out its timeout.
+    `link add ${NOWHERE} type veth peer name ${NOWHERE}-end`,
+    `link set ${NOWHERE} up`,
+    `route add default dev ${NOWHERE}`,
   ];
   const batches: { netns: string; lines: string[] }[] = [{ netns: hub, lines: hubLines }];
   const sysctls: { netns: string; settings: string[] }[] = [
-    // Every answer of the prohibit route counts: no ICMP rate limit in the hub.
+    // Every packet leaving the lab gets its answer: no ICMP rate limit in the hub.
     { netns: hub, settings: ['net.ipv4.ip_forward=1', 'net.ipv4.icmp_ratelimit=0'] },
   ];
   for (const n of plan.nodes) {
@@ -123,7 +131,7 @@ export function networkScript(plan: LabPlan): NetworkScript {
       `link set ${n.hubInterface} master br0 up`,
     );
   }
-  // Routes back to the Pods, so the unreachable answers above find their way to them.
+  // Routes back to the Pods, so the hub's rejections find their way to them.
   for (const n of plan.nodes) hubLines.push(`route add ${n.podCIDR} via ${n.ip} dev br0`);
   for (const n of plan.nodes) {
     const lines = [
@@ -145,5 +153,19 @@ export function networkScript(plan: LabPlan): NetworkScript {
       ],
     });
   }
-  return { namespaces: [hub, ...plan.nodes.map((n) => n.netns)], batches, sysctls };
+  // REJECT rather than a prohibit route: the kernel rate-limits a route's ICMP errors with a
+  // host-wide setting (net.ipv4.route.error_cost, 1/s after a burst of 5), while REJECT obeys
+  // the hub's own icmp_ratelimit. "Administratively prohibited" is an error connected UDP
+  // sockets report (EHOSTUNREACH), and TCP connects fail with it too.
+  const firewall = [
+    {
+      netns: hub,
+      restore: [
+        '*filter',
+        `-A FORWARD -o ${NOWHERE} -m comment --comment "svcnet lab: no way out" -j REJECT --reject-with icmp-admin-prohibited`,
+        'COMMIT',
+      ],
+    },
+  ];
+  return { namespaces: [hub, ...plan.nodes.map((n) => n.netns)], batches, sysctls, firewall };
 }
