@@ -201,16 +201,8 @@ export class NodeAgent {
         // Deleted while no agent was watching: stop what an earlier agent left running first.
         const adopted = await this.opts.runtime.adopt?.(pod);
         if (adopted) {
-          const entry: LocalPod = {
-            pod,
-            started: adopted,
-            ready: false,
-            successes: 0,
-            failures: 0,
-            terminating: false,
-            stopped: false,
-          };
-          this.local.set(key, entry);
+          const entry = this.track(key, pod);
+          entry.started = adopted;
           await this.teardown(key, entry, grace, pod);
         } else await this.opts.status.finalizeDelete(pod);
       }
@@ -220,15 +212,7 @@ export class NodeAgent {
       local.pod = pod;
       return;
     }
-    const entry: LocalPod = {
-      pod,
-      ready: false,
-      successes: 0,
-      failures: 0,
-      terminating: false,
-      stopped: false,
-    };
-    this.local.set(key, entry);
+    const entry = this.track(key, pod);
     let started: StartedPod;
     try {
       const adopted = await this.opts.runtime.adopt?.(pod);
@@ -253,6 +237,20 @@ export class NodeAgent {
     this.log({ pod: key, ip: started.ip }, 'Pod started');
     await this.report(entry);
     if (probe) this.startProber(key, entry, probe);
+  }
+
+  /** A fresh local record of the Pod, before anything runs. */
+  private track(key: string, pod: Pod): LocalPod {
+    const entry: LocalPod = {
+      pod,
+      ready: false,
+      successes: 0,
+      failures: 0,
+      terminating: false,
+      stopped: false,
+    };
+    this.local.set(key, entry);
+    return entry;
   }
 
   private startProber(key: string, entry: LocalPod, probe: Probe): void {

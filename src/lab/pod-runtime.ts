@@ -20,7 +20,13 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Execer } from '../os/exec.js';
 import { runChecked } from '../os/exec.js';
-import { adoptProcess, processGone, startProcess, type ManagedProcess } from '../os/process.js';
+import {
+  adoptProcess,
+  processGone,
+  signalPid,
+  startProcess,
+  type ManagedProcess,
+} from '../os/process.js';
 import type { Pod, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import type { PodRuntime, StartedPod } from './agent.js';
@@ -300,7 +306,7 @@ export class LabPodRuntime implements PodRuntime {
       netnsOfFile(netns) !== undefined &&
       netnsOfPid(rec.pid) === netnsOfFile(netns);
     if (!live || rec === undefined) {
-      if (rec !== undefined && !processGone(rec.pid)) adoptProcess(rec.pid).signal('SIGKILL');
+      if (rec !== undefined && !processGone(rec.pid)) signalPid(rec.pid, 'SIGKILL');
       await this.stop(key, 0, netns, pod);
       return undefined;
     }
@@ -325,7 +331,7 @@ export class LabPodRuntime implements PodRuntime {
         continue;
       }
       if (existingUids.has(rec.uid)) continue;
-      if (!processGone(rec.pid)) adoptProcess(rec.pid).signal('SIGKILL');
+      if (!processGone(rec.pid)) signalPid(rec.pid, 'SIGKILL');
       const [namespace = 'default', name = ''] = rec.key.split('/');
       const gone: Pod = { metadata: { namespace, name, uid: rec.uid }, spec: { containers: [] } };
       await this.stop(rec.key, 0, rec.netns, gone);

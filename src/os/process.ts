@@ -135,11 +135,16 @@ export function adoptProcess(pid: number, pollMs = 250): ManagedProcess {
     pid,
     exited,
     signal: (sig) => {
-      try {
-        process.kill(pid, sig);
-      } catch {
-        // already gone
-      }
+      signalPid(pid, sig);
     },
   };
+}
+
+/** Sends a signal to a pid this process owns; a process already gone is not an error. */
+export function signalPid(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
 }
