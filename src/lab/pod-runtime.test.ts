@@ -1,9 +1,14 @@
-// The resolv.conf the lab's node agent writes for a Pod, per dnsPolicy and dnsConfig.
+// The resolv.conf the lab's node agent writes for a Pod, per dnsPolicy and dnsConfig; and
+// the sweep of sandboxes left by Pods deleted while no agent ran.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Pod } from '../kube/types.js';
-import { podResolvConfFor } from './pod-runtime.js';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeExecer } from '../os/exec.js';
+import { LabPodRuntime, podResolvConfFor } from './pod-runtime.js';
 
 const NODE = 'nameserver 192.0.2.53\nsearch corp.example\noptions edns0\n';
 
@@ -68,4 +73,48 @@ test('a node resolv.conf that does not parse counts as empty; an unknown dnsPoli
     () => podResolvConfFor(pod({ dnsPolicy: 'Sometimes' }), NODE, '10.96.0.10', 'cluster.local'),
     /invalid dnsPolicy "Sometimes"/,
   );
+});
+
+test('sweep removes the sandboxes of Pods that no longer exist, and only those', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-sweep-'));
+  try {
+    // pid 2^22 + 1 is above Linux's pid_max: a server that is certainly gone.
+    const rec = (uid: string, netns: string) =>
+      JSON.stringify({
+        key: `team/${uid}`,
+        uid,
+        netns,
+        ip: '10.244.1.9',
+        pid: 4194305,
+        startedAt: '',
+      });
+    writeFileSync(join(dir, 'pod-aaaaaaaaaaaa.json'), rec('kept', 'pod-aaaaaaaaaaaa'));
+    writeFileSync(join(dir, 'pod-bbbbbbbbbbbb.json'), rec('gone', 'pod-bbbbbbbbbbbb'));
+    const dels: string[] = [];
+    const execer = new FakeExecer().expect({
+      cmd: 'ip',
+      args: ['netns', 'del', 'pod-bbbbbbbbbbbb'],
+    });
+    const runtime = new LabPodRuntime({
+      execer,
+      network: {
+        add: () => Promise.reject(new Error('no ADD in a sweep')),
+        del: (req) => {
+          dels.push(`${req.podNamespace}/${req.podName} ${req.netnsPath}`);
+          return Promise.resolve();
+        },
+      },
+      self: ['svcnet'],
+      logDir: dir,
+      clusterDNS: '10.96.0.10',
+      clusterDomain: 'cluster.local',
+      recordDir: dir,
+    });
+    assert.deepEqual(await runtime.sweep(new Set(['kept'])), ['team/gone']);
+    assert.deepEqual(dels, ['team/gone /run/netns/pod-bbbbbbbbbbbb']);
+    execer.verify();
+    assert.deepEqual(readdirSync(dir), ['pod-aaaaaaaaaaaa.json']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
