@@ -136,10 +136,14 @@ describe('kube-proxy health and restart', { skip }, () => {
     const ip = (await lab.service(NS, 'before-restart'))?.spec?.clusterIP ?? '';
     assert.match(ip, /^10\.\d+\.\d+\.\d+$/);
     const url = `http://${ip}/hostname`;
-    await eventually('the ClusterIP to answer from the client', async () => {
-      const r = await lab.curl(`${NS}/client`, url);
-      return r.code === 0 && /^backend-[ab]$/.test(r.body);
-    });
+    const byName = `http://before-restart/hostname`;
+    // Both ways the loop below asks must work before the restart: the ClusterIP, and the name
+    // (which also needs the DNS Pods to have seen the new Service).
+    for (const u of [url, byName])
+      await eventually(`${u} to answer from the client`, async () => {
+        const r = await lab.curl(`${NS}/client`, u);
+        return r.code === 0 && /^backend-[ab]$/.test(r.body);
+      });
 
     const starts = logCount(lab, proxy, 'Proxy started');
     const stops = logCount(lab, proxy, 'Shutting down');
@@ -148,7 +152,6 @@ describe('kube-proxy health and restart', { skip }, () => {
     // The client loop: one request after another from the Pod on that node, alternately to
     // the ClusterIP and by name (so its DNS lookups, UDP to the kube-dns ClusterIP, go
     // through that node's rules too).
-    const byName = `http://before-restart/hostname`;
     const results: { at: number; url: string; code: number; body: string }[] = [];
     const ctl = { stop: false };
     const loop = (async () => {
