@@ -18,6 +18,7 @@ import {
   labUp,
   resolveTarget,
   type RunningLab,
+  waitForCluster,
 } from '../../../src/lab/lab.js';
 import { applyObjects } from '../../../src/lab/apply.js';
 import { proxySettled } from '../../../src/lab/wait.js';
@@ -238,6 +239,14 @@ export class E2eLab {
         },
         timeoutMs,
       );
+  }
+
+  /**
+   * Waits as `lab up -f` does: nodes Ready, Pods Ready, workloads at their replica counts,
+   * every Service's EndpointSlices listing exactly its ready Pods, and every proxy synced.
+   */
+  async settled(timeoutMs = 120_000): Promise<void> {
+    await waitForCluster(this.lab, this.kc, Date.now() + timeoutMs);
   }
 
   /** Restarts a component of the lab (`proxy-NODE`, `agent-NODE`, `controller`, ...). */
