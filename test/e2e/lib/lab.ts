@@ -217,9 +217,12 @@ export class E2eLab {
   /**
    * Waits until every node's proxy has queued a sync at or after `sinceMs` (epoch ms, e.g. taken
    * just before an API write every proxy watches) and programmed it, so the next check sees
-   * the proxies' reaction to that write, not the rules from before it.
+   * the proxies' reaction to that write, not the rules from before it. A write the caller has
+   * just seen through the API reaches the proxies' informers a moment later, hence the pause
+   * (as in `lab up`): a write may come in several steps, and the proxies must have the last.
    */
   async proxiesSynced(sinceMs: number, timeoutMs = 30_000): Promise<void> {
+    await sleep(200);
     for (const n of this.nodes)
       await eventually(
         `the proxy on ${n.name} to program changes since ${new Date(sinceMs).toISOString()}`,
