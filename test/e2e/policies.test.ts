@@ -571,6 +571,7 @@ describe(
         );
 
       // -> ExternalName: CNAME again; the ClusterIP and node port are released and unserved.
+      const toExternalAt = Date.now();
       await lab.apply([
         service('types', name, {
           ...external,
@@ -581,10 +582,10 @@ describe(
       assert.equal(svc?.spec?.clusterIP, undefined, 'ExternalName kept its ClusterIP');
       assert.equal(svc?.spec?.ports?.[0]?.nodePort, undefined, 'ExternalName kept its nodePort');
       await eventually('the CNAME to come back', async () => (await cname()).join() === `${fqdn}.`);
-      await eventually(
-        'no proxy rule for the Service any more',
-        async () => !(await rules()).includes(`"types/${name}:http`),
-      );
+      // Every proxy, not only the one whose rules are read, must be past the change before the
+      // old addresses are tried on other nodes.
+      await lab.proxiesSynced(toExternalAt);
+      assert.ok(!(await rules()).includes(`"types/${name}:http`), 'a proxy rule is left');
       const old = await lab.curl(client, `http://${ip}/hostname`, 2);
       assert.notEqual(old.code, 0, `the old ClusterIP still answers: ${old.body}`);
       const oldNp = await lab.curl(HUB, `http://${ip1}:${String(np)}/hostname`, 2);
