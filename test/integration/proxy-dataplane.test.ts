@@ -27,9 +27,7 @@ describe('svcnet proxy programs a node (iptables mode)', { skip }, () => {
     lab.addPod('pod-c', PORT);
     await lab.waitForPods(PORT);
     proxy = await startInProcessProxy(lab.node, NODE);
-    await proxy.services.start();
-    await proxy.slices.start();
-    await proxy.nodes.start();
+    await proxy.startInformers();
   });
 
   after(async () => {

@@ -47,9 +47,7 @@ describe('svcnet proxy nfacct counters (iptables mode)', { skip }, () => {
     // The in-process proxy's sysctls are faked; localhost NodePorts need this one for real.
     nsExec(lab.node, 'sysctl', ['-qw', 'net.ipv4.conf.all.route_localnet=1']);
     proxy = await startInProcessProxy(lab.node, NODE);
-    await proxy.services.start();
-    await proxy.slices.start();
-    await proxy.nodes.start();
+    await proxy.startInformers();
   });
 
   after(async () => {

@@ -37,6 +37,8 @@ export interface InProcessProxy {
   readonly services: FakeInformer<Service>;
   readonly slices: FakeInformer<EndpointSlice>;
   readonly nodes: FakeInformer<Node>;
+  /** Marks the three informers synced (empty until the test adds objects). */
+  startInformers(): Promise<void>;
   /** Resolves after the next successful sync that starts after this call. */
   nextSync(): Promise<void>;
   stop(): Promise<void>;
@@ -77,6 +79,11 @@ export async function startInProcessProxy(
     services,
     slices,
     nodes,
+    startInformers: async () => {
+      await services.start();
+      await slices.start();
+      await nodes.start();
+    },
     nextSync: () => new Promise<void>((resolve) => waiters.push(resolve)),
     stop: () => daemon.stop(),
   };
