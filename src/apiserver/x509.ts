@@ -40,9 +40,16 @@ function oid(text: string): Buffer {
   return tlv(0x06, Buffer.from(out));
 }
 
+/**
+ * A non-negative INTEGER from big-endian bytes, in DER's minimal form: redundant leading zero
+ * bytes dropped (OpenSSL refuses the certificate otherwise), one 0x00 put back when the high
+ * bit would make the value negative.
+ */
 function integer(b: Buffer): Buffer {
-  const body = (b[0] ?? 0) & 0x80 ? Buffer.concat([Buffer.from([0]), b]) : b;
-  return tlv(0x02, body);
+  let start = 0;
+  while (start < b.length - 1 && b[start] === 0) start++;
+  const v = b.length === 0 ? Buffer.from([0]) : b.subarray(start);
+  return tlv(0x02, (v[0] ?? 0) & 0x80 ? Buffer.concat([Buffer.from([0]), v]) : v);
 }
 
 function utcTime(d: Date): Buffer {
@@ -76,13 +83,15 @@ export interface ServingCert {
 }
 
 /** Creates a self-signed serving certificate valid for `hosts` (IPs and DNS names). */
-export function createServingCert(hosts: readonly string[], now = new Date()): ServingCert {
+export function createServingCert(
+  hosts: readonly string[],
+  now = new Date(),
+  serial: Buffer = randomBytes(16),
+): ServingCert {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const spki = publicKey.export({ type: 'spki', format: 'der' });
   const ecdsaSha256 = seq(oid('1.2.840.10045.4.3.2'));
   const name = seq(set(seq(oid('2.5.4.3'), tlv(0x0c, Buffer.from('svcnet-apiserver', 'utf8')))));
-  const serial = randomBytes(16);
-  serial[0] = (serial[0] ?? 0) & 0x7f;
   const notBefore = new Date(now.getTime() - 3600_000);
   const notAfter = new Date(now.getTime() + 10 * 365 * 86400_000);
   const san: Buffer[] = [];
