@@ -1,13 +1,20 @@
 // The programs the lab runs: the svcnet CLI for its components and Pods, and the svcnet-cni
 // plugin for its node agents. Run from source (`node --import tsx src/cli/main.ts`), every
 // process would compile the TypeScript again: about a second of CPU each, with ten or more per
-// node. So `lab up` bundles both with esbuild into dist/lab/ first (about 3 s, skipped when
-// the bundle is newer than every source file), and the lab runs the bundle: a Pod's server
-// starts in about 0.3 s.
+// node. So the lab runs esbuild bundles: a Pod's server starts in about 0.3 s.
+//
+// Where they live (build outputs never share a folder):
+//   dist/           tsc output (`npm run build`), what the package's `svcnet` bin runs
+//   build/lab/      the lab bundle: main.mjs plus its chunks
+//   build/cni/      the svcnet-cni plugin bundle, named as CNI_PATH lookups expect
+// `npm run build` (and so `npm pack`, through prepack) makes all three. In a checkout (src/
+// present) `lab up` rebuilds the two bundles when a source file is newer (about 3 s); in an
+// installed package (no src/) it runs the bundles the package ships and never writes there.
 
 import { chmodSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SvcnetError } from '../errors.js';
 
 export interface LabBinaries {
   /** argv prefix that runs the svcnet CLI. */
@@ -16,9 +23,21 @@ export interface LabBinaries {
   readonly cniBinDir: string;
 }
 
-/** The repository (or package) root: src/lab/ or dist/lab/ sit two levels below it. */
+/** The repository (or package) root: src/lab/, dist/lab/ and build/lab/ sit two levels below it. */
 export function packageRoot(): string {
   return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+}
+
+/** Paths of the two bundles under a root. */
+export function bundlePaths(root: string): {
+  labDir: string;
+  main: string;
+  cniDir: string;
+  cni: string;
+} {
+  const labDir = join(root, 'build', 'lab');
+  const cniDir = join(root, 'build', 'cni');
+  return { labDir, main: join(labDir, 'main.mjs'), cniDir, cni: join(cniDir, 'svcnet-cni') };
 }
 
 function newestMtime(dir: string): number {
@@ -34,23 +53,24 @@ function newestMtime(dir: string): number {
 const REQUIRE_BANNER =
   "import { createRequire as __svcnetCreateRequire } from 'node:module'; const require = __svcnetCreateRequire(import.meta.url);";
 
-/** Bundles src/ into `<root>/dist/lab` unless it is up to date; returns how to run it. */
-export async function ensureLabBinaries(root = packageRoot()): Promise<LabBinaries> {
+/** What stays a runtime import: esbuild (only used here) and native addons. */
+const EXTERNAL = ['esbuild', 'better-sqlite3'];
+
+/** Bundles the lab CLI (`build/lab/`) and/or the CNI plugin (`build/cni/`) from `<root>/src`. */
+export async function buildBundles(
+  root = packageRoot(),
+  which: 'all' | 'lab' | 'cni' = 'all',
+): Promise<void> {
   const src = join(root, 'src');
-  const out = join(root, 'dist', 'lab');
-  const main = join(out, 'main.mjs');
-  const cni = join(out, 'cni', 'svcnet-cni');
-  const fresh =
-    existsSync(main) &&
-    existsSync(cni) &&
-    Math.min(statSync(main).mtimeMs, statSync(cni).mtimeMs) > newestMtime(src);
-  if (!fresh) {
+  const p = bundlePaths(root);
+  const esbuild = await import('esbuild');
+  const jobs: Promise<unknown>[] = [];
+  if (which !== 'cni') {
     // Chunk names carry content hashes: start empty so old chunks do not pile up. A running
     // lab is unaffected: its processes loaded their chunks at start, and new ones start from
     // the new main.mjs.
-    rmSync(out, { recursive: true, force: true });
-    const esbuild = await import('esbuild');
-    await Promise.all([
+    rmSync(p.labDir, { recursive: true, force: true });
+    jobs.push(
       esbuild.build({
         entryPoints: [join(src, 'cli', 'main.ts')],
         bundle: true,
@@ -58,26 +78,53 @@ export async function ensureLabBinaries(root = packageRoot()): Promise<LabBinari
         platform: 'node',
         target: 'node20',
         format: 'esm',
-        outdir: out,
+        outdir: p.labDir,
         outExtension: { '.js': '.mjs' },
         banner: { js: REQUIRE_BANNER },
-        // esbuild itself (used only here) stays a runtime import.
-        external: ['esbuild'],
+        external: EXTERNAL,
         logLevel: 'warning',
       }),
+    );
+  }
+  if (which !== 'lab') {
+    rmSync(p.cniDir, { recursive: true, force: true });
+    jobs.push(
       esbuild.build({
         entryPoints: [join(src, 'cli', 'svcnet-cni.ts')],
         bundle: true,
         platform: 'node',
         target: 'node20',
         format: 'cjs',
-        outfile: cni,
+        outfile: p.cni,
         logLevel: 'warning',
       }),
-    ]);
-    chmodSync(cni, 0o755);
-    // The package is "type": "module"; the plugin file has no extension, so mark its folder CommonJS.
-    writeFileSync(join(dirname(cni), 'package.json'), '{ "type": "commonjs" }\n');
+    );
   }
-  return { self: [process.execPath, main], cniBinDir: dirname(cni) };
+  await Promise.all(jobs);
+  if (which !== 'lab') {
+    chmodSync(p.cni, 0o755);
+    // The package is "type": "module"; the plugin file has no extension, so mark its folder CommonJS.
+    writeFileSync(join(p.cniDir, 'package.json'), '{ "type": "commonjs" }\n');
+  }
+}
+
+/**
+ * The bundles the lab runs. In a checkout (src/ present) they are rebuilt first when missing
+ * or older than a source file; in an installed package they must be there (prepack builds
+ * them): a package missing them throws NOT_FOUND rather than writing into the install.
+ */
+export async function ensureLabBinaries(root = packageRoot()): Promise<LabBinaries> {
+  const p = bundlePaths(root);
+  const src = join(root, 'src');
+  const present = existsSync(p.main) && existsSync(p.cni);
+  if (existsSync(join(src, 'cli', 'main.ts'))) {
+    const fresh =
+      present && Math.min(statSync(p.main).mtimeMs, statSync(p.cni).mtimeMs) > newestMtime(src);
+    if (!fresh) await buildBundles(root);
+  } else if (!present)
+    throw new SvcnetError(
+      'NOT_FOUND',
+      `lab: the package at ${root} has no lab bundles (${p.main}, ${p.cni}); reinstall a tarball made by \`npm pack\` (its prepack builds them)`,
+    );
+  return { self: [process.execPath, p.main], cniBinDir: p.cniDir };
 }
