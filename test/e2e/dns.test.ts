@@ -8,8 +8,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KubeObject, Pod } from '../../src/kube/types.js';
 import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
+import { skipOrFail } from '../integration/lib/prereq.js';
 
-const skip = e2eSkipReason();
+const skip = skipOrFail(e2eSkipReason());
 const ZONE = 'cluster.local';
 
 /** Namespaces of the scenarios. */

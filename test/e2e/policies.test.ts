@@ -11,8 +11,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { EndpointSlice, KubeObject, Service, ServiceSpec } from '../../src/kube/types.js';
 import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
+import { skipOrFail } from '../integration/lib/prereq.js';
 
-const skip = e2eSkipReason();
+const skip = skipOrFail(e2eSkipReason());
 const HUB = 'hub';
 const EXTERNAL_CLIENT = '172.18.0.1';
 

@@ -10,8 +10,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeObject } from '../../src/kube/types.js';
 import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
+import { skipOrFail } from '../integration/lib/prereq.js';
 
-const skip = e2eSkipReason();
+const skip = skipOrFail(e2eSkipReason());
 const NS = 'proxy-restart';
 
 interface HttpAnswer {

@@ -8,8 +8,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { EndpointSlice, KubeObject, Service } from '../../src/kube/types.js';
 import { E2eLab, e2eSkipReason, eventually, netexecPod, type CurlResult } from './lib/lab.js';
+import { skipOrFail } from '../integration/lib/prereq.js';
 
-const skip = e2eSkipReason();
+const skip = skipOrFail(e2eSkipReason());
 
 type ServicePortSpec = {
   name?: string;

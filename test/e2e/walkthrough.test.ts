@@ -9,8 +9,9 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
+import { skipOrFail } from '../integration/lib/prereq.js';
 
-const skip = e2eSkipReason();
+const skip = skipOrFail(e2eSkipReason());
 const examples = join(import.meta.dirname, '..', '..', 'examples', 'lab');
 
 describe('walkthrough (examples/lab)', { skip }, () => {

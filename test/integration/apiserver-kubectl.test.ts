@@ -16,6 +16,7 @@ import {
   SERVICES,
 } from '../../src/apiserver/resources.js';
 import { findKubectls, KubectlRunner, tableRows } from './lib/apiserver-kubectl.js';
+import { skipOrFail } from './lib/prereq.js';
 
 const MANIFEST = `apiVersion: v1
 kind: Service
@@ -56,7 +57,11 @@ const kubectls = findKubectls(29);
 
 describe(
   'kubectl against svcnet apiserver',
-  { skip: kubectls.length === 0 ? 'no kubectl installed' : false },
+  {
+    skip: skipOrFail(
+      kubectls.length === 0 ? 'no kubectl installed; install: bash scripts/install-deps.sh' : false,
+    ),
+  },
   () => {
     let server: RunningApiServer;
     let dir: string;

@@ -14,8 +14,9 @@ import { parseConflist, type NetworkConfigList } from '../../src/cni/runtime/par
 import { CniRuntime, type Attachment } from '../../src/cni/runtime/runtime.js';
 import { CniError, type CniResult } from '../../src/cni/types.js';
 import { cniSkipReason, NetnsLab, netnsPath, pluginDir, tempDir } from './lib/cni-lab.js';
+import { skipOrFail } from './lib/prereq.js';
 
-const skip = cniSkipReason({ ping: true, nft: true });
+const skip = skipOrFail(cniSkipReason({ ping: true, nft: true }));
 const PODS = 20;
 
 async function inBatches<T>(

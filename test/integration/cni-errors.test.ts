@@ -9,8 +9,9 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RealExecer } from '../../src/os/exec.js';
 import { cniSkipReason, NetnsLab, netnsPath, pluginDir, tempDir } from './lib/cni-lab.js';
+import { skipOrFail } from './lib/prereq.js';
 
-const skip = cniSkipReason();
+const skip = skipOrFail(cniSkipReason());
 
 describe('svcnet-cni binary error contract', { skip }, () => {
   const execer = new RealExecer();

@@ -12,8 +12,9 @@ import { FileResultCache } from '../../src/cni/runtime/cache.js';
 import { parseConflist } from '../../src/cni/runtime/parse-conflist.js';
 import { CniRuntime, type Attachment } from '../../src/cni/runtime/runtime.js';
 import { cniSkipReason, NetnsLab, netnsPath, pluginDir, tempDir } from './lib/cni-lab.js';
+import { skipOrFail } from './lib/prereq.js';
 
-const skip = cniSkipReason({ ping: true });
+const skip = skipOrFail(cniSkipReason({ ping: true }));
 
 describe('runtime GC and STATUS against svcnet-cni', { skip }, () => {
   const lab = new NetnsLab('gc');

@@ -21,8 +21,9 @@ import {
   REFERENCE_DIR,
   tempDir,
 } from './lib/cni-lab.js';
+import { skipOrFail } from './lib/prereq.js';
 
-const skip = cniSkipReason({ reference: true, ping: true });
+const skip = skipOrFail(cniSkipReason({ reference: true, ping: true }));
 
 /** The structure of a result with values that legitimately differ (MACs, veth names) masked. */
 function shape(r: CniResult): unknown {

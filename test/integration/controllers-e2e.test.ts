@@ -14,9 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
+import { skipOrFail } from './lib/prereq.js';
 
 const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
-const skip = hasKubectl ? false : 'kubectl not found on PATH';
+const skip = skipOrFail(
+  hasKubectl ? false : 'kubectl not found on PATH; install: bash scripts/install-deps.sh',
+);
 
 const dir = mkdtempSync(join(tmpdir(), `svcnet-ctl-e2e-${process.pid}-`));
 const kubeconfig = join(dir, 'kubeconfig');

@@ -14,6 +14,7 @@ import { RecordIndex } from '../../src/dns/index.js';
 import { DEFAULT_RESOLVER_CONFIG } from '../../src/dns/resolve.js';
 import { DnsHandler, DnsServer } from '../../src/dns/server.js';
 import { clusterFixture } from '../../src/dns/testdata/cluster.js';
+import { skipOrFail } from './lib/prereq.js';
 
 const execer = new RealExecer();
 
@@ -21,7 +22,7 @@ async function why(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return 'needs root (unshare --mount)';
   try {
     if ((await execer.run({ cmd: 'dig', args: ['-v'], timeoutMs: 5000 })).code !== 0)
-      return 'dig not installed';
+      return 'dig not installed (Debian package dnsutils; install: bash scripts/install-deps.sh)';
     if (
       (await execer.run({ cmd: 'unshare', args: ['--mount', 'true'], timeoutMs: 5000 })).code !== 0
     )
@@ -32,9 +33,9 @@ async function why(): Promise<string | undefined> {
   return undefined;
 }
 
-const skip = await why();
+const skip = skipOrFail(await why());
 
-describe('dig +search with a pod resolv.conf', { skip: skip ?? false }, () => {
+describe('dig +search with a pod resolv.conf', { skip }, () => {
   let server: DnsServer;
   let dir: string;
   before(async () => {

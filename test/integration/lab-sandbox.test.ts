@@ -9,12 +9,14 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { missingToolsReason, skipOrFail } from './lib/prereq.js';
 
 const root = process.getuid?.() === 0;
-const tools = ['unshare', 'nsenter', 'ip'].every(
-  (t) => spawnSync('sh', ['-c', `command -v ${t}`]).status === 0,
+const skip = skipOrFail(
+  !root
+    ? 'needs root'
+    : (missingToolsReason(['unshare', 'nsenter', 'ip', 'ping', 'curl']) ?? false),
 );
-const skip = !root ? 'needs root' : !tools ? 'needs unshare, nsenter and ip' : false;
 
 const labRoot = mkdtempSync(join(tmpdir(), 'svcnet-lab-test-'));
 const name = `t${process.pid}`;

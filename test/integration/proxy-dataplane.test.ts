@@ -11,10 +11,11 @@ import assert from 'node:assert/strict';
 import { ProxyLab, CLIENT_IP, NODE_IP, nsExec, skipReason, waitFor } from './lib/proxy-lab.js';
 import { service, slice, startInProcessProxy } from './lib/proxy-driver.js';
 import type { InProcessProxy } from './lib/proxy-driver.js';
+import { skipOrFail } from './lib/prereq.js';
 
 const NODE = 'node-a';
 const PORT = 8080;
-const skip = skipReason(['ip', 'iptables-restore', 'curl', 'conntrack']);
+const skip = skipOrFail(skipReason(['ip', 'iptables-restore', 'curl', 'conntrack']));
 
 describe('svcnet proxy programs a node (iptables mode)', { skip }, () => {
   let lab: ProxyLab;

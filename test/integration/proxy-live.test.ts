@@ -11,10 +11,11 @@ import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import type { EndpointSlice, Service } from '../../src/kube/types.js';
 import { CLIENT_IP, NODE_IP, ProxyLab, nsExec, skipReason, waitFor } from './lib/proxy-lab.js';
 import { LiveApiServer, LiveProxy, linkApiNetwork } from './lib/proxy-live.js';
+import { skipOrFail } from './lib/prereq.js';
 
 const NODE = 'node-live';
 const PORT = 8080;
-const skip = skipReason(['ip', 'iptables-restore', 'curl', 'conntrack']);
+const skip = skipOrFail(skipReason(['ip', 'iptables-restore', 'curl', 'conntrack']));
 
 function serviceObj(
   name: string,

@@ -11,16 +11,18 @@ import { spawnSync } from 'node:child_process';
 import { CLIENT_IP, NODE_IP, ProxyLab, nsExec, skipReason, waitFor } from './lib/proxy-lab.js';
 import { service, slice, startInProcessProxy } from './lib/proxy-driver.js';
 import type { InProcessProxy } from './lib/proxy-driver.js';
+import { skipOrFail } from './lib/prereq.js';
 
 const NODE = 'node-nfacct';
 const PORT = 8080;
 const NODE_PORT = 30555;
-const skip = skipReason(['ip', 'iptables-restore', 'curl', 'nfacct', 'python3']);
+const skip = skipOrFail(skipReason(['ip', 'iptables-restore', 'curl', 'nfacct', 'python3']));
 
 // Sends one TCP segment with SYN and FIN set (an invalid flag combination for conntrack)
 // from argv[1] to argv[2]:argv[3] through a raw socket; the kernel fills in the IP header.
 const SYN_FIN = `
 import socket, struct, sys
+import { skipOrFail } from './lib/prereq.js';
 src, dst, dport = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def csum(b):
     if len(b) % 2: b += b'\\0'

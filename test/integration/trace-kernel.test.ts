@@ -35,8 +35,9 @@ import {
   sweepStale,
   type Observation,
 } from './lib/trace-netns.js';
+import { skipOrFail } from './lib/prereq.js';
 
-const skip = missingPrerequisite();
+const skip = skipOrFail(missingPrerequisite());
 
 function svc(name: string, spec: string): string {
   return `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}, namespace: ns}\nspec:\n${spec}`;

@@ -6,7 +6,6 @@
 //
 // SVCNET_E2E_CNI=reference runs the same suite over Debian's reference CNI plugins.
 
-import { spawnSync } from 'node:child_process';
 import { parseAllDocuments } from 'yaml';
 import { loadKubeConfig } from '../../../src/kube/client.js';
 import { ClientNodeKubeClient, isNotFound } from '../../../src/kube/api-client.js';
@@ -21,6 +20,7 @@ import {
   waitForCluster,
 } from '../../../src/lab/lab.js';
 import { applyObjects } from '../../../src/lab/apply.js';
+import { missingToolsReason } from '../../integration/lib/prereq.js';
 import { proxySettled } from '../../../src/lab/wait.js';
 import type { ExecResult } from '../../../src/os/exec.js';
 
@@ -31,10 +31,8 @@ export const E2E_CNI: 'svcnet' | 'reference' =
 export function e2eSkipReason(): string | false {
   if (process.getuid?.() !== 0) return 'needs root (the lab creates network namespaces)';
   const tools = ['unshare', 'nsenter', 'ip', 'iptables-restore', 'curl', 'dig', 'conntrack'];
-  const missing = tools.filter((t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0);
-  if (E2E_CNI === 'reference' && spawnSync('test', ['-x', '/usr/lib/cni/ptp']).status !== 0)
-    missing.push('/usr/lib/cni/ptp (containernetworking-plugins)');
-  return missing.length > 0 ? `needs ${missing.join(', ')}` : false;
+  if (E2E_CNI === 'reference') tools.push('/usr/lib/cni/ptp', '/usr/lib/cni/host-local');
+  return missingToolsReason(tools) ?? false;
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -30,7 +30,8 @@ export function cniSkipReason(
     ...(opts.ping ? [['ping', 'iputils-ping']] : []),
     ...(opts.nft ? [['nft', 'nftables']] : []),
   ] as const)
-    if (!which(cmd)) return `missing ${cmd} (Debian package ${pkg})`;
+    if (!which(cmd))
+      return `missing ${cmd} (Debian package ${pkg}; install: bash scripts/install-deps.sh)`;
   if (opts.reference && !existsSync(join(REFERENCE_DIR, 'ptp')))
     return `reference plugins not installed in ${REFERENCE_DIR} (apt-get install containernetworking-plugins)`;
   return undefined;

@@ -8,6 +8,7 @@
 
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { missingToolsReason } from './prereq.js';
 
 export const NODE_IP = '172.30.0.2';
 export const CLIENT_IP = '172.30.0.100';
@@ -33,11 +34,7 @@ export function skipReason(
   if (process.getuid?.() !== 0) return 'needs root';
   if (process.env.SVCNET_PRIVATE_NETNS !== '1')
     return 'needs the private network namespace of `npm run test:integration`';
-  for (const t of tools) {
-    const r = spawnSync('sh', ['-c', `command -v ${t}`]);
-    if (r.status !== 0) return `needs ${t}`;
-  }
-  return undefined;
+  return missingToolsReason(tools);
 }
 
 /** Removes namespaces left by earlier runs of this test file (by prefix stem). */

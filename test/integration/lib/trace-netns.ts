@@ -7,16 +7,15 @@
 
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { missingToolsReason } from './prereq.js';
 
 export const PREFIX = `svcnet-tr${process.pid}-`;
 
 /** Why the kernel test cannot run here, or undefined when it can. */
 export function missingPrerequisite(): string | undefined {
   if (process.getuid?.() !== 0) return 'needs root';
-  for (const tool of ['ip', 'iptables-restore', 'iptables-save']) {
-    const r = spawnSync(tool, ['--version']);
-    if (r.error) return `${tool} not found`;
-  }
+  const missing = missingToolsReason(['ip', 'iptables-restore', 'iptables-save']);
+  if (missing !== undefined) return missing;
   const probe = spawnSync('ip', ['netns', 'list']);
   if (probe.status !== 0) return `ip netns unavailable: ${probe.stderr.toString().trim()}`;
   return undefined;
