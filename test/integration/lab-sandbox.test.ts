@@ -84,19 +84,26 @@ async function waitFor(cond: () => boolean, ms: number): Promise<boolean> {
   return cond();
 }
 
+/** Takes this file's lab down (only its own name, in its own lab root); quiet when none is up. */
+function labDown(): void {
+  svcnet('lab', 'down', '--name', name);
+}
+
 before(() => {
-  if (!skip) svcnet('lab', 'down', '--name', name);
+  if (!skip) labDown();
 });
 
 after(() => {
-  if (!skip) svcnet('lab', 'down', '--name', name);
+  if (!skip) labDown();
   rmSync(labRoot, { recursive: true, force: true });
 });
 
 test(
   'lab up builds routed nodes; kill -9 leaves nothing; the next up sweeps; down removes all',
   { skip },
-  async () => {
+  async (t) => {
+    // A failure anywhere below must not leave this lab up for the next test.
+    t.after(labDown);
     const up = svcnet(
       'lab',
       'up',
@@ -219,7 +226,8 @@ test(
   },
 );
 
-test('lab exec names the known nodes when the target is unknown', { skip }, () => {
+test('lab exec names the known nodes when the target is unknown', { skip }, (t) => {
+  t.after(labDown);
   const up = svcnet('lab', 'up', '--name', name, '--nodes', '1');
   assert.equal(up.code, 0, up.stderr);
   const r = svcnet('lab', 'exec', '--name', name, 'nope', '--', 'true');

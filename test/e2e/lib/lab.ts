@@ -11,6 +11,7 @@ import { loadKubeConfig } from '../../../src/kube/client.js';
 import { ClientNodeKubeClient, isNotFound } from '../../../src/kube/api-client.js';
 import type { KubeObject, Pod, Service } from '../../../src/kube/types.js';
 import {
+  findLab,
   inLab,
   labDown,
   labRestart,
@@ -86,6 +87,10 @@ export class E2eLab {
   /** A 3-node lab (1 control plane + 2 workers) over E2E_CNI, torn down with this process. */
   static async up(tag: string, nodes = 3): Promise<E2eLab> {
     const name = `e2e${tag}${String(process.pid)}`.slice(0, 20);
+    // A lab of this very name still up is a leftover of an earlier run whose pid was the same:
+    // clear it. Labs of other names (other suites, a user's) are never touched. If labUp fails,
+    // it kills the supervisor it started, so a failed start leaves no lab either.
+    if (findLab(name)) await labDown(name);
     const up = await labUp({ name, nodes, cni: E2E_CNI, lifeline: true, timeoutMs: 180_000 });
     return new E2eLab(name, up);
   }
