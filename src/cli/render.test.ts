@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
-import { runRender } from './render.js';
+import { nfacctObjects, runRender } from './render.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svcnet-render-'));
 function file(name: string, text: string): string {
@@ -83,11 +83,15 @@ spec:
 test('bad input: exit-2 errors naming the object and field', async () => {
   await rejects(
     runRender({ mode: 'nftables', file: ['examples/nginx.yaml'] }, []),
-    /nftables: not implemented yet/,
+    /^--mode: proxy mode "nftables" is not built yet \(svcnet implements iptables only\)$/,
   );
   await rejects(
     runRender({ mode: 'ipvs', file: ['examples/nginx.yaml'] }, []),
-    /--mode: must be iptables or nftables/,
+    /^--mode: proxy mode "ipvs" is not built yet/,
+  );
+  await rejects(
+    runRender({ mode: 'userspace', file: ['examples/nginx.yaml'] }, []),
+    /^--mode: must be one of iptables, nftables, ipvs, kernelspace, got "userspace"$/,
   );
   const bad = file(
     'bad.yaml',
@@ -140,4 +144,41 @@ test('every example renders', async () => {
     /"kube-system\/kube-dns:dns cluster IP" -m udp -p udp -d 10\.96\.0\.10 --dport 53/,
   );
   assert.equal(dns.match(/^:KUBE-SVC-/gm)?.length, 3, 'one chain per port');
+});
+
+test("--config: kubeadm's config.conf renders; its mode is honoured, a mode not built is an error", async () => {
+  const conf = readFileSync(
+    join(import.meta.dirname, '..', 'proxy', 'testdata', 'kubeadm-config.conf'),
+    'utf8',
+  );
+  const ok = file('config.conf', conf);
+  const out = await runRender({ file: ['examples/nginx.yaml'], config: ok }, []);
+  assert.match(out, /cluster CIDR 10\.244\.0\.0\/16 \(from --config\)/);
+  assert.equal(out.match(/-j DNAT --to-destination 10\.244\.\d+\.\d+:80/g)?.length, 3);
+  const ipvs = file('config-ipvs.conf', conf.replace('mode: iptables', 'mode: ipvs'));
+  await rejects(
+    runRender({ file: ['examples/nginx.yaml'], config: ipvs }, []),
+    /config-ipvs\.conf: mode: proxy mode "ipvs" is not built yet/,
+  );
+  // An explicit --mode wins over the file's, as kube-proxy's flags do.
+  const forced = await runRender(
+    { file: ['examples/nginx.yaml'], config: ipvs, mode: 'iptables' },
+    [],
+  );
+  assert.match(forced, /KUBE-SVC-HL5LMXD5JFHQZ6LN/);
+});
+
+test('the nfacct objects the rules use are listed as what must exist before the restore', async () => {
+  const out = await runRender({ file: ['examples/nodeport.yaml'] }, []);
+  const used = [...new Set([...out.matchAll(/-m nfacct --nfacct-name (\S+)/g)].map((m) => m[1]))];
+  assert.ok(used.length > 0, 'the rules use nfacct');
+  const before = out.indexOf('# must exist before the restore');
+  assert.ok(before >= 0 && before < out.indexOf('*filter'));
+  for (const name of used) assert.match(out, new RegExp(`^# {3}nfacct add ${name ?? ''}$`, 'm'));
+  assert.deepEqual(
+    nfacctObjects(
+      '-A X -m nfacct --nfacct-name b -j DROP\n-A Y -m nfacct --nfacct-name a -j ACCEPT\n-A Z -m nfacct --nfacct-name b',
+    ),
+    ['a', 'b'],
+  );
 });

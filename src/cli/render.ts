@@ -12,7 +12,11 @@ import type { ManifestSet } from '../kube/manifest.js';
 import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
 import type { Node } from '../kube/types.js';
 import { quoteArg } from '../netfilter/iptables/render.js';
-import { defaultKubeProxyConfig, parseKubeProxyConfiguration } from '../proxy/config.js';
+import {
+  defaultKubeProxyConfig,
+  parseKubeProxyConfiguration,
+  requireBuiltProxyMode,
+} from '../proxy/config.js';
 import type { KubeProxyConfig } from '../proxy/config.js';
 import { DEFAULT_OPTIONS, masqueradeMarkFromBit } from '../proxy/iptables/options.js';
 import type { IptablesProxierOptions, LocalDetector } from '../proxy/iptables/options.js';
@@ -184,13 +188,28 @@ function binary(family: IPFamily): string {
   return family === 'IPv4' ? 'iptables' : 'ip6tables';
 }
 
+/** The nfacct objects the rules count packets in (`-m nfacct --nfacct-name X`), sorted. */
+export function nfacctObjects(ruleText: string): string[] {
+  return [...new Set([...ruleText.matchAll(/--nfacct-name (\S+)/g)].map((m) => m[1] ?? ''))]
+    .filter((n) => n !== '')
+    .sort();
+}
+
 function formatSection(family: IPFamily, plan: IptablesPlan): string {
   const bin = binary(family);
+  const nfacct = nfacctObjects(plan.text);
   const lines = [
     `# ===== ${family}: input for \`${bin}-restore --noflush --counters\` =====`,
     `# ${plan.numServices} service ports, ${plan.numEndpoints} endpoints; filter ${plan.counts.filterRules} rules, nat ${plan.counts.natRulesTotal} rules`,
+    ...(nfacct.length > 0
+      ? [
+          '# must exist before the restore (the rules count packets in these nfacct objects):',
+          ...nfacct.map((n) => `#   nfacct add ${n}`),
+        ]
+      : []),
     plan.text.trimEnd(),
     `# ===== ${family}: also ensured by kube-proxy outside the restore (full syncs) =====`,
+    ...nfacct.map((n) => `#   nfacct add ${n}`),
     ...plan.canaryChains.map((c) => `#   ${bin} -t ${c.table} -N ${c.chain}`),
     ...plan.jumps.map(
       (j) => `#   ${bin} -t ${j.table} -I ${j.sourceChain} ${j.args.map(quoteArg).join(' ')}`,
@@ -210,16 +229,17 @@ function hasFamily(set: ManifestSet, family: IPFamily): boolean {
 /** Everything `svcnet render` prints; stderr notes go to `notes`. Throws INVALID_INPUT on bad input. */
 export async function runRender(opts: RenderOptions, warnings: string[]): Promise<string> {
   const notes: string[] = [];
-  const mode = opts.mode ?? 'iptables';
-  if (mode === 'nftables') throw bad('--mode nftables: not implemented yet (use --mode iptables)');
-  if (mode !== 'iptables')
-    throw bad(`--mode: must be iptables or nftables, got ${JSON.stringify(mode)}`);
   if (opts.file.length === 0) throw bad('-f/--file: at least one manifest file is required');
   let cfg = defaultKubeProxyConfig();
   if (opts.config !== undefined) {
     const [src] = await readSources([opts.config]);
     cfg = parseKubeProxyConfiguration(src?.text ?? '', opts.config);
   }
+  // --mode wins over the file's mode, as kube-proxy's flags do; a mode not built is an error.
+  requireBuiltProxyMode(
+    opts.mode ?? cfg.mode,
+    opts.mode !== undefined ? '--mode' : `${opts.config ?? ''}: mode`,
+  );
   const set = parseManifests(await readSources(opts.file));
   const node = pickNode(set, opts);
   notes.push(...node.notes);
@@ -245,8 +265,9 @@ export function registerRenderCommand(program: Command): void {
       'print the iptables-restore input a full kube-proxy sync would apply for the given manifests',
     )
     .addOption(
-      new Option('--mode <mode>', 'proxy mode: iptables (nftables: not implemented yet)').default(
-        'iptables',
+      new Option(
+        '--mode <mode>',
+        "proxy mode (default: --config's mode, else iptables; the only one built so far)",
       ),
     )
     .requiredOption(

@@ -1,7 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ValidationError } from '../errors.js';
-import { defaultKubeProxyConfig, parseDuration, parseKubeProxyConfiguration } from './config.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SvcnetError, ValidationError } from '../errors.js';
+import {
+  defaultKubeProxyConfig,
+  parseDuration,
+  parseKubeProxyConfiguration,
+  requireBuiltProxyMode,
+} from './config.js';
 
 const HEAD = 'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n';
 
@@ -110,4 +117,68 @@ test('Go durations', () => {
   assert.equal(parseDuration('15m'), 900_000);
   assert.equal(parseDuration('10'), undefined);
   assert.equal(parseDuration(''), undefined);
+});
+
+// The `config.conf` key of the kube-proxy ConfigMap kubeadm writes (kind clusters too): every
+// field present, unset ones as zero values or null.
+const KUBEADM_CONFIG = readFileSync(
+  join(import.meta.dirname, 'testdata', 'kubeadm-config.conf'),
+  'utf8',
+);
+
+test("kubeadm's and kind's config.conf loads with kube-proxy's defaulting of zero values", () => {
+  const c = parseKubeProxyConfiguration(KUBEADM_CONFIG, 'config.conf');
+  const d = defaultKubeProxyConfig();
+  assert.equal(c.mode, 'iptables');
+  assert.equal(c.syncPeriodMs, 30_000, 'syncPeriod: 0s means 30s');
+  assert.equal(c.minSyncPeriodMs, 1_000);
+  assert.equal(c.configSyncPeriodMs, 15 * 60_000, 'configSyncPeriod: 0s means 15m');
+  assert.equal(c.iptables.masqueradeBit, 14, 'masqueradeBit: null means 14');
+  assert.equal(c.iptables.localhostNodePorts, true);
+  assert.equal(c.detectLocalMode, 'ClusterCIDR');
+  assert.deepEqual(c.clusterCIDRs, ['10.244.0.0/16']);
+  assert.equal(c.healthzBindAddress, d.healthzBindAddress);
+  assert.equal(c.metricsBindAddress, d.metricsBindAddress);
+  assert.equal(c.clientConnection.qps, 5);
+  assert.equal(c.clientConnection.burst, 10);
+  assert.equal(c.clientConnection.contentType, 'application/vnd.kubernetes.protobuf');
+  assert.equal(c.clientConnection.kubeconfig, '/var/lib/kube-proxy/kubeconfig.conf');
+  // maxPerCore 0 is kube-proxy's "leave nf_conntrack_max alone", not a zero to default.
+  assert.equal(c.conntrack.maxPerCore, 0);
+  assert.equal(c.conntrack.min, 131072);
+  assert.equal(c.conntrack.tcpEstablishedTimeoutMs, 24 * 3600_000);
+  assert.equal(c.oomScoreAdj, -999);
+  assert.equal(requireBuiltProxyMode(c.mode, 'config.conf: mode'), 'iptables');
+});
+
+test('mode "" means iptables; a mode not built yet is a clear error, never a fallback', () => {
+  const empty = KUBEADM_CONFIG.replace('mode: iptables', 'mode: ""');
+  assert.equal(parseKubeProxyConfiguration(empty, 'config.conf').mode, 'iptables');
+  for (const mode of ['ipvs', 'nftables']) {
+    const c = parseKubeProxyConfiguration(
+      KUBEADM_CONFIG.replace('mode: iptables', `mode: ${mode}`),
+      'config.conf',
+    );
+    assert.equal(c.mode, mode);
+    assert.throws(
+      () => requireBuiltProxyMode(c.mode, 'config.conf: mode'),
+      (e: unknown) =>
+        e instanceof SvcnetError &&
+        e.code === 'INVALID_INPUT' &&
+        e.message ===
+          `config.conf: mode: proxy mode "${mode}" is not built yet (svcnet implements iptables only)`,
+    );
+  }
+});
+
+test('negative periods are still rejected; zero ones are defaulted', () => {
+  assert.deepEqual(errorsOf(`${HEAD}iptables: {syncPeriod: -1s}\nconfigSyncPeriod: -5m\n`), [
+    'iptables.syncPeriod: must not be negative, got "-1s"',
+    'configSyncPeriod: must not be negative, got "-5m"',
+  ]);
+  const c = parseKubeProxyConfiguration(
+    `${HEAD}syncPeriod: 0s\niptables: {syncPeriod: 45s}\n`,
+    'kp',
+  );
+  assert.equal(c.syncPeriodMs, 45_000, 'a zero top-level period falls back to the mode one');
 });

@@ -1,11 +1,14 @@
 // KubeProxyConfiguration (kubeproxy.config.k8s.io/v1alpha1) files: parsing, validation that
 // names every bad or unknown field, and kube-proxy's defaults (masqueradeBit 14,
 // syncPeriod 30s, minSyncPeriod 1s, localhostNodePorts true, detectLocalMode ClusterCIDR,
-// conntrack maxPerCore 32768 / min 131072, ...). Durations use Go's syntax ("1m30s").
+// conntrack maxPerCore 32768 / min 131072, ...). As kube-proxy does, zero values of the
+// periods and of clientConnection qps/burst mean "default", and null means unset: the
+// `config.conf` that kubeadm and kind ship (`syncPeriod: 0s`, `masqueradeBit: null`) loads.
+// Durations use Go's syntax ("1m30s").
 // Pure: callers read the file. Throws ValidationError (INVALID_INPUT) listing every problem.
 
 import { parseDocument } from 'yaml';
-import { ValidationError } from '../errors.js';
+import { SvcnetError, ValidationError } from '../errors.js';
 import type { FieldError } from '../errors.js';
 import { parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 
@@ -270,17 +273,18 @@ function checkSemantics(raw: Raw, add: (f: string, m: string) => void): void {
     if (typeof bit === 'number' && (bit < 0 || bit > 31))
       add(`${t}.masqueradeBit`, `must be 0-31, got ${bit}`);
   }
+  // Zero periods are not errors: kube-proxy defaults them (kubeadm and kind write `0s`).
   for (const f of [
     'syncPeriod',
     'iptables.syncPeriod',
     'nftables.syncPeriod',
+    'ipvs.syncPeriod',
     'configSyncPeriod',
+    'minSyncPeriod',
+    'iptables.minSyncPeriod',
+    'nftables.minSyncPeriod',
+    'ipvs.minSyncPeriod',
   ]) {
-    const v = get(raw, f);
-    if (typeof v === 'string' && (parseDuration(v) ?? 1) <= 0)
-      add(f, `must be greater than 0, got ${JSON.stringify(v)}`);
-  }
-  for (const f of ['minSyncPeriod', 'iptables.minSyncPeriod', 'nftables.minSyncPeriod']) {
     const v = get(raw, f);
     if (typeof v === 'string' && (parseDuration(v) ?? 0) < 0)
       add(f, `must not be negative, got ${JSON.stringify(v)}`);
@@ -342,19 +346,31 @@ function checkClusterCIDR(raw: Raw, add: (f: string, m: string) => void): void {
   }
 }
 
+/** A duration whose zero value means "default", as kube-proxy's defaulting treats it. */
+function durNonZero(raw: Raw, path: string, dflt: number): number {
+  const v = dur(raw, path, dflt);
+  return v === 0 ? dflt : v;
+}
+
+/** A number whose zero value means "default" (clientConnection.qps and burst). */
+function numNonZero(raw: Raw, path: string, dflt: number): number {
+  const v = num(raw, path, dflt);
+  return v === 0 ? dflt : v;
+}
+
 function build(raw: Raw): KubeProxyConfig {
   const mode = str(raw, 'mode', 'iptables') as ProxyMode;
   const iptables: IptablesModeConfig = {
     masqueradeBit: num(raw, 'iptables.masqueradeBit', 14),
     masqueradeAll: bool(raw, 'iptables.masqueradeAll', false),
     localhostNodePorts: bool(raw, 'iptables.localhostNodePorts', true),
-    syncPeriodMs: dur(raw, 'iptables.syncPeriod', 30 * SECOND),
+    syncPeriodMs: durNonZero(raw, 'iptables.syncPeriod', 30 * SECOND),
     minSyncPeriodMs: dur(raw, 'iptables.minSyncPeriod', SECOND),
   };
   const nftables = {
     masqueradeBit: num(raw, 'nftables.masqueradeBit', 14),
     masqueradeAll: bool(raw, 'nftables.masqueradeAll', false),
-    syncPeriodMs: dur(raw, 'nftables.syncPeriod', 30 * SECOND),
+    syncPeriodMs: durNonZero(raw, 'nftables.syncPeriod', 30 * SECOND),
     minSyncPeriodMs: dur(raw, 'nftables.minSyncPeriod', SECOND),
   };
   const modeSync = mode === 'nftables' ? nftables : iptables;
@@ -365,8 +381,8 @@ function build(raw: Raw): KubeProxyConfig {
     featureGates: isObject(gates) ? (gates as Record<string, boolean>) : {},
     clientConnection: {
       kubeconfig: str(raw, 'clientConnection.kubeconfig', ''),
-      qps: num(raw, 'clientConnection.qps', 5),
-      burst: num(raw, 'clientConnection.burst', 10),
+      qps: numNonZero(raw, 'clientConnection.qps', 5),
+      burst: numNonZero(raw, 'clientConnection.burst', 10),
       contentType: str(raw, 'clientConnection.contentType', 'application/vnd.kubernetes.protobuf'),
       acceptContentTypes: str(raw, 'clientConnection.acceptContentTypes', ''),
     },
@@ -378,7 +394,7 @@ function build(raw: Raw): KubeProxyConfig {
     enableProfiling: bool(raw, 'enableProfiling', false),
     iptables,
     nftables,
-    syncPeriodMs: dur(raw, 'syncPeriod', modeSync.syncPeriodMs),
+    syncPeriodMs: durNonZero(raw, 'syncPeriod', modeSync.syncPeriodMs),
     minSyncPeriodMs: dur(raw, 'minSyncPeriod', modeSync.minSyncPeriodMs),
     detectLocalMode: str(raw, 'detectLocalMode', 'ClusterCIDR') as DetectLocalMode,
     detectLocal: {
@@ -397,8 +413,27 @@ function build(raw: Raw): KubeProxyConfig {
       udpTimeoutMs: dur(raw, 'conntrack.udpTimeout', 0),
       udpStreamTimeoutMs: dur(raw, 'conntrack.udpStreamTimeout', 0),
     },
-    configSyncPeriodMs: dur(raw, 'configSyncPeriod', 15 * 60 * SECOND),
+    configSyncPeriodMs: durNonZero(raw, 'configSyncPeriod', 15 * 60 * SECOND),
   };
+}
+
+/** The proxy modes svcnet implements; the others are valid kube-proxy modes not built yet. */
+export const BUILT_PROXY_MODES: readonly ProxyMode[] = ['iptables'];
+
+/**
+ * Throws INVALID_INPUT (CLI exit 2) when `mode` is a valid kube-proxy mode svcnet does not
+ * implement yet: a configuration that asks for ipvs must never get iptables rules silently.
+ * `source` names where the mode came from (`--mode`, or `FILE: mode`).
+ */
+export function requireBuiltProxyMode(mode: string, source: string): ProxyMode {
+  const m = mode === '' ? 'iptables' : mode;
+  if ((BUILT_PROXY_MODES as readonly string[]).includes(m)) return m as ProxyMode;
+  throw new SvcnetError(
+    'INVALID_INPUT',
+    MODES.has(m)
+      ? `${source}: proxy mode ${JSON.stringify(m)} is not built yet (svcnet implements ${BUILT_PROXY_MODES.join(', ')} only)`
+      : `${source}: must be one of iptables, nftables, ipvs, kernelspace, got ${JSON.stringify(m)}`,
+  );
 }
 
 /** kube-proxy's defaults (what an empty KubeProxyConfiguration means). */
