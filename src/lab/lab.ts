@@ -17,7 +17,12 @@ import type { ComponentOptions } from './components.js';
 import { podNetnsName } from './pod-runtime.js';
 import { isAlive, sandboxCommand, sandboxInitPid } from './sandbox.js';
 import { CONTROL_SOCKET, STATE_FILE, type LabState } from './supervisor.js';
-import { clusterProblems, proxySettled } from './wait.js';
+import {
+  clusterProblems,
+  expectedEndpointRules,
+  proxySettled,
+  unprogrammedEndpoints,
+} from './wait.js';
 
 export const LAB_ROOT = process.env.SVCNET_LAB_ROOT ?? '/run/svcnet/lab';
 
@@ -183,6 +188,13 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
   return { ...lab, applied, timings: { components, ready: Date.now() - t0 } };
 }
 
+/**
+ * A node's nat table, from whichever iptables backend its proxy programs (the proxy picks the
+ * one holding kube-proxy's chains, else the system default).
+ */
+const NAT_DUMP =
+  'iptables-save -t nat 2>/dev/null | grep -q "^:KUBE-SERVICES" && exec iptables-save -t nat; exec iptables-legacy-save -t nat 2>/dev/null';
+
 /** How often `lab up` looks at the cluster: six lists through the API server each time. */
 const POLL_MS = 500;
 
@@ -222,7 +234,25 @@ export async function waitForCluster(
             '2',
             'http://127.0.0.1:10249/metrics',
           ]);
-          if (!proxySettled(metrics.stdout)) problems.push(`proxy on ${n.name} not synced`);
+          if (!proxySettled(metrics.stdout)) {
+            problems.push(`proxy on ${n.name} not synced`);
+            continue;
+          }
+          // Settled only means nothing its informers delivered is pending: check that every
+          // endpoint the API server lists for this node is in its kernel rules.
+          const expected = expectedEndpointRules(
+            services,
+            endpointSlices,
+            nodes.find((x) => x.metadata?.name === n.name),
+            n.name,
+          );
+          if (expected.size === 0) continue;
+          const nat = await inLab(lab, n.netns, ['sh', '-c', NAT_DUMP]);
+          const missing = unprogrammedEndpoints(expected, nat.stdout);
+          if (missing.length > 0)
+            problems.push(
+              `proxy on ${n.name} has not programmed ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ` and ${String(missing.length - 3)} more` : ''}`,
+            );
         }
       }
     } catch (e) {

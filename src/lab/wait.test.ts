@@ -1,7 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { clusterProblems, proxySettled, type ClusterView } from './wait.js';
+import {
+  clusterProblems,
+  expectedEndpointRules,
+  programmedEndpointRules,
+  proxySettled,
+  unprogrammedEndpoints,
+  type ClusterView,
+} from './wait.js';
 import type { EndpointSlice, Node, Pod, Service } from '../kube/types.js';
+import { DEFAULT_OPTIONS } from '../proxy/iptables/options.js';
+import { planIptables } from '../proxy/iptables/plan.js';
+import { EndpointsChangeTracker } from '../proxy/model/endpoints-change-tracker.js';
+import { ServiceChangeTracker } from '../proxy/model/service-change-tracker.js';
+import { takeSnapshot } from '../proxy/model/snapshot.js';
 
 const node = (name: string, ready: string): Node => ({
   metadata: { name },
@@ -114,4 +126,113 @@ test('a proxy is settled when its last sync is not older than the last queued ch
   assert.equal(proxySettled(m(100, 99, 2)), false);
   assert.equal(proxySettled(m(0, 0)), false, 'never synced');
   assert.equal(proxySettled(''), false);
+});
+
+// --- every endpoint programmed -------------------------------------------------------------
+
+const twoPortSvc: Service = {
+  metadata: { name: 'web', namespace: 'default' },
+  spec: {
+    clusterIP: '10.96.0.20',
+    selector: { app: 'web' },
+    ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+  },
+};
+
+const localSvc: Service = {
+  metadata: { name: 'local', namespace: 'default' },
+  spec: {
+    clusterIP: '10.96.0.21',
+    internalTrafficPolicy: 'Local',
+    selector: { app: 'web' },
+    ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+  },
+};
+
+const sliceOf = (service: string, eps: [string, string][]): EndpointSlice => ({
+  metadata: {
+    name: `${service}-abc`,
+    namespace: 'default',
+    labels: { 'kubernetes.io/service-name': service },
+  },
+  addressType: 'IPv4',
+  ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
+  endpoints: eps.map(([ip, nodeName]) => ({
+    addresses: [ip],
+    nodeName,
+    conditions: { ready: true },
+  })),
+});
+
+const EPS: [string, string][] = [
+  ['10.244.0.5', 'n0'],
+  ['10.244.1.7', 'n1'],
+  ['10.244.2.3', 'n2'],
+];
+
+/** The nat table the proxy of `nodeName` writes for these objects: its own planner's output. */
+function natRulesFor(services: Service[], slices: EndpointSlice[], nodeName: string): string {
+  const st = new ServiceChangeTracker('IPv4');
+  const et = new EndpointsChangeTracker('IPv4', nodeName);
+  for (const s of services) st.update(undefined, s);
+  for (const s of slices) et.update(undefined, s);
+  const snap = takeSnapshot(st, et);
+  return planIptables({
+    family: 'IPv4',
+    services: snap.services,
+    endpoints: snap.endpoints,
+    options: { ...DEFAULT_OPTIONS, nodeName, nodeIP: '172.18.0.3' },
+    changedServices: 'all',
+  }).text;
+}
+
+test("a proxy's full rules for the API's objects leave nothing unprogrammed", () => {
+  const services = [twoPortSvc, localSvc];
+  const slices = [sliceOf('web', EPS), sliceOf('local', EPS)];
+  const want = expectedEndpointRules(services, slices, undefined, 'n1');
+  // web: all three endpoints; local (internalTrafficPolicy Local): only n1's own.
+  assert.deepEqual([...want.values()].sort(), [
+    'default/local:http -> 10.244.1.7:8080',
+    'default/web:http -> 10.244.0.5:8080',
+    'default/web:http -> 10.244.1.7:8080',
+    'default/web:http -> 10.244.2.3:8080',
+  ]);
+  assert.deepEqual(unprogrammedEndpoints(want, natRulesFor(services, slices, 'n1')), []);
+});
+
+test('a proxy that has seen only some endpoints is not done, however settled its metrics', () => {
+  // The proxy's informer delivered the EndpointSlice while it listed one endpoint: it synced
+  // that, has nothing pending, and its metrics say settled. The API server lists three.
+  const behind = natRulesFor([twoPortSvc], [sliceOf('web', EPS.slice(0, 1))], 'n1');
+  const want = expectedEndpointRules([twoPortSvc], [sliceOf('web', EPS)], undefined, 'n1');
+  assert.deepEqual(unprogrammedEndpoints(want, behind), [
+    'default/web:http -> 10.244.1.7:8080',
+    'default/web:http -> 10.244.2.3:8080',
+  ]);
+  assert.deepEqual(unprogrammedEndpoints(want, ''), [...want.values()]);
+});
+
+test('not-ready endpoints are not required; a headless Service needs no rules', () => {
+  const slice = sliceOf('web', EPS);
+  const notReady: EndpointSlice = {
+    ...slice,
+    endpoints: (slice.endpoints ?? []).map((e, i) =>
+      i === 2 ? { ...e, conditions: { ready: false } } : e,
+    ),
+  };
+  assert.equal(expectedEndpointRules([twoPortSvc], [notReady], undefined, 'n1').size, 2);
+  const headless: Service = { ...twoPortSvc, spec: { ...twoPortSvc.spec, clusterIP: 'None' } };
+  assert.equal(expectedEndpointRules([headless], [slice], undefined, 'n1').size, 0);
+});
+
+test('programmedEndpointRules reads DNAT targets of endpoint chains from iptables-save', () => {
+  const dump = [
+    '*nat',
+    ':KUBE-SEP-AAAA - [0:0]',
+    '-A KUBE-SEP-AAAA -s 10.244.0.5/32 -m comment --comment default/web:http -j KUBE-MARK-MASQ',
+    '-A KUBE-SEP-AAAA -p tcp -m comment --comment default/web:http -m tcp -j DNAT --to-destination 10.244.0.5:8080',
+    '-A KUBE-SVC-BBBB -m comment --comment "default/web:http -> 10.244.0.5:8080" -j KUBE-SEP-AAAA',
+    'COMMIT',
+  ].join('\n');
+  assert.deepEqual([...programmedEndpointRules(dump)], ['KUBE-SEP-AAAA 10.244.0.5:8080']);
 });

@@ -2,10 +2,25 @@
 // needs right after: every node registered and Ready, every live Pod Running and Ready, every
 // Deployment and StatefulSet at its replica count, every selector Service's EndpointSlices
 // listing exactly its ready Pods, and (checked by the caller on each node) every proxy with no
-// change left to program. `clusterProblems` is the pure part: what is still missing.
+// change left to program and every endpoint it should use programmed. `clusterProblems` and
+// `unprogrammedEndpoints` are the pure parts: what is still missing.
+//
+// Why the kernel's rules and not only the proxy's metrics: a proxy's metrics say it has
+// nothing pending of what its informers delivered, not that they delivered the API server's
+// latest EndpointSlices. A proxy a moment behind reports "settled" with only some endpoints
+// programmed, and curls right after `lab up` all land on the same Pod. So each node's nat
+// table must hold a DNAT to every endpoint the proxy would use for that node, computed by
+// the proxy's own model from what the API server lists.
 
 import type { Deployment, EndpointSlice, Node, Pod, Service, StatefulSet } from '../kube/types.js';
 import { isPodReady, isPodTerminating, podIPs } from '../controllers/reconcile-util.js';
+import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
+import { endpointChainName } from '../proxy/iptables/names.js';
+import { categorizeEndpoints } from '../proxy/model/categorize.js';
+import { EndpointsChangeTracker } from '../proxy/model/endpoints-change-tracker.js';
+import { ServiceChangeTracker } from '../proxy/model/service-change-tracker.js';
+import { takeSnapshot } from '../proxy/model/snapshot.js';
+import type { IPFamily } from '../util/ip.js';
 
 export interface ClusterView {
   readonly nodes: readonly Node[];
@@ -87,4 +102,55 @@ export function proxySettled(metrics: string): boolean {
     (value('kubeproxy_sync_proxy_rules_endpoint_changes_pending') ?? 0) === 0 &&
     (value('kubeproxy_sync_proxy_rules_service_changes_pending') ?? 0) === 0
   );
+}
+
+/**
+ * The endpoint chains (`KUBE-SEP-…` with their DNAT target) the proxy of `nodeName` must have
+ * programmed for these Services and EndpointSlices, as the proxy's own model decides them
+ * (traffic policies, topology, terminating fallback), keyed `CHAIN IP:PORT`.
+ */
+export function expectedEndpointRules(
+  services: readonly Service[],
+  endpointSlices: readonly EndpointSlice[],
+  node: Node | undefined,
+  nodeName: string,
+  family: IPFamily = 'IPv4',
+): Map<string, string> {
+  const st = new ServiceChangeTracker(family);
+  const et = new EndpointsChangeTracker(family, nodeName);
+  for (const s of services) st.update(undefined, s);
+  for (const s of endpointSlices) et.update(undefined, s);
+  st.takeWarnings();
+  const snap = takeSnapshot(st, et);
+  const topology = { nodeName, zone: node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '' };
+  const want = new Map<string, string>();
+  for (const [key, sp] of snap.services) {
+    const cat = categorizeEndpoints(snap.endpoints.get(key) ?? [], sp, topology);
+    for (const ep of cat.allReachableEndpoints) {
+      const chain = endpointChainName(sp.nameString, sp.protocol.toLowerCase(), ep.endpoint);
+      want.set(`${chain} ${ep.endpoint}`, `${sp.nameString} -> ${ep.endpoint}`);
+    }
+  }
+  return want;
+}
+
+/** `CHAIN IP:PORT` of every `-A KUBE-SEP-… -j DNAT --to-destination IP:PORT` in a nat dump. */
+export function programmedEndpointRules(iptablesSave: string): Set<string> {
+  const have = new Set<string>();
+  for (const m of iptablesSave.matchAll(/^-A (KUBE-SEP-\S+) .*-j DNAT --to-destination (\S+)/gm))
+    have.add(`${m[1] ?? ''} ${m[2] ?? ''}`);
+  return have;
+}
+
+/**
+ * What a node's proxy has not programmed yet: `ns/svc:port -> IP:PORT` for each endpoint the
+ * node should DNAT to and its nat table (an `iptables-save -t nat` dump) lacks. Empty when
+ * every endpoint is in the kernel.
+ */
+export function unprogrammedEndpoints(
+  expected: ReadonlyMap<string, string>,
+  iptablesSave: string,
+): string[] {
+  const have = programmedEndpointRules(iptablesSave);
+  return [...expected].filter(([key]) => !have.has(key)).map(([, what]) => what);
 }
