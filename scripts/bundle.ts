@@ -13,5 +13,5 @@ if (which !== 'all' && which !== 'lab' && which !== 'cni') {
 const root = packageRoot();
 await buildBundles(root, which);
 const p = bundlePaths(root);
-if (which !== 'cni') process.stdout.write(`bundle: ${p.main}\n`);
-if (which !== 'lab') process.stdout.write(`bundle: ${p.cni}\n`);
+if (which !== 'cni') process.stderr.write(`bundle: ${p.main}\n`);
+if (which !== 'lab') process.stderr.write(`bundle: ${p.cni}\n`);

@@ -11,6 +11,7 @@ const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'test', 'conform
 const filters = process.argv.slice(2);
 const verbose = process.env.VERBOSE === '1';
 let anyFailed = false;
+let anySkipped = false;
 const summary: string[] = [];
 for (const file of readdirSync(dir)
   .filter((f) => f.endsWith('.suite.ts'))
@@ -21,6 +22,7 @@ for (const file of readdirSync(dir)
   const results = await suite.run(fixturesDir());
   if ('skipped' in results) {
     process.stdout.write(`${suite.name}: skipped: ${results.skipped}\n`);
+    anySkipped = true;
     summary.push(`${suite.name}: 0 passed, 0 failed, 1 skipped`);
     continue;
   }
@@ -37,5 +39,12 @@ for (const file of readdirSync(dir)
     `${suite.name}: ${count('passed')} passed, ${count('failed')} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`,
   );
 }
+if (anySkipped)
+  process.stdout.write(
+    `conformance: fixtures not found in ${fixturesDir()}. They are not part of this repository: ` +
+      "get the svcnet project's shared fixtures folder (fixtures/kube-proxy and fixtures/dns, " +
+      'test vectors transcribed from the upstream kube-proxy and CoreDNS tests) and run ' +
+      '`SVCNET_FIXTURES=/path/to/fixtures npm run conformance` (docs/testing.md#conformance)\n',
+  );
 for (const line of summary) process.stdout.write(`${line}\n`);
 process.exitCode = anyFailed ? 1 : 0;

@@ -8,6 +8,7 @@
 // stand at that step, rendered by our iptables planner (one full sync) with the fixture's
 // proxier profile.
 
+import { join } from 'node:path';
 import type { CaseResult, ConformanceSuite } from './harness.js';
 import { fixturesPresent } from './harness.js';
 import {
@@ -110,12 +111,12 @@ function runFlow(rulesText: string, profile: FixtureProfile, t: FlowTest): strin
 
 export const suite: ConformanceSuite = {
   name: 'kube-proxy-iptables-flows',
-  run() {
+  run(root) {
     const dir = fixturesPresent('kube-proxy/iptables');
     const kubeProxyDir = fixturesPresent('kube-proxy');
     if (!dir || !kubeProxyDir)
       return Promise.resolve({
-        skipped: 'fixtures absent: ../shared/fixtures/kube-proxy/iptables',
+        skipped: `no fixtures at ${join(root, 'kube-proxy', 'iptables')}`,
       });
     const profiles = loadProfiles(kubeProxyDir);
     const results: CaseResult[] = [];
