@@ -139,6 +139,7 @@ test(
       .filter((l) => l !== '');
     assert.equal(answers.length, 6, `six curl answers expected:\n${out}`);
     for (const a of answers) assert.match(a, /^nginx-[a-z0-9]+-[a-z0-9]{5}$/, out);
+    t.diagnostic(`curl answers: ${answers.join(' ')} (${String(new Set(answers).size)} Pods)`);
     assert.match(
       out,
       /\$ svcnet lab exec client -- dig \+short nginx-svc\.default\.svc\.cluster\.local\n10\.\d+\.\d+\.\d+\n/,

@@ -1,7 +1,7 @@
 // The e2e suite's handle on a lab: bring one up (tied to this test process by a lifeline, so
 // a crashed run leaves nothing behind), apply objects, wait for conditions, and run commands
 // (curl, dig, the netexec /dial endpoint) inside its Pods and nodes. Scenarios follow
-// Kubernetes' sig-network e2e tests (../shared/reference/landscape.md §3); each works in its
+// Kubernetes' sig-network e2e tests (kubernetes/kubernetes test/e2e/network); each works in its
 // own namespace so scenarios do not see each other's Services.
 //
 // SVCNET_E2E_CNI=reference runs the same suite over Debian's reference CNI plugins.
