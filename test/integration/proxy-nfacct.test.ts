@@ -22,7 +22,6 @@ const skip = skipOrFail(skipReason(['ip', 'iptables-restore', 'curl', 'nfacct', 
 // from argv[1] to argv[2]:argv[3] through a raw socket; the kernel fills in the IP header.
 const SYN_FIN = `
 import socket, struct, sys
-import { skipOrFail } from './lib/prereq.js';
 src, dst, dport = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def csum(b):
     if len(b) % 2: b += b'\\0'
