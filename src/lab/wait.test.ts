@@ -236,3 +236,12 @@ test('programmedEndpointRules reads DNAT targets of endpoint chains from iptable
   ].join('\n');
   assert.deepEqual([...programmedEndpointRules(dump)], ['KUBE-SEP-AAAA 10.244.0.5:8080']);
 });
+
+test('an object the proxy would skip is skipped, not an error that keeps lab up waiting', () => {
+  const broken = {
+    metadata: { name: 'broken', namespace: 'default' },
+    spec: { clusterIP: '10.96.0.30', ports: [null] },
+  } as unknown as Service;
+  const want = expectedEndpointRules([broken, twoPortSvc], [sliceOf('web', EPS)], undefined, 'n1');
+  assert.equal(want.size, 3);
+});
