@@ -2,7 +2,7 @@
 // returns once the lab is ready and leaves the supervisor running in its sandbox; `supervise`
 // is that supervisor's own entry point (internal, started by `up`).
 
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import pino from 'pino';
@@ -30,21 +30,10 @@ function selfArgv(): string[] {
   return [process.execPath, ...process.execArgv, process.argv[1] ?? ''];
 }
 
-/** A directory stands for its .yaml/.yml/.json files in name order, as with `kubectl apply -f DIR`. */
-function expandDirs(paths: readonly string[]): string[] {
-  return paths.flatMap((p) => {
-    if (p === '-' || !existsSync(p) || !statSync(p).isDirectory()) return [p];
-    return readdirSync(p)
-      .filter((f) => /\.(ya?ml|json)$/.test(f))
-      .sort()
-      .map((f) => join(p, f));
-  });
-}
-
 /** The manifests' objects in input order, Namespaces first (they must exist before their contents). */
 async function loadObjects(files: readonly string[]): Promise<KubeObject[]> {
   if (files.length === 0) return [];
-  const all = parseManifests(await readSources(expandDirs(files))).all;
+  const all = parseManifests(await readSources(files)).all;
   return [
     ...all.filter((o) => o.kind === 'Namespace'),
     ...all.filter((o) => o.kind !== 'Namespace'),
@@ -78,7 +67,7 @@ export function registerLabCommand(program: Command): void {
     .option('--nodes <n>', 'nodes including the control plane', positiveInt, 3)
     .option(
       '-f, --filename <file>',
-      'manifest file or directory to apply once the cluster is up (repeatable)',
+      'manifest file, directory or - (stdin) to apply once the cluster is up; checked before anything is built (repeatable)',
       collect,
       [],
     )

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseManifests } from './manifest.js';
+import { findExcessiveNesting, parseManifests } from './manifest.js';
 import { ValidationError } from '../errors.js';
 
 function load(text: string, path = 'm.yaml') {
@@ -89,7 +89,32 @@ test('unknown kinds and invalid YAML are errors naming the document', () => {
     errorsOf('apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n')[0] ?? '',
     /^m\.yaml: Gadget g: kind: unknown kind "Gadget"$/,
   );
-  assert.match(errorsOf('kind: Service\n  bad: [\n')[0] ?? '', /^m\.yaml: invalid YAML at line/);
+  const yamlErrors = errorsOf('kind: Service\n  bad: [\n');
+  assert.equal(yamlErrors.length, 1, 'one error per bad document, not its echoes');
+  assert.match(yamlErrors[0] ?? '', /^m\.yaml:1:7: invalid YAML: Nested mappings are not allowed in compact mappings: "kind: Service"$/);
+  assert.doesNotMatch(yamlErrors[0] ?? '', /at line/, 'the position is given once');
+});
+
+test('an alias bomb and deep nesting are refused as invalid YAML, naming the file', () => {
+  const bomb = [
+    'a: &a [x, x, x, x, x, x, x, x, x]',
+    ...'bcdefghi'.split('').map((c, i) => {
+      const prev = 'abcdefghi'[i] ?? '';
+      return `${c}: &${c} [${Array(9).fill(`*${prev}`).join(', ')}]`;
+    }),
+  ].join('\n');
+  assert.match(errorsOf(bomb)[0] ?? '', /^m\.yaml: invalid YAML: too many alias expansions/);
+  assert.deepEqual(errorsOf(`${'['.repeat(5000)}${']'.repeat(5000)}`), [
+    'm.yaml:1: nested more than 100 levels deep',
+  ]);
+  const blocks = Array.from({ length: 150 }, (_, i) => `${'  '.repeat(i)}k${i}:`).join('\n');
+  assert.deepEqual(errorsOf(blocks), ['m.yaml:101: nested more than 100 levels deep']);
+});
+
+test('findExcessiveNesting ignores brackets in quotes and comments', () => {
+  const text = `a: "${'['.repeat(200)}"\nb: '${'{'.repeat(200)}'\n# ${'['.repeat(200)}\nc: [[1]]\n`;
+  assert.equal(findExcessiveNesting(text), 0);
+  assert.equal(findExcessiveNesting('x: [[[1]]]\n', 3), 1);
 });
 
 test('EndpointSlice addresses must match addressType', () => {

@@ -55,32 +55,138 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+interface YamlErrorLike {
+  readonly message: string;
+  readonly linePos?: readonly { line: number; col: number }[] | undefined;
+}
+
+/**
+ * One YAML syntax error as one line, located once: `FILE:LINE:COLUMN: invalid YAML: REASON:
+ * "the offending line"`. The yaml library repeats the position inside its message and adds
+ * a caret picture on further lines; both are dropped.
+ */
+export function formatYamlError(path: string, text: string, e: YamlErrorLike): FieldError {
+  const pos = e.linePos?.[0];
+  const reason = (e.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?\s*$/, '');
+  if (!pos) return { object: path, field: '', message: `invalid YAML: ${reason}` };
+  const line = (text.split('\n', pos.line)[pos.line - 1] ?? '').trimEnd();
+  const shown = line.length > 120 ? `${line.slice(0, 117)}...` : line;
+  return {
+    object: `${path}:${pos.line}:${pos.col}`,
+    field: '',
+    message: `invalid YAML: ${reason}${shown.trim() !== '' ? `: ${JSON.stringify(shown)}` : ''}`,
+  };
+}
+
+/**
+ * A YAML failure that is not a syntax error, as one line: an alias bomb (the yaml library
+ * refuses to expand more than its alias budget) or nesting too deep for the parser's stack.
+ */
+function yamlFailure(where: string, e: unknown): FieldError {
+  const msg = e instanceof Error ? e.message : String(e);
+  if (e instanceof RangeError)
+    return { object: where, field: '', message: 'invalid YAML: nested too deeply' };
+  if (/alias/i.test(msg))
+    return {
+      object: where,
+      field: '',
+      message: 'invalid YAML: too many alias expansions (a YAML "billion laughs" document?)',
+    };
+  return { object: where, field: '', message: `invalid YAML: ${msg.split('\n')[0] ?? ''}` };
+}
+
+/**
+ * Deepest nesting a manifest may have. Kubernetes objects nest a dozen levels or so (a Pod
+ * template's container's probe's httpGet is about 10); the parser recurses per level, so a
+ * hostile 100,000-deep document would cost a stack overflow and hundreds of MB first.
+ */
+export const MAX_MANIFEST_DEPTH = 100;
+
+/**
+ * The first line (1-based) where `text` nests deeper than `max` levels, counting flow
+ * brackets (`[`, `{` outside quotes and comments) and block indentation levels; 0 when it
+ * does not. Linear and allocation-free, so it runs before the parser.
+ */
+export function findExcessiveNesting(text: string, max = MAX_MANIFEST_DEPTH): number {
+  const indents: number[] = [];
+  let flow = 0;
+  let line = 1;
+  let i = 0;
+  while (i < text.length) {
+    let indent = 0;
+    while (text[i] === ' ') {
+      indent++;
+      i++;
+    }
+    const c0 = text[i];
+    if (c0 !== undefined && c0 !== '\n' && c0 !== '#' && c0 !== '\r' && flow === 0) {
+      while (indents.length > 0 && (indents[indents.length - 1] ?? 0) >= indent) indents.pop();
+      indents.push(indent);
+    }
+    let quote = '';
+    for (; i < text.length && text[i] !== '\n'; i++) {
+      const c = text[i];
+      if (quote !== '') {
+        if (c === quote) quote = '';
+        else if (c === '\\' && quote === '"') i++;
+        continue;
+      }
+      if (c === '"' || c === "'") quote = c;
+      else if (c === '#' && (i === 0 || /[\s]/.test(text[i - 1] ?? ''))) {
+        while (i < text.length && text[i] !== '\n') i++;
+        break;
+      } else if (c === '[' || c === '{') flow++;
+      else if ((c === ']' || c === '}') && flow > 0) flow--;
+      if (flow + indents.length > max) return line;
+    }
+    if (indents.length + flow > max) return line;
+    line++;
+    i++;
+  }
+  return 0;
+}
+
 /** Parses YAML/JSON text into raw documents; syntax errors become FieldErrors. */
 function parseDocuments(
   src: ManifestSource,
   errors: FieldError[],
 ): { where: string; value: unknown }[] {
   const out: { where: string; value: unknown }[] = [];
-  const docs = parseAllDocuments(src.text, { uniqueKeys: true });
-  const list = Array.isArray(docs) ? docs : [docs];
-  list.forEach((doc, i) => {
+  const deep = findExcessiveNesting(src.text);
+  if (deep > 0) {
+    errors.push({
+      object: `${src.path}:${deep}`,
+      field: '',
+      message: `nested more than ${MAX_MANIFEST_DEPTH} levels deep`,
+    });
+    return out;
+  }
+  let list;
+  try {
+    const docs = parseAllDocuments(src.text, { uniqueKeys: true });
+    list = Array.isArray(docs) ? docs : [docs];
+  } catch (e) {
+    errors.push(yamlFailure(src.path, e));
+    return out;
+  }
+  for (const [i, doc] of list.entries()) {
     const where = list.length > 1 ? `${src.path} (document ${i + 1})` : src.path;
-    if (doc.errors.length > 0) {
-      for (const e of doc.errors) {
-        const pos = e.linePos?.[0];
-        const at = pos ? ` at line ${pos.line}, column ${pos.col}` : '';
-        errors.push({
-          object: where,
-          field: '',
-          message: `invalid YAML${at}: ${e.message.split('\n')[0] ?? ''}`,
-        });
-      }
-      return;
+    const first = doc.errors[0];
+    if (first !== undefined) {
+      // The first error only: the ones after a syntax error are mostly its echoes.
+      errors.push(formatYamlError(src.path, src.text, first));
+      return out;
     }
-    const value: unknown = doc.toJS();
-    if (value === null || value === undefined) return; // empty document, e.g. after a trailing ---
+    let value: unknown;
+    try {
+      value = doc.toJS();
+    } catch (e) {
+      errors.push(yamlFailure(where, e));
+      continue;
+    }
+    if (value === null || value === undefined) continue; // empty document, e.g. after a trailing ---
     out.push({ where, value });
-  });
+  }
   return out;
 }
 
