@@ -57,7 +57,13 @@ function bad(message: string): SvcnetError {
 
 function pickNode(set: ManifestSet, opts: RenderOptions): NodeContext {
   const n = resolveNode(set.nodes, { name: opts.node, nodeIPs: opts.nodeIp });
-  return { name: n.name, ips: n.nodeIPs, zone: n.zone, podCIDRs: n.podCIDRs, line: describeNode(n) };
+  return {
+    name: n.name,
+    ips: n.nodeIPs,
+    zone: n.zone,
+    podCIDRs: n.podCIDRs,
+    line: describeNode(n),
+  };
 }
 
 function clusterCIDRs(opts: RenderOptions, cfg: KubeProxyConfig, notes: string[]): string[] {
@@ -229,7 +235,10 @@ export function registerRenderCommand(program: Command): void {
     .description(
       'print the iptables-restore input a full kube-proxy sync would apply for the given manifests',
     )
-    .option('--mode <mode>', 'proxy mode: iptables (nftables: not implemented yet; default iptables)')
+    .option(
+      '--mode <mode>',
+      'proxy mode: iptables (nftables: not implemented yet; default iptables)',
+    )
     .addOption(new Option('--proxy-mode <mode>', 'the same as --mode (kube-proxy spelling)'))
     .option(
       '-f, --filename <file>',

@@ -86,7 +86,7 @@ export async function expandPaths(paths: readonly string[]): Promise<string[]> {
       out.push(p);
       continue;
     }
-    let isDir = false;
+    let isDir: boolean;
     try {
       isDir = (await stat(p)).isDirectory();
     } catch (e) {

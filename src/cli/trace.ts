@@ -178,7 +178,11 @@ async function runTrace(flags: TraceFlags): Promise<string> {
         })
       : undefined;
   const nodeIPs = collectErrors(
-    () => parseAddressList('--node-ip', manifests?.node.nodeIPs ?? (fromManifests ? [] : (flags.nodeIp ?? []))),
+    () =>
+      parseAddressList(
+        '--node-ip',
+        manifests?.node.nodeIPs ?? (fromManifests ? [] : (flags.nodeIp ?? [])),
+      ),
     [],
   );
   const podCIDRs = collectErrors(

@@ -91,7 +91,10 @@ test('unknown kinds and invalid YAML are errors naming the document', () => {
   );
   const yamlErrors = errorsOf('kind: Service\n  bad: [\n');
   assert.equal(yamlErrors.length, 1, 'one error per bad document, not its echoes');
-  assert.match(yamlErrors[0] ?? '', /^m\.yaml:1:7: invalid YAML: Nested mappings are not allowed in compact mappings: "kind: Service"$/);
+  assert.match(
+    yamlErrors[0] ?? '',
+    /^m\.yaml:1:7: invalid YAML: Nested mappings are not allowed in compact mappings: "kind: Service"$/,
+  );
   assert.doesNotMatch(yamlErrors[0] ?? '', /at line/, 'the position is given once');
 });
 

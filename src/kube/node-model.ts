@@ -109,7 +109,8 @@ export function resolveNode(nodes: readonly Node[], req: NodeRequest): ResolvedN
     ipsFrom,
     internalIPs: addrs.filter((a) => a.type === 'InternalIP').map((a) => a.address),
     externalIPs: addrs.filter((a) => a.type === 'ExternalIP').map((a) => a.address),
-    podCIDRs: node?.spec?.podCIDRs ?? (node?.spec?.podCIDR !== undefined ? [node.spec.podCIDR] : []),
+    podCIDRs:
+      node?.spec?.podCIDRs ?? (node?.spec?.podCIDR !== undefined ? [node.spec.podCIDR] : []),
     labels,
     zone: labels[LABEL_TOPOLOGY_ZONE] ?? '',
   };

@@ -25,7 +25,10 @@ export function parseVerbosity(text: string | undefined): number {
   if (text === undefined) return 0;
   const n = Number(text);
   if (text.trim() === '' || !Number.isInteger(n) || n < 0 || n > 10)
-    throw new SvcnetError('INVALID_INPUT', `--v: must be an integer 0-10, got ${JSON.stringify(text)}`);
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `--v: must be an integer 0-10, got ${JSON.stringify(text)}`,
+    );
   return n;
 }
 
@@ -87,8 +90,10 @@ export function formatTextRecord(line: string): string {
   } catch {
     return line.endsWith('\n') ? line : `${line}\n`;
   }
-  const { level, time, msg, component, name, pid: _pid, hostname: _host, ...rest } = rec;
-  const label = typeof level === 'string' ? level : pino.levels.labels[Number(level)] ?? 'info';
+  const { level, time, msg, component, name, ...rest } = rec;
+  delete rest.pid;
+  delete rest.hostname;
+  const label = typeof level === 'string' ? level : (pino.levels.labels[Number(level)] ?? 'info');
   const t = typeof time === 'number' ? new Date(time).toISOString() : '';
   const who = component ?? name;
   const fields = Object.entries(rest).map(([k, v]) => {
@@ -103,8 +108,7 @@ export function formatTextRecord(line: string): string {
 export function textDestination(fd = 2): { write(line: string): void } {
   return {
     write(chunk: string): void {
-      for (const line of chunk.split('\n'))
-        if (line !== '') writeSync(fd, formatTextRecord(line));
+      for (const line of chunk.split('\n')) if (line !== '') writeSync(fd, formatTextRecord(line));
     },
   };
 }
