@@ -3,7 +3,7 @@
 // Pure: callers read the files. On any problem it throws one ValidationError listing every
 // problem found in every document, each naming the file/document, object and field.
 
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, parseDocument } from 'yaml';
 import { ValidationError, type FieldError } from '../errors.js';
 import type { EndpointSlice, KubeObject, Node, Pod, Service } from './types.js';
 import { describeObject } from './types.js';
@@ -144,6 +144,34 @@ export function findExcessiveNesting(text: string, max = MAX_MANIFEST_DEPTH): nu
     i++;
   }
   return 0;
+}
+
+/**
+ * Parses one YAML/JSON document (a config file) with the same guards as manifests: nesting
+ * depth checked first, the first syntax error located once, alias bombs refused. Returns the
+ * value, or the one FieldError naming `path`.
+ */
+export function parseYamlDocument(
+  path: string,
+  text: string,
+): { value: unknown; error?: undefined } | { value?: undefined; error: FieldError } {
+  const deep = findExcessiveNesting(text);
+  if (deep > 0)
+    return {
+      error: {
+        object: `${path}:${deep}`,
+        field: '',
+        message: `nested more than ${MAX_MANIFEST_DEPTH} levels deep`,
+      },
+    };
+  try {
+    const doc = parseDocument(text, { uniqueKeys: true });
+    const first = doc.errors[0];
+    if (first !== undefined) return { error: formatYamlError(path, text, first) };
+    return { value: doc.toJS() as unknown };
+  } catch (e) {
+    return { error: yamlFailure(path, e) };
+  }
 }
 
 /** Parses YAML/JSON text into raw documents; syntax errors become FieldErrors. */
