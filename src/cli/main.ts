@@ -51,24 +51,6 @@ function fullName(cmd: Command): string {
 }
 
 /**
- * Commander's error text (`error: unknown option '--source'\n(Did you mean --src?)`) as one
- * line naming the command: `svcnet trace: unknown option '--source' (did you mean --src?)`.
- */
-export function formatUsageError(command: string, text: string): string {
-  const lines = text
-    .replace(/^error: /, '')
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '');
-  const joined = lines
-    .join(' ')
-    .replace(/\(Did you mean (.+?)\?\)/, '(did you mean $1?)')
-    .replace(/\.$/, '');
-  const hint = /did you mean/.test(joined) ? '' : ` (see ${command} --help)`;
-  return `${command}: ${joined}${hint}\n`;
-}
-
-/**
  * One-line usage errors on every command, and required options checked in a preAction hook
  * (after commander's unknown-option check) instead of before it.
  */

@@ -22,7 +22,7 @@ export const EXIT_USAGE = 2;
 export const MAX_INPUT_BYTES = 16 * 1024 * 1024;
 
 function mib(n: number): string {
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  return n < 1024 * 1024 ? `${n} bytes` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
 }
 
 function unreadable(path: string, e: unknown): SvcnetError {
@@ -177,4 +177,22 @@ export function action<A extends unknown[]>(
 /** Collects a repeatable option into an array (commander helper). */
 export function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
+}
+
+/**
+ * Commander's error text (`error: unknown option '--source'\n(Did you mean --src?)`) as one
+ * line naming the command: `svcnet trace: unknown option '--source' (did you mean --src?)`.
+ */
+export function formatUsageError(command: string, text: string): string {
+  const lines = text
+    .replace(/^error: /, '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  const joined = lines
+    .join(' ')
+    .replace(/\(Did you mean (.+?)\?\)/, '(did you mean $1?)')
+    .replace(/\.$/, '');
+  const hint = /did you mean/.test(joined) ? '' : ` (see ${command} --help)`;
+  return `${command}: ${joined}${hint}\n`;
 }

@@ -90,13 +90,14 @@ export function resolveKubeConfig(
       },
     );
   }
-  const context = kc.getCurrentContext();
+  // client-node's type says string; a file without current-context gives undefined.
+  const context = kc.getCurrentContext() as string | undefined;
   const cluster = kc.getCurrentCluster();
   if (cluster === null || cluster.server === '')
     throw new SvcnetError(
       'INVALID_INPUT',
       `${source}: not a usable kubeconfig (${
-        context === ''
+        context === undefined || context === ''
           ? 'no current-context'
           : `context ${JSON.stringify(context)} names no cluster with a server`
       })`,
