@@ -12,7 +12,13 @@
 // so a misspelt required flag is reported as misspelt, not as missing.
 
 import { Command, CommanderError } from 'commander';
-import { EXIT_USAGE, exitCodeFor, formatCommandError, verbosityFromArgv } from './run.js';
+import {
+  EXIT_USAGE,
+  exitCodeFor,
+  formatCommandError,
+  formatUsageError,
+  verbosityFromArgv,
+} from './run.js';
 
 type Register = (program: Command) => void;
 
