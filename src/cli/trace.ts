@@ -38,7 +38,7 @@ import {
 import { DEFAULT_CLUSTER_CIDRS } from './render.js';
 import { action, collect, readInput, readSources } from './run.js';
 
-interface TraceFlags {
+export interface TraceFlags {
   rules?: string;
   filename?: string[];
   src: string;
@@ -141,7 +141,8 @@ async function loadRules(
   return { doc: rendered.document, names: endpointNames(set) };
 }
 
-async function runTrace(flags: TraceFlags): Promise<string> {
+/** Everything `svcnet trace` prints (exported for tests); throws INVALID_INPUT on bad input. */
+export async function runTrace(flags: TraceFlags): Promise<string> {
   const errors: FieldError[] = [];
   const collectErrors = <T>(f: () => T, fallback: T): T => {
     try {
