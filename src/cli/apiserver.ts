@@ -4,6 +4,7 @@
 // Runs until SIGINT/SIGTERM. Bad flags exit 2; a --listen address that cannot be bound exits
 // 1 with one line naming it, before anything serves.
 
+import { existsSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { startApiServer, writeKubeconfig } from '../apiserver/daemon.js';
 import { SvcnetError } from '../errors.js';
@@ -81,6 +82,12 @@ export function registerApiserverCommand(program: Command): void {
           'INVALID_INPUT',
           `--service-node-port-range: want A-B, got ${JSON.stringify(flags.serviceNodePortRange)}`,
         );
+      if (
+        flags.dataDir !== undefined &&
+        existsSync(flags.dataDir) &&
+        !statSync(flags.dataDir).isDirectory()
+      )
+        throw new SvcnetError('INVALID_INPUT', `--data-dir ${flags.dataDir}: not a directory`);
       const log = daemonLogger('apiserver', flags);
       const server = await startApiServer({
         listen: flags.listen,

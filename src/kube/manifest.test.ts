@@ -78,9 +78,9 @@ spec:
   - {name: b, port: 80, protocol: ICMP}
 `);
   assert.deepEqual(lines, [
-    'Service default/web: spec.ports[0].port: must be 1-65535, got 0',
-    'Service default/web: spec.ports[1].protocol: must be TCP, UDP or SCTP, got "ICMP"',
-    'Service default/web: spec.clusterIP: must be a valid IP address, got "10.0.0.300"',
+    'm.yaml: Service default/web: spec.ports[0].port: must be 1-65535, got 0',
+    'm.yaml: Service default/web: spec.ports[1].protocol: must be TCP, UDP or SCTP, got "ICMP"',
+    'm.yaml: Service default/web: spec.clusterIP: must be a valid IP address, got "10.0.0.300"',
   ]);
 });
 
@@ -128,7 +128,7 @@ addressType: IPv4
 endpoints: [{addresses: ["fd00::1"]}, {addresses: []}]
 `);
   assert.deepEqual(lines, [
-    'EndpointSlice ns/s: endpoints[0].addresses[0]: must be an IPv4 address (addressType), got "fd00::1"',
-    'EndpointSlice ns/s: endpoints[1].addresses: must hold at least one address',
+    'm.yaml: EndpointSlice ns/s: endpoints[0].addresses[0]: must be an IPv4 address (addressType), got "fd00::1"',
+    'm.yaml: EndpointSlice ns/s: endpoints[1].addresses: must hold at least one address',
   ]);
 });

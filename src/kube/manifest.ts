@@ -238,6 +238,65 @@ function expandLists(
   into.push({ where, obj: value });
 }
 
+/** Checks one object and files it into `set`; its problems go to `out`. */
+function addObject(where: string, obj: KubeObject, set: ManifestSet, out: FieldError[]): void {
+  const kind = obj.kind;
+  if (typeof kind !== 'string' || kind === '') {
+    out.push({ object: where, field: 'kind', message: 'required' });
+    return;
+  }
+  const known = KNOWN_KINDS[kind];
+  if (!known) {
+    out.push({
+      object: `${where}: ${describeObject(obj)}`,
+      field: 'kind',
+      message: `unknown kind ${JSON.stringify(kind)}`,
+    });
+    return;
+  }
+  if (typeof obj.apiVersion !== 'string' || !known.apiVersions.includes(obj.apiVersion)) {
+    out.push({
+      object: describeObject(obj),
+      field: 'apiVersion',
+      message: `must be ${known.apiVersions.join(' or ')} for kind ${kind}, got ${JSON.stringify(obj.apiVersion)}`,
+    });
+    return;
+  }
+  if (obj.metadata !== undefined && !isObject(obj.metadata)) {
+    out.push({ object: describeObject(obj), field: 'metadata', message: 'must be an object' });
+    return;
+  }
+  if (known.namespaced) {
+    const ns = obj.metadata?.namespace;
+    obj.metadata = {
+      ...obj.metadata,
+      namespace: typeof ns === 'string' && ns !== '' ? ns : 'default',
+    };
+  }
+  set.all.push(obj);
+  switch (kind) {
+    case 'Service':
+      out.push(...validateService(obj as Service));
+      set.services.push(obj as Service);
+      break;
+    case 'EndpointSlice':
+      out.push(...validateEndpointSlice(obj as EndpointSlice));
+      set.endpointSlices.push(obj as EndpointSlice);
+      break;
+    case 'Node':
+      out.push(...validateNode(obj as Node));
+      set.nodes.push(obj as Node);
+      break;
+    default: {
+      const c = new FieldErrorCollector(describeObject(obj));
+      validateMeta(obj, known.namespaced, c);
+      out.push(...c.errors);
+      if (kind === 'Pod') set.pods.push(obj as Pod);
+      else set.others.push(obj);
+    }
+  }
+}
+
 /**
  * Parses and validates manifests. Throws ValidationError (code INVALID_INPUT) listing every
  * problem; otherwise returns the objects grouped by kind, in input order.
@@ -258,61 +317,11 @@ export function parseManifests(sources: readonly ManifestSource[]): ManifestSet 
     all: [],
   };
   for (const { where, obj } of objects) {
-    const kind = obj.kind;
-    if (typeof kind !== 'string' || kind === '') {
-      errors.push({ object: where, field: 'kind', message: 'required' });
-      continue;
-    }
-    const known = KNOWN_KINDS[kind];
-    if (!known) {
-      errors.push({
-        object: `${where}: ${describeObject(obj)}`,
-        field: 'kind',
-        message: `unknown kind ${JSON.stringify(kind)}`,
-      });
-      continue;
-    }
-    if (typeof obj.apiVersion !== 'string' || !known.apiVersions.includes(obj.apiVersion)) {
-      errors.push({
-        object: describeObject(obj),
-        field: 'apiVersion',
-        message: `must be ${known.apiVersions.join(' or ')} for kind ${kind}, got ${JSON.stringify(obj.apiVersion)}`,
-      });
-      continue;
-    }
-    if (obj.metadata !== undefined && !isObject(obj.metadata)) {
-      errors.push({ object: describeObject(obj), field: 'metadata', message: 'must be an object' });
-      continue;
-    }
-    if (known.namespaced) {
-      const ns = obj.metadata?.namespace;
-      obj.metadata = {
-        ...obj.metadata,
-        namespace: typeof ns === 'string' && ns !== '' ? ns : 'default',
-      };
-    }
-    set.all.push(obj);
-    switch (kind) {
-      case 'Service':
-        errors.push(...validateService(obj as Service));
-        set.services.push(obj as Service);
-        break;
-      case 'EndpointSlice':
-        errors.push(...validateEndpointSlice(obj as EndpointSlice));
-        set.endpointSlices.push(obj as EndpointSlice);
-        break;
-      case 'Node':
-        errors.push(...validateNode(obj as Node));
-        set.nodes.push(obj as Node);
-        break;
-      default: {
-        const c = new FieldErrorCollector(describeObject(obj));
-        validateMeta(obj, known.namespaced, c);
-        errors.push(...c.errors);
-        if (kind === 'Pod') set.pods.push(obj as Pod);
-        else set.others.push(obj);
-      }
-    }
+    const found: FieldError[] = [];
+    addObject(where, obj, set, found);
+    // Every problem names the file (and document) first, then the object and field.
+    for (const e of found)
+      errors.push(e.object.startsWith(where) ? e : { ...e, object: `${where}: ${e.object}` });
   }
   if (errors.length > 0) throw new ValidationError(errors);
   return set;
