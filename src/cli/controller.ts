@@ -84,7 +84,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
     );
   const controllers = parseControllers(opts.controllers);
   const log = daemonLogger('controller', opts);
-  const kc = daemonKubeConfig(opts.kubeconfig);
+  const kc = await daemonKubeConfig(opts.kubeconfig);
   let running = false;
   const healthz =
     opts.healthzBindAddress === ''

@@ -8,7 +8,6 @@
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { resolveKubeConfig } from '../kube/client.js';
 import { createLogger, LOG_LEVELS, resolveLogSettings } from '../util/log.js';
 import type { LogFlags } from '../util/log.js';
 import { exitCodeFor, formatCommandError, verbosityFromArgv } from './run.js';
@@ -30,7 +29,10 @@ export function daemonLogger(component: string, flags: LogFlags): Logger {
 }
 
 /** The client configuration from `--kubeconfig`, $KUBECONFIG or in-cluster (INVALID_INPUT if none). */
-export function daemonKubeConfig(flag: string | undefined): KubeConfig {
+export async function daemonKubeConfig(flag: string | undefined): Promise<KubeConfig> {
+  // Loaded on demand: client-node costs a second and ~100 MB to load, which a bad flag or
+  // config file, refused before this, should not pay.
+  const { resolveKubeConfig } = await import('../kube/client.js');
   return resolveKubeConfig(flag);
 }
 

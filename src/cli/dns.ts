@@ -7,10 +7,8 @@
 import type { Command } from 'commander';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { SvcnetError } from '../errors.js';
-import { createInformer, ENDPOINT_SLICES, NAMESPACES, PODS, SERVICES } from '../kube/client.js';
 import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
 import { buildDnsConfig } from '../dns/config.js';
-import { DnsDaemon } from '../dns/daemon.js';
 import { parseUpstream, type UpstreamAddress } from '../dns/forward.js';
 import { parseResolvConf } from '../dns/resolvconf.js';
 import { addLogFlags, daemonAction, daemonKubeConfig, daemonLogger } from './daemon.js';
@@ -65,7 +63,11 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
         'No upstream nameservers; non-cluster names get SERVFAIL',
       );
   }
-  const kc = daemonKubeConfig(opts.kubeconfig);
+  const kc = await daemonKubeConfig(opts.kubeconfig);
+  // The daemon and the client library load only once the flags and files are known good.
+  const { createInformer, ENDPOINT_SLICES, NAMESPACES, PODS, SERVICES } =
+    await import('../kube/client.js');
+  const { DnsDaemon } = await import('../dns/daemon.js');
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const daemon = new DnsDaemon({

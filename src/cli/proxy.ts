@@ -10,18 +10,8 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { SvcnetError, ValidationError } from '../errors.js';
 import type { FieldError } from '../errors.js';
-import { ENDPOINT_SLICES, NODES, SERVICES, createInformer } from '../kube/client.js';
 import type { EndpointSlice, Node, Service } from '../kube/types.js';
-import { RealExecer } from '../os/exec.js';
-import { RealSysctl } from '../os/sysctl.js';
 import { createRealClock } from '../proxy/clock.js';
-import {
-  ENDPOINT_SLICE_LABEL_SELECTOR,
-  SERVICE_LABEL_SELECTOR,
-  cleanupBackends,
-  cleanupIptables,
-  startProxyDaemon,
-} from '../proxy/daemon.js';
 import type { DetectLocalMode, ProxyDaemonConfig } from '../proxy/daemon.js';
 import { parseDuration } from '../proxy/config.js';
 import { isHostNetns } from '../proxy/host-netns.js';
@@ -282,6 +272,16 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
       `${flags.config ?? ''}: mode: only iptables is served by this daemon, got ${JSON.stringify(file.mode)}`,
     );
   const cfg = resolveProxyConfig(flags, file, hostname().toLowerCase());
+  // The daemon, the kernel seams and the client library load once flags and files are good.
+  const {
+    ENDPOINT_SLICE_LABEL_SELECTOR,
+    SERVICE_LABEL_SELECTOR,
+    cleanupBackends,
+    cleanupIptables,
+    startProxyDaemon,
+  } = await import('../proxy/daemon.js');
+  const { RealExecer } = await import('../os/exec.js');
+  const { RealSysctl } = await import('../os/sysctl.js');
   const log = daemonLogger('proxy', flags);
   const execer = new RealExecer();
 
@@ -308,7 +308,8 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
 
   // --kubeconfig, else clientConnection.kubeconfig of --config, else $KUBECONFIG or in-cluster.
   const kubeconfig = flags.kubeconfig ?? (file?.kubeconfig !== '' ? file?.kubeconfig : undefined);
-  const kc = daemonKubeConfig(kubeconfig);
+  const kc = await daemonKubeConfig(kubeconfig);
+  const { ENDPOINT_SLICES, NODES, SERVICES, createInformer } = await import('../kube/client.js');
   const informers = {
     services: createInformer<Service>(kc, SERVICES, { labelSelector: SERVICE_LABEL_SELECTOR }),
     endpointSlices: createInformer<EndpointSlice>(kc, ENDPOINT_SLICES, {
