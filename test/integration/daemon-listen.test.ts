@@ -36,7 +36,11 @@ async function freePort(): Promise<number> {
   const s = createServer();
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
   const p = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
+  await new Promise<void>((r) =>
+    s.close(() => {
+      r();
+    }),
+  );
   return p;
 }
 
@@ -44,14 +48,27 @@ async function freePort(): Promise<number> {
 async function isFree(p: number): Promise<boolean> {
   const tcp = createServer();
   const tcpOk = await new Promise<boolean>((r) => {
-    tcp.once('error', () => r(false));
-    tcp.listen(p, '127.0.0.1', () => r(true));
+    tcp.once('error', () => {
+      r(false);
+    });
+    tcp.listen(p, '127.0.0.1', () => {
+      r(true);
+    });
   });
-  if (tcpOk) await new Promise<void>((r) => tcp.close(() => r()));
+  if (tcpOk)
+    await new Promise<void>((r) =>
+      tcp.close(() => {
+        r();
+      }),
+    );
   const udp = createSocket('udp4');
   const udpOk = await new Promise<boolean>((r) => {
-    udp.once('error', () => r(false));
-    udp.bind(p, '127.0.0.1', () => r(true));
+    udp.once('error', () => {
+      r(false);
+    });
+    udp.bind(p, '127.0.0.1', () => {
+      r(true);
+    });
   });
   udp.close();
   return tcpOk && udpOk;
