@@ -46,8 +46,12 @@ export function daemonAction<A extends unknown[]>(
   fn: (...args: A) => Promise<unknown>,
 ): (...args: A) => Promise<void> {
   return async (...args: A) => {
+    // A daemon lives until its action ends (a signal): informers retrying a failing API server
+    // hold only unref'd timers, which would otherwise let the process exit silently.
+    const keepAlive = setInterval(() => undefined, 1 << 30);
     try {
       await fn(...args);
+      clearInterval(keepAlive);
     } catch (e) {
       process.stderr.write(formatCommandError(name, e, verbosityFromArgv(process.argv)));
       process.exit(exitCodeFor(e));

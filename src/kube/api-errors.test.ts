@@ -36,7 +36,7 @@ test('client-node failures become one line and a reason', () => {
 });
 
 test('the hints name the token, the server address or the kubeconfig to check', () => {
-  assert.match(hintFor('Unauthorized', origin), /token .* user "admin" in --kubeconfig \/tmp\/kc/);
+  assert.match(hintFor('Unauthorized', origin), /token .* user admin in --kubeconfig \/tmp\/kc/);
   assert.match(
     hintFor('Unreachable', origin),
     /https:\/\/127\.0\.0\.1:6443 .*--kubeconfig \/tmp\/kc/,

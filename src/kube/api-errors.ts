@@ -90,9 +90,9 @@ export function summarizeApiError(e: unknown): ApiFailure {
 export function hintFor(reason: ApiFailureReason, origin: ApiClientOrigin): string {
   switch (reason) {
     case 'Unauthorized':
-      return `check the token or client certificate of user "${origin.user}" in ${origin.source}`;
+      return `check the token or client certificate of user ${origin.user} in ${origin.source}`;
     case 'Forbidden':
-      return `user "${origin.user}" (${origin.source}) lacks permission: check its RBAC bindings`;
+      return `user ${origin.user} (${origin.source}) lacks permission: check its RBAC bindings`;
     case 'Unreachable':
       return `check that the API server runs at ${origin.server} (the server address in ${origin.source})`;
     case 'TLS':
