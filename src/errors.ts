@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'NFT_FAILED'
   | 'UNSUPPORTED'
   | 'TIMEOUT'
+  | 'API_FAILED' // a list/watch/request to the Kubernetes API failed (auth, unreachable, HTTP error)
+  | 'LISTEN_FAILED' // a daemon could not bind one of its listeners (CLI exit 1)
   | 'INTERNAL';
 
 export class SvcnetError extends Error {

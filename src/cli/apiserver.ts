@@ -1,14 +1,30 @@
 // `svcnet apiserver`: the embedded Kubernetes-compatible API server as a daemon. It listens
 // only where told (default 127.0.0.1:6443, plain HTTP with a bearer token), writes a
 // kubeconfig for kubectl and client-node when asked, and with --data-dir survives restarts.
-// Runs until SIGINT/SIGTERM.
+// Runs until SIGINT/SIGTERM. Bad flags exit 2; a --listen address that cannot be bound exits
+// 1 with one line naming it, before anything serves.
 
+import { existsSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { pino } from 'pino';
 import { startApiServer, writeKubeconfig } from '../apiserver/daemon.js';
 import { SvcnetError } from '../errors.js';
 import { parseCIDR } from '../util/ip.js';
-import { action } from './run.js';
+import { listenFailed } from '../util/listen-error.js';
+import { addLogFlags, daemonAction, daemonLogger } from './daemon.js';
+
+/** The system error codes of a failed bind (as opposed to bad flags or a bad data dir). */
+const BIND_ERRORS = new Set(['EADDRINUSE', 'EADDRNOTAVAIL', 'EACCES', 'EINVAL', 'ENOTFOUND']);
+
+function isBindError(e: unknown): boolean {
+  return (
+    typeof e === 'object' &&
+    e !== null &&
+    'syscall' in e &&
+    (e.syscall === 'listen' || e.syscall === 'bind' || e.syscall === 'getaddrinfo') &&
+    'code' in e &&
+    BIND_ERRORS.has(String(e.code))
+  );
+}
 
 interface ApiServerFlags {
   listen: string;
@@ -20,11 +36,14 @@ interface ApiServerFlags {
   advertiseAddress?: string;
   logRequests?: boolean;
   insecureHttp?: boolean;
+  v?: string;
+  loggingFormat?: string;
+  logLevel?: string;
 }
 
 /** Registers `svcnet apiserver`. */
 export function registerApiserverCommand(program: Command): void {
-  program
+  const cmd = program
     .command('apiserver')
     .description('run the embedded Kubernetes-compatible API server (lab default)')
     .option('--listen <addr:port>', 'address and port to listen on', '127.0.0.1:6443')
@@ -48,54 +67,64 @@ export function registerApiserverCommand(program: Command): void {
     .option(
       '--insecure-http',
       'serve plain HTTP (kubectl then sends no token: only client-node can authenticate)',
-    )
-    .action(
-      action('apiserver', async (flags: ApiServerFlags) => {
-        const cidrs = flags.serviceClusterIpRange.split(',').map((s) => s.trim());
-        for (const c of cidrs)
-          if (parseCIDR(c) === undefined)
-            throw new SvcnetError(
-              'INVALID_INPUT',
-              `--service-cluster-ip-range: not a CIDR: ${JSON.stringify(c)}`,
-            );
-        if (!/^\d+-\d+$/.test(flags.serviceNodePortRange))
+    );
+  addLogFlags(cmd).action(
+    daemonAction('apiserver', async (flags: ApiServerFlags) => {
+      const cidrs = flags.serviceClusterIpRange.split(',').map((s) => s.trim());
+      for (const c of cidrs)
+        if (parseCIDR(c) === undefined)
           throw new SvcnetError(
             'INVALID_INPUT',
-            `--service-node-port-range: want A-B, got ${JSON.stringify(flags.serviceNodePortRange)}`,
+            `--service-cluster-ip-range: not a CIDR: ${JSON.stringify(c)}`,
           );
-        const log = pino({ base: null }, pino.destination(2));
-        const server = await startApiServer({
-          listen: flags.listen,
-          serviceCIDRs: cidrs,
-          nodePortRange: flags.serviceNodePortRange,
-          ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
-          ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
-          ...(flags.token !== undefined ? { token: flags.token } : {}),
-          ...(flags.advertiseAddress !== undefined
-            ? { advertiseAddress: flags.advertiseAddress }
-            : {}),
-          ...(flags.logRequests === true
-            ? {
-                onRequest: (r) => {
-                  log.info(r, 'Request');
-                },
-              }
-            : {}),
-        });
-        if (flags.writeKubeconfig !== undefined) writeKubeconfig(flags.writeKubeconfig, server);
-        log.info(
-          { url: server.url, kubeconfig: flags.writeKubeconfig, dataDir: flags.dataDir },
-          'API server listening',
+      if (!/^\d+-\d+$/.test(flags.serviceNodePortRange))
+        throw new SvcnetError(
+          'INVALID_INPUT',
+          `--service-node-port-range: want A-B, got ${JSON.stringify(flags.serviceNodePortRange)}`,
         );
-        await new Promise<void>((resolve) => {
-          const stop = (): void => {
-            log.info('Shutting down');
-            void server.close().then(resolve);
-          };
-          process.once('SIGINT', stop);
-          process.once('SIGTERM', stop);
-        });
-        return undefined;
-      }),
-    );
+      if (
+        flags.dataDir !== undefined &&
+        existsSync(flags.dataDir) &&
+        !statSync(flags.dataDir).isDirectory()
+      )
+        throw new SvcnetError('INVALID_INPUT', `--data-dir ${flags.dataDir}: not a directory`);
+      const log = daemonLogger('apiserver', flags);
+      const server = await startApiServer({
+        listen: flags.listen,
+        serviceCIDRs: cidrs,
+        nodePortRange: flags.serviceNodePortRange,
+        ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
+        ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
+        ...(flags.token !== undefined ? { token: flags.token } : {}),
+        ...(flags.advertiseAddress !== undefined
+          ? { advertiseAddress: flags.advertiseAddress }
+          : {}),
+        ...(flags.logRequests === true
+          ? {
+              onRequest: (r) => {
+                log.info(r, 'Request');
+              },
+            }
+          : {}),
+      }).catch((e: unknown) => {
+        if (!isBindError(e)) throw e;
+        const m = /^\[?([^\]]*)\]?:(\d+)$/.exec(flags.listen);
+        throw listenFailed('API server', m?.[1] ?? flags.listen, Number(m?.[2]), '--listen', e);
+      });
+      if (flags.writeKubeconfig !== undefined) writeKubeconfig(flags.writeKubeconfig, server);
+      log.info(
+        { url: server.url, kubeconfig: flags.writeKubeconfig, dataDir: flags.dataDir },
+        'API server listening',
+      );
+      await new Promise<void>((resolve) => {
+        const stop = (): void => {
+          log.info('Shutting down');
+          void server.close().then(resolve);
+        };
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      return undefined;
+    }),
+  );
 }

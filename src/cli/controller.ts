@@ -1,11 +1,12 @@
 // `svcnet controller --kubeconfig FILE [--fake-kubelet]`: the control-plane daemon (EndpointSlice,
 // Endpoints and mirroring controllers, Deployment/ReplicaSet/StatefulSet controllers, a
 // least-loaded scheduler, and optionally a fake kubelet). Wires real informers and the
-// client-node KubeClient into the ControllerManager, logs JSON to stderr, and runs until
-// SIGINT/SIGTERM.
+// client-node KubeClient into the ControllerManager, logs to stderr (text on a terminal, JSON
+// otherwise), serves /healthz on --healthz-bind-address when given (bound before anything
+// else starts: a taken port exits 1 with one line), and runs until SIGINT/SIGTERM.
 
+import { createServer } from 'node:http';
 import type { Command } from 'commander';
-import { pino } from 'pino';
 import { SvcnetError } from '../errors.js';
 import { ClientNodeKubeClient } from '../kube/api-client.js';
 import {
@@ -13,7 +14,6 @@ import {
   DEPLOYMENTS,
   ENDPOINT_SLICES,
   ENDPOINTS,
-  loadKubeConfig,
   NODES,
   PODS,
   REPLICA_SETS,
@@ -32,25 +32,32 @@ import type {
 } from '../kube/types.js';
 import type { ControllerKind } from '../controllers/manager.js';
 import { CONTROLLER_KINDS, ControllerManager } from '../controllers/manager.js';
-import { action } from './run.js';
+import { parseBindAddress } from '../proxy/listen.js';
+import { closeQuietly } from '../util/close.js';
+import { listenFailed } from '../util/listen-error.js';
+import { addLogFlags, daemonAction, daemonKubeConfig, daemonLogger } from './daemon.js';
 
 interface ControllerOptions {
-  kubeconfig: string;
+  kubeconfig?: string;
   fakeKubelet?: boolean;
   maxEndpointsPerSlice: string;
-  logLevel: string;
   controllers: string;
+  healthzBindAddress: string;
+  v?: string;
+  loggingFormat?: string;
+  logLevel?: string;
 }
 
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
 export function registerControllerCommand(program: Command): void {
-  program
+  const cmd = program
     .command('controller')
     .description(
       'run the EndpointSlice, Endpoints, mirroring, workload and scheduler controllers against an API server',
     )
-    .requiredOption('--kubeconfig <file>', 'kubeconfig of the API server')
+    .option(
+      '--kubeconfig <file>',
+      'kubeconfig of the API server (default: $KUBECONFIG, else the in-cluster config)',
+    )
     .option('--fake-kubelet', 'mark scheduled pods Running/Ready with IPs and finish pod deletions')
     .option('--max-endpoints-per-slice <n>', 'endpoints per EndpointSlice (1-1000)', '100')
     .option(
@@ -60,8 +67,12 @@ export function registerControllerCommand(program: Command): void {
         '"endpointslice,endpoints,mirroring"',
       'all',
     )
-    .option('--log-level <level>', `log level (${LEVELS.join(', ')})`, 'info')
-    .action(action('controller', runController));
+    .option(
+      '--healthz-bind-address <addr:port>',
+      '/healthz endpoint, 200 once the controllers run (default "": disabled; kube-controller-manager uses :10257)',
+      '',
+    );
+  addLogFlags(cmd).action(daemonAction('controller', runController));
 }
 
 async function runController(opts: ControllerOptions): Promise<undefined> {
@@ -71,23 +82,14 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
       'INVALID_INPUT',
       `--max-endpoints-per-slice: must be an integer 1-1000, got ${opts.maxEndpointsPerSlice}`,
     );
-  if (!LEVELS.includes(opts.logLevel))
-    throw new SvcnetError('INVALID_INPUT', `--log-level: must be one of ${LEVELS.join(', ')}`);
   const controllers = parseControllers(opts.controllers);
-  let kc;
-  try {
-    kc = loadKubeConfig(opts.kubeconfig);
-  } catch (e) {
-    throw new SvcnetError(
-      'INVALID_INPUT',
-      `--kubeconfig ${opts.kubeconfig}: ${e instanceof Error ? e.message : String(e)}`,
-      { cause: e },
-    );
-  }
-  const log = pino(
-    { level: opts.logLevel, base: { component: 'controller' } },
-    pino.destination(2),
-  );
+  const log = daemonLogger('controller', opts);
+  const kc = await daemonKubeConfig(opts.kubeconfig);
+  let running = false;
+  const healthz =
+    opts.healthzBindAddress === ''
+      ? undefined
+      : await listenHealthz(opts.healthzBindAddress, () => running);
   const manager = new ControllerManager({
     client: new ClientNodeKubeClient(kc),
     informers: {
@@ -110,6 +112,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
     'Starting controllers',
   );
   await manager.start();
+  running = true;
   await new Promise<void>((resolve) => {
     const stop = (): void => {
       process.off('SIGINT', stop);
@@ -121,7 +124,33 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
   });
   log.info({ stats: manager.stats }, 'Stopping controllers');
   await manager.stop();
+  healthz?.closeAllConnections();
+  await closeQuietly(healthz);
   return undefined;
+}
+
+/** Binds /healthz (and /readyz) or throws LISTEN_FAILED naming --healthz-bind-address. */
+async function listenHealthz(text: string, isRunning: () => boolean) {
+  const at = parseBindAddress(text, '--healthz-bind-address');
+  const srv = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path !== '/healthz' && path !== '/readyz') {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    const ok = isRunning();
+    res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok' : 'starting');
+  });
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', (e) => {
+      reject(listenFailed('/healthz', at.host, at.port, '--healthz-bind-address', e));
+    });
+    srv.listen(at.port, at.host, () => {
+      srv.removeAllListeners('error');
+      resolve();
+    });
+  });
+  return srv;
 }
 
 /** Parses `--controllers` (`all` or a comma list of CONTROLLER_KINDS). */

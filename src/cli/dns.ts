@@ -1,29 +1,21 @@
 // `svcnet dns`: the cluster DNS daemon (CoreDNS's kubernetes + forward + cache + health +
-// ready + prometheus plugins in one process). Flags override the --config file. Logs are
-// JSON on stderr; the process runs until SIGINT/SIGTERM.
+// ready + prometheus plugins in one process). Flags override the --config file. Logs go to
+// stderr (text on a terminal, JSON otherwise); the process runs until SIGINT/SIGTERM. A bad
+// flag, config file or kubeconfig exits 2, a listener that cannot bind exits 1, each with one
+// line and before anything serves.
 
-import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { pino } from 'pino';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { SvcnetError } from '../errors.js';
-import {
-  createInformer,
-  ENDPOINT_SLICES,
-  loadKubeConfig,
-  NAMESPACES,
-  PODS,
-  SERVICES,
-} from '../kube/client.js';
 import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
 import { buildDnsConfig } from '../dns/config.js';
-import { DnsDaemon } from '../dns/daemon.js';
 import { parseUpstream, type UpstreamAddress } from '../dns/forward.js';
 import { parseResolvConf } from '../dns/resolvconf.js';
-import { action, collect } from './run.js';
+import { addLogFlags, daemonAction, daemonKubeConfig, daemonLogger } from './daemon.js';
+import { collect, readInput } from './run.js';
 
 interface DnsOptions {
-  kubeconfig: string;
+  kubeconfig?: string;
   listen?: string;
   zone?: string;
   upstream?: string[];
@@ -31,17 +23,18 @@ interface DnsOptions {
   healthListen?: string;
   readyListen?: string;
   metricsListen?: string;
-  logLevel: string;
+  v?: string;
+  loggingFormat?: string;
+  logLevel?: string;
 }
 
 async function readText(path: string, what: string): Promise<string> {
   try {
-    return await readFile(path, 'utf8');
+    return await readInput(path);
   } catch (e) {
-    const reason = e instanceof Error && 'code' in e ? String(e.code) : String(e);
-    throw new SvcnetError('INVALID_INPUT', `${what} ${path}: cannot read file (${reason})`, {
-      cause: e,
-    });
+    if (e instanceof SvcnetError)
+      throw new SvcnetError(e.code, `${what} ${e.message}`, { cause: e });
+    throw e;
   }
 }
 
@@ -59,7 +52,7 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
     },
     opts.config ?? '--config',
   );
-  const log = pino({ name: 'svcnet-dns', level: opts.logLevel }, pino.destination(2));
+  const log = daemonLogger('dns', opts);
   let upstreams: UpstreamAddress[] = [...config.upstreams];
   if (upstreams.length === 0) {
     const rc = parseResolvConf(await readText(config.resolvConf, 'resolv.conf'), config.resolvConf);
@@ -70,7 +63,11 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
         'No upstream nameservers; non-cluster names get SERVFAIL',
       );
   }
-  const kc = loadKubeConfig(opts.kubeconfig);
+  const kc = await daemonKubeConfig(opts.kubeconfig);
+  // The daemon and the client library load only once the flags and files are known good.
+  const { createInformer, ENDPOINT_SLICES, NAMESPACES, PODS, SERVICES } =
+    await import('../kube/client.js');
+  const { DnsDaemon } = await import('../dns/daemon.js');
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const daemon = new DnsDaemon({
@@ -98,10 +95,13 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
 
 /** Registers `svcnet dns`. */
 export function registerDnsCommand(program: Command): void {
-  program
+  const cmd = program
     .command('dns')
     .description('cluster DNS server for Services and Pods (CoreDNS kubernetes-plugin compatible)')
-    .requiredOption('--kubeconfig <file>', 'kubeconfig of the API server to watch')
+    .option(
+      '--kubeconfig <file>',
+      'kubeconfig of the API server to watch (default: $KUBECONFIG, else the in-cluster config)',
+    )
     .option('--listen <addr:port>', 'DNS listen address (UDP and TCP)', undefined)
     .option('--zone <domain>', 'cluster domain (default cluster.local)')
     .option(
@@ -110,9 +110,17 @@ export function registerDnsCommand(program: Command): void {
       collect,
     )
     .option('--config <file>', 'YAML/JSON configuration file (see src/dns/config.ts)')
-    .option('--health-listen <addr:port>', '/health endpoint (default :8080; "off" disables)')
-    .option('--ready-listen <addr:port>', '/ready endpoint (default :8181; "off" disables)')
-    .option('--metrics-listen <addr:port>', '/metrics endpoint (default :9153; "off" disables)')
-    .option('--log-level <level>', 'pino log level', 'info')
-    .action(action('dns', runDns));
+    .option(
+      '--health-listen <addr:port>',
+      '/health endpoint (default :8080; "" disables, as does "off")',
+    )
+    .option(
+      '--ready-listen <addr:port>',
+      '/ready endpoint (default :8181; "" disables, as does "off")',
+    )
+    .option(
+      '--metrics-listen <addr:port>',
+      '/metrics endpoint (default :9153; "" disables, as does "off")',
+    );
+  addLogFlags(cmd).action(daemonAction('dns', runDns));
 }

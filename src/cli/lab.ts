@@ -1,19 +1,21 @@
 // `svcnet lab up|down|status|exec|supervise`: the one-machine cluster (see src/lab/). `up`
 // returns once the lab is ready and leaves the supervisor running in its sandbox; `supervise`
-// is that supervisor's own entry point (internal, started by `up`).
+// is that supervisor's own entry point (internal, started by `up`). The lab's modules load
+// inside each action, after the flags and manifests are checked, so bad input is refused
+// without loading the lab, client-node and the API server.
 
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+/** The lab's modules, loaded on demand. */
+async function labModule(): Promise<typeof import('../lab/lab.js')> {
+  return import('../lab/lab.js');
+}
+
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import pino from 'pino';
-import { RealExecer } from '../os/exec.js';
 import { SvcnetError } from '../errors.js';
 import { parseManifests } from '../kube/manifest.js';
 import type { KubeObject } from '../kube/types.js';
-import { findLab, labDown, labExec, labRestart, labUp } from '../lab/lab.js';
-import { runLabAgent } from '../lab/node-agent-main.js';
-import { superviseLab } from '../lab/supervisor.js';
-import { startForwarder } from '../lab/forward.js';
 import { waitForTermination } from '../os/process.js';
 import { planLab } from '../lab/topology.js';
 import { action, readSources } from './run.js';
@@ -30,21 +32,10 @@ function selfArgv(): string[] {
   return [process.execPath, ...process.execArgv, process.argv[1] ?? ''];
 }
 
-/** A directory stands for its .yaml/.yml/.json files in name order, as with `kubectl apply -f DIR`. */
-function expandDirs(paths: readonly string[]): string[] {
-  return paths.flatMap((p) => {
-    if (p === '-' || !existsSync(p) || !statSync(p).isDirectory()) return [p];
-    return readdirSync(p)
-      .filter((f) => /\.(ya?ml|json)$/.test(f))
-      .sort()
-      .map((f) => join(p, f));
-  });
-}
-
 /** The manifests' objects in input order, Namespaces first (they must exist before their contents). */
 async function loadObjects(files: readonly string[]): Promise<KubeObject[]> {
   if (files.length === 0) return [];
-  const all = parseManifests(await readSources(expandDirs(files))).all;
+  const all = parseManifests(await readSources(files)).all;
   return [
     ...all.filter((o) => o.kind === 'Namespace'),
     ...all.filter((o) => o.kind !== 'Namespace'),
@@ -78,7 +69,7 @@ export function registerLabCommand(program: Command): void {
     .option('--nodes <n>', 'nodes including the control plane', positiveInt, 3)
     .option(
       '-f, --filename <file>',
-      'manifest file or directory to apply once the cluster is up (repeatable)',
+      'manifest file, directory or - (stdin) to apply once the cluster is up; checked before anything is built (repeatable)',
       collect,
       [],
     )
@@ -100,7 +91,9 @@ export function registerLabCommand(program: Command): void {
         }) => {
           planLab({ name: o.name, nodes: o.nodes }); // validate before starting anything
           const objects = await loadObjects(o.filename);
-          const up = await labUp({
+          const up = await (
+            await labModule()
+          ).labUp({
             name: o.name,
             nodes: o.nodes,
             cni: o.cni,
@@ -129,7 +122,9 @@ export function registerLabCommand(program: Command): void {
     .option('--name <name>', 'lab name', 'svcnet')
     .action(
       action('lab down', async (o: { name: string }) =>
-        (await labDown(o.name)) ? `lab ${o.name} removed` : `lab ${o.name} is not running`,
+        (await (await labModule()).labDown(o.name))
+          ? `lab ${o.name} removed`
+          : `lab ${o.name} is not running`,
       ),
     );
   lab
@@ -137,8 +132,8 @@ export function registerLabCommand(program: Command): void {
     .description('show the lab and its nodes')
     .option('--name <name>', 'lab name', 'svcnet')
     .action(
-      action('lab status', (o: { name: string }) => {
-        const running = findLab(o.name);
+      action('lab status', async (o: { name: string }) => {
+        const running = (await labModule()).findLab(o.name);
         if (!running) {
           process.exitCode = 1;
           return Promise.resolve(`lab ${o.name} is not running`);
@@ -166,7 +161,7 @@ export function registerLabCommand(program: Command): void {
     .option('--name <name>', 'lab name', 'svcnet')
     .action(
       action('lab exec', async (target: string, cmd: string[], o: { name: string }) => {
-        process.exitCode = await labExec(o.name, target, cmd);
+        process.exitCode = await (await labModule()).labExec(o.name, target, cmd);
         return undefined;
       }),
     );
@@ -180,6 +175,7 @@ export function registerLabCommand(program: Command): void {
         const m = /^(.*):(\d+)$/.exec(o.to);
         if (!m)
           throw new InvalidArgumentError(`--to: must be HOST:PORT, got ${JSON.stringify(o.to)}`);
+        const { startForwarder } = await import('../lab/forward.js');
         const fwd = await startForwarder(
           { path: o.listenUnix },
           { host: (m[1] ?? '').replace(/^\[|\]$/g, ''), port: Number(m[2]) },
@@ -195,8 +191,8 @@ export function registerLabCommand(program: Command): void {
     .argument('<component>', 'component name, as in the lab logs folder')
     .option('--name <name>', 'lab name', 'svcnet')
     .action(
-      action('lab restart', (component: string, o: { name: string }) =>
-        labRestart(o.name, component),
+      action('lab restart', async (component: string, o: { name: string }) =>
+        (await labModule()).labRestart(o.name, component),
       ),
     );
   lab
@@ -204,8 +200,8 @@ export function registerLabCommand(program: Command): void {
     .description("print the kubeconfig of the lab's API server (for kubectl on this machine)")
     .option('--name <name>', 'lab name', 'svcnet')
     .action(
-      action('lab kubeconfig', (o: { name: string }) => {
-        const running = findLab(o.name);
+      action('lab kubeconfig', async (o: { name: string }) => {
+        const running = (await labModule()).findLab(o.name);
         if (!running?.state.kubeconfig)
           throw new SvcnetError('NOT_FOUND', `lab ${o.name} is not running`);
         return Promise.resolve(readFileSync(running.state.kubeconfig, 'utf8').trimEnd());
@@ -239,6 +235,7 @@ export function registerLabCommand(program: Command): void {
           clusterDomain: string;
           stateDir: string;
         }) => {
+          const { runLabAgent } = await import('../lab/node-agent-main.js');
           await runLabAgent(
             {
               kubeconfig: o.kubeconfig,
@@ -282,6 +279,8 @@ export function registerLabCommand(program: Command): void {
           stateDir: string;
           lifeline?: boolean;
         }) => {
+          const { superviseLab } = await import('../lab/supervisor.js');
+          const { RealExecer } = await import('../os/exec.js');
           await superviseLab({
             lifeline: o.lifeline === true,
             plan: planLab({ name: o.name, nodes: o.nodes }),

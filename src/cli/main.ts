@@ -6,9 +6,19 @@
 // Only the invoked subcommand's module is loaded: the lab starts a `svcnet netexec` process
 // per Pod, and loading the API server, client-node and the proxy for each would cost most of
 // a second of CPU apiece. `svcnet --help` (or an unknown command) loads them all.
+//
+// Usage errors are one line, as kubectl's are: `svcnet trace: unknown option '--source' (did
+// you mean --src?)`, without the help text. Required options are checked after unknown ones,
+// so a misspelt required flag is reported as misspelt, not as missing.
 
 import { Command, CommanderError } from 'commander';
-import { EXIT_USAGE, exitCodeFor } from './run.js';
+import {
+  EXIT_USAGE,
+  exitCodeFor,
+  formatCommandError,
+  formatUsageError,
+  verbosityFromArgv,
+} from './run.js';
 
 type Register = (program: Command) => void;
 
@@ -31,12 +41,43 @@ export async function buildProgram(only?: string): Promise<Command> {
       'Kubernetes Service networking: kube-proxy-compatible rules, tracer, DNS, CNI, API server, lab',
     )
     .version('0.1.0')
-    .showHelpAfterError()
     .exitOverride();
   const load = only === undefined ? undefined : SUBCOMMANDS[only];
   const loaders = load ? [load] : Object.values(SUBCOMMANDS);
   for (const register of await Promise.all(loaders.map((l) => l()))) register(program);
+  configureErrors(program);
   return program;
+}
+
+/** The full name of a command, e.g. `svcnet lab up`. */
+function fullName(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/**
+ * One-line usage errors on every command, and required options checked in a preAction hook
+ * (after commander's unknown-option check) instead of before it.
+ */
+function configureErrors(cmd: Command): void {
+  const name = fullName(cmd);
+  cmd.configureOutput({
+    outputError: (text, write) => {
+      write(formatUsageError(name, text));
+    },
+  });
+  const required = cmd.options.filter((o) => o.mandatory);
+  for (const o of required) o.mandatory = false;
+  if (required.length > 0)
+    cmd.hook('preAction', (_this, actionCommand) => {
+      for (const o of required)
+        if (actionCommand.getOptionValue(o.attributeName()) === undefined)
+          actionCommand.error(`error: required option '${o.flags}' not specified`, {
+            code: 'commander.missingMandatoryOptionValue',
+          });
+    });
+  for (const sub of cmd.commands) configureErrors(sub);
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -48,7 +89,7 @@ async function main(argv: string[]): Promise<void> {
       process.exitCode = e.exitCode === 0 ? 0 : EXIT_USAGE;
       return;
     }
-    process.stderr.write(`svcnet: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.stderr.write(formatCommandError(argv[2] ?? '', e, verbosityFromArgv(argv)));
     process.exitCode = exitCodeFor(e);
   }
 }

@@ -1,46 +1,31 @@
 // `svcnet proxy`: the kube-proxy-compatible daemon for one node (iptables mode). Flags
 // mirror kube-proxy's; settings come from defaults, then the KubeProxyConfiguration file
 // (`--config`), then flags given explicitly on the command line. `--cleanup` removes every
-// rule and chain the proxy created and exits. Logs are pino JSON on stderr.
+// rule and chain the proxy created and exits. Logs go to stderr (text on a terminal, JSON
+// otherwise). A bad flag, config or kubeconfig exits 2 and a listener that cannot bind exits 1,
+// each with one line, before any rule is written.
 
 import { hostname } from 'node:os';
-import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { pino } from 'pino';
-import type { Logger } from 'pino';
 import { SvcnetError, ValidationError } from '../errors.js';
 import type { FieldError } from '../errors.js';
-import {
-  ENDPOINT_SLICES,
-  NODES,
-  SERVICES,
-  createInformer,
-  loadKubeConfig,
-} from '../kube/client.js';
 import type { EndpointSlice, Node, Service } from '../kube/types.js';
-import { RealExecer } from '../os/exec.js';
-import { RealSysctl } from '../os/sysctl.js';
 import { createRealClock } from '../proxy/clock.js';
-import {
-  ENDPOINT_SLICE_LABEL_SELECTOR,
-  SERVICE_LABEL_SELECTOR,
-  cleanupBackends,
-  cleanupIptables,
-  startProxyDaemon,
-} from '../proxy/daemon.js';
 import type { DetectLocalMode, ProxyDaemonConfig } from '../proxy/daemon.js';
 import { parseDuration } from '../proxy/config.js';
 import { isHostNetns } from '../proxy/host-netns.js';
 import { parseCIDRSloppy, formatCIDR } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
-import { action } from './run.js';
+import { addLogFlags, daemonAction, daemonKubeConfig, daemonLogger } from './daemon.js';
+import { action, readInput } from './run.js';
 import { loadProxyConfigFile } from '../proxy/config-file.js';
 import type { ProxyConfigFile } from '../proxy/config-file.js';
 
 interface ProxyFlags {
   kubeconfig?: string;
   mode?: string;
+  proxyMode?: string;
   hostnameOverride?: string;
   config?: string;
   cleanup?: boolean;
@@ -66,6 +51,8 @@ interface ProxyFlags {
   iptablesVariant?: string;
   canaryInterval?: string;
   logLevel?: string;
+  v?: string;
+  loggingFormat?: string;
 }
 
 const DETECT_LOCAL_MODES: readonly DetectLocalMode[] = [
@@ -262,33 +249,40 @@ export function resolveProxyConfig(
   return cfg;
 }
 
-function makeLogger(level: string): Logger {
-  return pino({ level, base: { component: 'proxy' } }, pino.destination({ fd: 2, sync: true }));
-}
-
 async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
-  const mode = flags.mode ?? 'iptables';
+  const flagMode = flags.proxyMode ?? flags.mode;
+  const mode = flagMode ?? 'iptables';
   if (mode !== 'iptables')
     throw new SvcnetError(
       'INVALID_INPUT',
-      `--mode: only iptables is served by this daemon, got ${JSON.stringify(mode)}`,
+      `--proxy-mode: only iptables is served by this daemon, got ${JSON.stringify(mode)}`,
     );
   const file =
     flags.config !== undefined
-      ? loadProxyConfigFile(flags.config, await readConfig(flags.config))
+      ? loadProxyConfigFile(flags.config, await readInput(flags.config))
       : undefined;
   if (
     file?.mode !== undefined &&
     file.mode !== '' &&
     file.mode !== 'iptables' &&
-    flags.mode === undefined
+    flagMode === undefined
   )
     throw new SvcnetError(
       'INVALID_INPUT',
       `${flags.config ?? ''}: mode: only iptables is served by this daemon, got ${JSON.stringify(file.mode)}`,
     );
   const cfg = resolveProxyConfig(flags, file, hostname().toLowerCase());
-  const log = makeLogger(flags.logLevel ?? 'info');
+  // The daemon, the kernel seams and the client library load once flags and files are good.
+  const {
+    ENDPOINT_SLICE_LABEL_SELECTOR,
+    SERVICE_LABEL_SELECTOR,
+    cleanupBackends,
+    cleanupIptables,
+    startProxyDaemon,
+  } = await import('../proxy/daemon.js');
+  const { RealExecer } = await import('../os/exec.js');
+  const { RealSysctl } = await import('../os/sysctl.js');
+  const log = daemonLogger('proxy', flags);
   const execer = new RealExecer();
 
   if (flags.cleanup === true) {
@@ -312,13 +306,10 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
       .join('\n');
   }
 
-  const kubeconfig = flags.kubeconfig ?? file?.kubeconfig;
-  if (kubeconfig === undefined)
-    throw new SvcnetError(
-      'INVALID_INPUT',
-      '--kubeconfig: required (or clientConnection.kubeconfig in --config)',
-    );
-  const kc = loadKubeConfig(kubeconfig);
+  // --kubeconfig, else clientConnection.kubeconfig of --config, else $KUBECONFIG or in-cluster.
+  const kubeconfig = flags.kubeconfig ?? (file?.kubeconfig !== '' ? file?.kubeconfig : undefined);
+  const kc = await daemonKubeConfig(kubeconfig);
+  const { ENDPOINT_SLICES, NODES, SERVICES, createInformer } = await import('../kube/client.js');
   const informers = {
     services: createInformer<Service>(kc, SERVICES, { labelSelector: SERVICE_LABEL_SELECTOR }),
     endpointSlices: createInformer<EndpointSlice>(kc, ENDPOINT_SLICES, {
@@ -352,22 +343,17 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
   return undefined;
 }
 
-async function readConfig(path: string): Promise<string> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (e) {
-    const reason = e instanceof Error && 'code' in e ? String(e.code) : String(e);
-    throw new SvcnetError('INVALID_INPUT', `${path}: cannot read file (${reason})`, { cause: e });
-  }
-}
-
 /** Registers `svcnet proxy`. */
 export function registerProxyCommand(program: Command): void {
-  program
+  const cmd = program
     .command('proxy')
     .description('kube-proxy-compatible Service proxy for one node (iptables mode)')
-    .option('--kubeconfig <file>', 'kubeconfig of the API server')
-    .option('--mode <mode>', 'proxy mode (iptables)')
+    .option(
+      '--kubeconfig <file>',
+      'kubeconfig of the API server (default: clientConnection.kubeconfig of --config, $KUBECONFIG, else in-cluster)',
+    )
+    .option('--proxy-mode <mode>', 'proxy mode (iptables)')
+    .addOption(new Option('--mode <mode>', 'alias of --proxy-mode').hideHelp())
     .option('--hostname-override <node>', 'name of this node (default: the hostname)')
     .option('--config <file>', 'KubeProxyConfiguration file (flags given explicitly win)')
     .option('--cleanup', 'remove every rule and chain the proxy created, then exit')
@@ -420,7 +406,12 @@ export function registerProxyCommand(program: Command): void {
       '--iptables-variant <auto|legacy|nft>',
       'iptables backend (default: detect like kube-proxy)',
     )
-    .option('--canary-interval <duration>', 'how often to check for flushed rules (default 1s)')
-    .option('--log-level <level>', 'pino level: debug, info, warn, error (default info)')
-    .action(action('proxy', (flags: ProxyFlags) => runProxy(flags)));
+    .option('--canary-interval <duration>', 'how often to check for flushed rules (default 1s)');
+  addLogFlags(cmd).action(
+    // --cleanup is a command (prints what it removed); otherwise a daemon.
+    async (flags: ProxyFlags) =>
+      flags.cleanup === true
+        ? action('proxy', runProxy)(flags)
+        : daemonAction('proxy', runProxy)(flags),
+  );
 }

@@ -55,7 +55,10 @@ test('flags: --node picks local endpoints, --cluster-cidr and --config shape the
   assert.match(out, /--or-mark 0x8000/);
   assert.match(out, /! -s 10\.32\.0\.0\/12/);
   assert.doesNotMatch(out, /127\.0\.0\.0\/8 --dport/, 'localhostNodePorts false');
-  assert.match(out, /node node-2; node IPs 192\.168\.5\.5/);
+  assert.match(
+    out,
+    /# node node-2 \(no Node in the manifests\): IP 192\.168\.5\.5 \(from --node-ip\)/,
+  );
 });
 
 test('an IPv6 Service adds a clearly marked ip6tables section', async () => {

@@ -9,8 +9,12 @@ import { Option } from 'commander';
 import { SvcnetError } from '../errors.js';
 import { parseManifests } from '../kube/manifest.js';
 import type { ManifestSet } from '../kube/manifest.js';
-import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
-import type { Node } from '../kube/types.js';
+import {
+  DEFAULT_NODE_IP,
+  DEFAULT_NODE_NAME,
+  describeNode,
+  resolveNode,
+} from '../kube/node-model.js';
 import { quoteArg } from '../netfilter/iptables/render.js';
 import {
   defaultKubeProxyConfig,
@@ -27,12 +31,9 @@ import { ServiceChangeTracker } from '../proxy/model/service-change-tracker.js';
 import { takeSnapshot } from '../proxy/model/snapshot.js';
 import { parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
-import { action, collect, readSources } from './run.js';
+import { action, collect, readInput, readSources } from './run.js';
 
-/** Node name used when neither --node nor a single Node manifest names one. */
-export const DEFAULT_NODE_NAME = 'node-1';
-/** Node IP used when neither --node-ip nor the Node manifest gives one (the lab's first node). */
-export const DEFAULT_NODE_IP = '172.18.0.2';
+export { DEFAULT_NODE_IP, DEFAULT_NODE_NAME };
 /** Pod CIDRs used when neither --cluster-cidr nor --config gives one (kind's and the lab's). */
 export const DEFAULT_CLUSTER_CIDRS = ['10.244.0.0/16', 'fd00:10:244::/56'];
 
@@ -50,7 +51,8 @@ interface NodeContext {
   readonly ips: readonly string[];
   readonly zone: string;
   readonly podCIDRs: readonly string[];
-  readonly notes: string[];
+  /** The resolved node line (the same one `svcnet trace -f` prints). */
+  readonly line: string;
 }
 
 function bad(message: string): SvcnetError {
@@ -58,35 +60,14 @@ function bad(message: string): SvcnetError {
 }
 
 function pickNode(set: ManifestSet, opts: RenderOptions): NodeContext {
-  const notes: string[] = [];
-  let name = opts.node;
-  if (name === undefined) {
-    const only = set.nodes.length === 1 ? set.nodes[0]?.metadata?.name : undefined;
-    name = only ?? DEFAULT_NODE_NAME;
-    notes.push(
-      `node ${name}${only === undefined ? ' (default; set with --node)' : ' (the only Node in the manifests)'}`,
-    );
-  } else notes.push(`node ${name}`);
-  const node: Node | undefined = set.nodes.find((n) => n.metadata?.name === name);
-  const nodeIPs = (opts.nodeIp ?? []).map((ip, i) => {
-    const p = parseIPSloppy(ip);
-    if (!p) throw bad(`--node-ip[${i}]: must be an IP address, got ${JSON.stringify(ip)}`);
-    return ip;
-  });
-  let ips = nodeIPs;
-  if (ips.length === 0) {
-    ips = (node?.status?.addresses ?? [])
-      .filter((a) => a.type === 'InternalIP')
-      .map((a) => a.address);
-    if (ips.length > 0) notes.push(`node IPs ${ips.join(', ')} (from Node ${name})`);
-    else {
-      ips = [DEFAULT_NODE_IP];
-      notes.push(`node IP ${DEFAULT_NODE_IP} (default; set with --node-ip)`);
-    }
-  } else notes.push(`node IPs ${ips.join(', ')}`);
-  const podCIDRs =
-    node?.spec?.podCIDRs ?? (node?.spec?.podCIDR !== undefined ? [node.spec.podCIDR] : []);
-  return { name, ips, zone: node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '', podCIDRs, notes };
+  const n = resolveNode(set.nodes, { name: opts.node, nodeIPs: opts.nodeIp });
+  return {
+    name: n.name,
+    ips: n.nodeIPs,
+    zone: n.zone,
+    podCIDRs: n.podCIDRs,
+    line: describeNode(n),
+  };
 }
 
 function clusterCIDRs(opts: RenderOptions, cfg: KubeProxyConfig, notes: string[]): string[] {
@@ -229,11 +210,10 @@ function hasFamily(set: ManifestSet, family: IPFamily): boolean {
 /** Everything `svcnet render` prints; stderr notes go to `notes`. Throws INVALID_INPUT on bad input. */
 export async function runRender(opts: RenderOptions, warnings: string[]): Promise<string> {
   const notes: string[] = [];
-  if (opts.file.length === 0) throw bad('-f/--file: at least one manifest file is required');
+  if (opts.file.length === 0) throw bad('-f/--filename: at least one manifest file is required');
   let cfg = defaultKubeProxyConfig();
   if (opts.config !== undefined) {
-    const [src] = await readSources([opts.config]);
-    cfg = parseKubeProxyConfiguration(src?.text ?? '', opts.config);
+    cfg = parseKubeProxyConfiguration(await readInput(opts.config), opts.config);
   }
   // --mode wins over the file's mode, as kube-proxy's flags do; a mode not built is an error.
   requireBuiltProxyMode(
@@ -242,11 +222,11 @@ export async function runRender(opts: RenderOptions, warnings: string[]): Promis
   );
   const set = parseManifests(await readSources(opts.file));
   const node = pickNode(set, opts);
-  notes.push(...node.notes);
   const cidrs = clusterCIDRs(opts, cfg, notes);
   const families: IPFamily[] = hasFamily(set, 'IPv6') ? ['IPv4', 'IPv6'] : ['IPv4'];
   const header = [
     `# svcnet render --mode iptables: what a full kube-proxy sync would apply on ${node.name}`,
+    `# ${node.line}`,
     `# ${notes.join('; ')}`,
   ];
   const sections = families.map((family) => {
@@ -255,6 +235,17 @@ export async function runRender(opts: RenderOptions, warnings: string[]): Promis
     return formatSection(family, plan);
   });
   return [...header, ...sections].join('\n');
+}
+
+interface RenderFlags {
+  readonly mode?: string;
+  readonly proxyMode?: string;
+  readonly filename?: readonly string[];
+  readonly file?: readonly string[];
+  readonly node?: string;
+  readonly nodeIp?: readonly string[];
+  readonly clusterCidr?: string;
+  readonly config?: string;
 }
 
 /** Registers `svcnet render` on the program. */
@@ -270,14 +261,16 @@ export function registerRenderCommand(program: Command): void {
         "proxy mode (default: --config's mode, else iptables; the only one built so far)",
       ),
     )
-    .requiredOption(
-      '-f, --file <file>',
-      'manifest file (YAML/JSON, multi-document; - for stdin); repeatable',
+    .addOption(new Option('--proxy-mode <mode>', 'the same as --mode (kube-proxy spelling)'))
+    .option(
+      '-f, --filename <file>',
+      'manifest file or directory (YAML/JSON, multi-document; - for stdin); repeatable',
       collect,
     )
+    .addOption(new Option('--file <file>').hideHelp().argParser(collect))
     .option(
       '--node <name>',
-      `node to render for (default: the only Node in the manifests, else ${DEFAULT_NODE_NAME})`,
+      `node to render for: its Node in the manifests gives IPs, podCIDRs and zone (default: the only Node in the manifests, else ${DEFAULT_NODE_NAME})`,
     )
     .option(
       '--node-ip <ip>',
@@ -290,9 +283,24 @@ export function registerRenderCommand(program: Command): void {
     )
     .option('--config <file>', 'KubeProxyConfiguration (kubeproxy.config.k8s.io/v1alpha1) file')
     .action(
-      action('render', async (opts: RenderOptions) => {
+      action('render', async (flags: RenderFlags) => {
         const warnings: string[] = [];
-        const out = await runRender(opts, warnings);
+        const files = [...(flags.filename ?? []), ...(flags.file ?? [])];
+        if (files.length === 0)
+          throw bad('-f/--filename: at least one manifest file or directory is required');
+        const out = await runRender(
+          {
+            file: files,
+            ...(flags.mode !== undefined || flags.proxyMode !== undefined
+              ? { mode: flags.proxyMode ?? flags.mode }
+              : {}),
+            ...(flags.node !== undefined ? { node: flags.node } : {}),
+            ...(flags.nodeIp !== undefined ? { nodeIp: flags.nodeIp } : {}),
+            ...(flags.clusterCidr !== undefined ? { clusterCidr: flags.clusterCidr } : {}),
+            ...(flags.config !== undefined ? { config: flags.config } : {}),
+          },
+          warnings,
+        );
         for (const w of warnings) process.stderr.write(`svcnet render: warning: ${w}\n`);
         return out;
       }),

@@ -26,13 +26,21 @@ import {
   type TraceMode,
 } from '../trace/packet.js';
 import { nameEndpoints, tracePacket } from '../trace/walk.js';
-import { formatIP, parseCIDR } from '../util/ip.js';
-import { DEFAULT_CLUSTER_CIDRS, DEFAULT_NODE_IP, DEFAULT_NODE_NAME } from './render.js';
-import { action, collect, readSources } from './run.js';
+import { parseCIDR } from '../util/ip.js';
+import {
+  DEFAULT_NODE_IP,
+  DEFAULT_NODE_NAME,
+  describeNode,
+  nodeIPOf,
+  resolveNode,
+  type ResolvedNode,
+} from '../kube/node-model.js';
+import { DEFAULT_CLUSTER_CIDRS } from './render.js';
+import { action, collect, readInput, readSources } from './run.js';
 
-interface TraceFlags {
+export interface TraceFlags {
   rules?: string;
-  file?: string[];
+  filename?: string[];
   src: string;
   dst: string;
   sport?: string;
@@ -85,42 +93,56 @@ function endpointNames(set: ManifestSet): Map<string, string> {
   return names;
 }
 
+interface LoadedRules {
+  readonly doc: IptablesDocument;
+  readonly names: Map<string, string>;
+}
+
+/** The manifests given with -f and the node their rules are rendered for. */
+interface ManifestInput {
+  readonly set: ManifestSet;
+  readonly node: ResolvedNode;
+}
+
+async function loadManifests(flags: TraceFlags, files: readonly string[]): Promise<ManifestInput> {
+  const set = parseManifests(await readSources(files));
+  // The same node model as `svcnet render`, so both commands show the same rules.
+  return { set, node: resolveNode(set.nodes, { name: flags.node, nodeIPs: flags.nodeIp }) };
+}
+
 async function loadRules(
   flags: TraceFlags,
   family: 'IPv4' | 'IPv6',
-  nodeIPs: string[],
-): Promise<{ doc: IptablesDocument; names: Map<string, string> }> {
-  const files = flags.file ?? [];
-  if ((flags.rules === undefined) === (files.length === 0))
-    throw new SvcnetError('INVALID_INPUT', 'give exactly one of --rules FILE or -f FILE...');
-  if (flags.rules !== undefined) {
-    const [src] = await readSources([flags.rules]);
+  manifests: ManifestInput | undefined,
+): Promise<LoadedRules> {
+  if (manifests === undefined) {
+    const path = flags.rules ?? '-';
+    const text = await readInput(path);
     try {
-      return { doc: selectFamily(parseDocument(src?.text ?? ''), family), names: new Map() };
+      return { doc: selectFamily(parseDocument(text), family), names: new Map() };
     } catch (e) {
       if (e instanceof SvcnetError)
-        throw new SvcnetError(e.code, `${flags.rules}: ${e.message}`, { cause: e });
+        throw new SvcnetError(e.code, `${path}: ${e.message}`, { cause: e });
       throw e;
     }
   }
-  const set = parseManifests(await readSources(files));
-  // The same defaults as `svcnet render`, so both commands show the same rules.
-  const only = set.nodes.length === 1 ? set.nodes[0]?.metadata?.name : undefined;
-  const nodeName = flags.node ?? only ?? DEFAULT_NODE_NAME;
+  const { set, node } = manifests;
   const cidrs = (flags.clusterCidr ?? flags.podCidr?.join(',') ?? DEFAULT_CLUSTER_CIDRS.join(','))
     .split(',')
     .map((c) => c.trim());
   const rendered = rulesFromManifests(set, {
     family,
-    nodeName,
-    nodeIP: nodeIPs[0] ?? '',
-    localAddresses: nodeIPs,
+    nodeName: node.name,
+    nodeIP: nodeIPOf(node, family),
+    localAddresses: node.nodeIPs,
     clusterCIDR: cidrs.find((c) => parseCIDR(c)?.family === family) ?? '',
+    options: { nodeZone: node.zone },
   });
   return { doc: rendered.document, names: endpointNames(set) };
 }
 
-async function runTrace(flags: TraceFlags): Promise<string> {
+/** Everything `svcnet trace` prints (exported for tests); throws INVALID_INPUT on bad input. */
+export async function runTrace(flags: TraceFlags): Promise<string> {
   const errors: FieldError[] = [];
   const collectErrors = <T>(f: () => T, fallback: T): T => {
     try {
@@ -140,9 +162,28 @@ async function runTrace(flags: TraceFlags): Promise<string> {
       }),
     undefined,
   );
-  const fromManifests = (flags.file ?? []).length > 0;
+  const files = flags.filename ?? [];
+  const fromManifests = files.length > 0;
+  if ((flags.rules === undefined) === !fromManifests)
+    errors.push({
+      object: 'trace',
+      field: '--rules/-f',
+      message: 'give exactly one of --rules FILE or -f FILE...',
+    });
+  const manifests =
+    fromManifests && flags.rules === undefined
+      ? await loadManifests(flags, files).catch((e: unknown) => {
+          if (e instanceof ValidationError) errors.push(...e.errors);
+          else throw e;
+          return undefined;
+        })
+      : undefined;
   const nodeIPs = collectErrors(
-    () => parseAddressList('--node-ip', flags.nodeIp ?? (fromManifests ? [DEFAULT_NODE_IP] : [])),
+    () =>
+      parseAddressList(
+        '--node-ip',
+        manifests?.node.nodeIPs ?? (fromManifests ? [] : (flags.nodeIp ?? [])),
+      ),
     [],
   );
   const podCIDRs = collectErrors(
@@ -190,7 +231,7 @@ async function runTrace(flags: TraceFlags): Promise<string> {
     });
   if (errors.length > 0 || !packet) throw new ValidationError(errors);
 
-  const { doc, names } = await loadRules(flags, packet.src.family, nodeIPs.map(formatIP));
+  const { doc, names } = await loadRules(flags, packet.src.family, manifests);
   const origin = origins[0] ?? inferOrigin(packet.src, nodeIPs, podCIDRs);
   const ctx = defaultContext(origin, nodeIPs, {
     ctState: ctState as CtState,
@@ -204,9 +245,7 @@ async function runTrace(flags: TraceFlags): Promise<string> {
     tracePacket(doc, packet, ctx, { assumeKubeProxyHooks: flags.assumeHooks }),
     names,
   );
-  const notes = [...result.notes];
-  if (fromManifests && flags.nodeIp === undefined)
-    notes.push(`node IP ${DEFAULT_NODE_IP} (default, as for svcnet render; set with --node-ip)`);
+  const notes = [...(manifests ? [describeNode(manifests.node)] : []), ...result.notes];
   if (nodeIPs.length === 0)
     notes.push(
       'no --node-ip given: only 127.0.0.0/8 counts as a node address (addrtype LOCAL, NodePorts)',
@@ -230,10 +269,11 @@ export function registerTraceCommand(program: Command): void {
     )
     .option('--rules <file>', 'iptables-save output or iptables-restore input (- for stdin)')
     .option(
-      '-f, --file <file>',
-      'Kubernetes manifests (Services, EndpointSlices) rendered by the iptables planner (repeatable)',
+      '-f, --filename <file>',
+      'Kubernetes manifests (Services, EndpointSlices, Nodes; file, directory or - for stdin) rendered by the iptables planner (repeatable)',
       collect,
     )
+    .addOption(new Option('--file <file>').hideHelp().argParser(collect))
     .requiredOption('--src <ip>', 'source address of the packet')
     .requiredOption(
       '--dst <ip:port[/proto]>',
@@ -245,7 +285,7 @@ export function registerTraceCommand(program: Command): void {
     .option('--from-external', 'the packet comes from outside the node (enters PREROUTING)')
     .option(
       '--node-ip <ip>',
-      `one of the node's own addresses (repeatable; with -f the first is the node IP, default ${DEFAULT_NODE_IP})`,
+      `one of the node's own addresses (repeatable); with -f it overrides the Node's InternalIPs (default ${DEFAULT_NODE_IP} when the manifests have no such Node)`,
       collect,
     )
     .option(
@@ -259,7 +299,7 @@ export function registerTraceCommand(program: Command): void {
     )
     .option(
       '--node <name>',
-      `with -f: the node whose rules to render (default: the only Node in the manifests, else ${DEFAULT_NODE_NAME})`,
+      `with -f: the node whose rules to render; its Node in the manifests gives IPs, podCIDRs and zone (default: the only Node in the manifests, else ${DEFAULT_NODE_NAME})`,
     )
     .option('--in-iface <name>', 'interface the packet arrives on (for -i matches)')
     .option('--out-iface <name>', 'interface the packet leaves by (for -o matches)')
@@ -285,5 +325,9 @@ export function registerTraceCommand(program: Command): void {
     .option('--json', 'print JSON instead of the readable tree')
     .option('--brief', 'print only the outcomes, not the rules on their paths')
     .option('--verbose', 'print the rule text of every step, also of jumps where nothing matched')
-    .action(action('trace', runTrace));
+    .action(
+      action('trace', (flags: TraceFlags & { file?: string[] }) =>
+        runTrace({ ...flags, filename: [...(flags.filename ?? []), ...(flags.file ?? [])] }),
+      ),
+    );
 }

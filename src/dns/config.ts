@@ -5,7 +5,7 @@
 // prometheus :9153, `cache 30`, upstreams from resolv.conf; the record TTL is the plugin's
 // default 5 s. Pure: the caller reads the file.
 
-import { parse as parseYaml } from 'yaml';
+import { parseYamlDocument } from '../kube/manifest.js';
 import { ValidationError, type FieldError } from '../errors.js';
 import type { PodMode, ResolverConfig } from './resolve.js';
 import { parseUpstream, type UpstreamAddress } from './forward.js';
@@ -94,14 +94,12 @@ export function buildDnsConfig(
   };
   let raw: Record<string, unknown> = {};
   if (fileText !== undefined) {
-    try {
-      const doc: unknown = parseYaml(fileText);
-      if (doc === null || doc === undefined) raw = {};
-      else if (typeof doc !== 'object' || Array.isArray(doc)) err('', 'must be a mapping');
-      else raw = doc as Record<string, unknown>;
-    } catch (e) {
-      err('', `not valid YAML: ${e instanceof Error ? e.message : String(e)}`);
-    }
+    const parsed = parseYamlDocument(source, fileText);
+    const doc = parsed.value;
+    if (parsed.error !== undefined) throw new ValidationError([parsed.error]);
+    if (doc === null || doc === undefined) raw = {};
+    else if (typeof doc !== 'object' || Array.isArray(doc)) err('', 'must be a mapping');
+    else raw = doc as Record<string, unknown>;
   }
   for (const k of Object.keys(raw)) if (!KNOWN_KEYS.has(k)) err(k, 'unknown field');
 

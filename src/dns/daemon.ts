@@ -17,6 +17,7 @@ import { Forwarder, type UpstreamAddress } from './forward.js';
 import { RecordIndex, type ServiceImport } from './index.js';
 import { DnsMetrics } from './metrics.js';
 import { DnsHandler, DnsServer } from './server.js';
+import { listenFailed } from '../util/listen-error.js';
 
 export interface DnsDaemonDeps {
   readonly config: DnsConfig;
@@ -159,7 +160,11 @@ export class DnsDaemon {
       },
       onDelete: remove,
       onError: (err) => {
-        this.deps.log.warn({ kind, err }, 'Watch failed; the informer retries');
+        // One line (the informer's error names the failure count and the next retry).
+        this.deps.log.warn(
+          { kind, error: err instanceof Error ? err.message : String(err) },
+          'List/watch failed; retrying',
+        );
       },
     });
     this.informers.push(informer);
@@ -170,19 +175,48 @@ export class DnsDaemon {
     return this.informers.every((i) => i.hasSynced());
   }
 
-  /** Binds every listener (DNS first, so queries get SERVFAIL rather than nothing before sync). */
+  /**
+   * Binds every listener (DNS first, so queries get SERVFAIL rather than nothing before sync)
+   * and then starts the informers. Whole or not at all: when any listener cannot bind, every
+   * one already bound is closed and a LISTEN_FAILED error names the address and the flag
+   * (`--listen`, `--health-listen`, `--ready-listen`, `--metrics-listen`), as CoreDNS exits
+   * when a plugin's listener fails.
+   */
   async start(): Promise<BoundPorts> {
     const cfg = this.deps.config;
-    await this.server.listen();
+    const step = async <T>(
+      what: string,
+      at: HostPort,
+      flag: string,
+      bind: () => Promise<T>,
+    ): Promise<T> => {
+      try {
+        return await bind();
+      } catch (e) {
+        await this.closeListeners();
+        throw listenFailed(what, at.host, at.port, flag, e);
+      }
+    };
+    await step('DNS', cfg.listen, '--listen', () => this.server.listen());
     const health = cfg.health
-      ? await this.listenHttp(cfg.health, (path) => (path === '/health' ? [200, 'OK'] : undefined))
-      : undefined;
-    const ready = cfg.ready
-      ? await this.listenHttp(cfg.ready, (path) =>
-          path === '/ready' ? (this.isSynced() ? [200, 'OK'] : [503, 'kubernetes']) : undefined,
+      ? await step('/health', cfg.health, '--health-listen', () =>
+          this.listenHttp(cfg.health ?? cfg.listen, (path) =>
+            path === '/health' ? [200, 'OK'] : undefined,
+          ),
         )
       : undefined;
-    const metrics = cfg.metrics ? await this.listenMetrics(cfg.metrics) : undefined;
+    const ready = cfg.ready
+      ? await step('/ready', cfg.ready, '--ready-listen', () =>
+          this.listenHttp(cfg.ready ?? cfg.listen, (path) =>
+            path === '/ready' ? (this.isSynced() ? [200, 'OK'] : [503, 'kubernetes']) : undefined,
+          ),
+        )
+      : undefined;
+    const metrics = cfg.metrics
+      ? await step('/metrics', cfg.metrics, '--metrics-listen', () =>
+          this.listenMetrics(cfg.metrics ?? cfg.listen),
+        )
+      : undefined;
     const t0 = Date.now();
     for (const inf of this.informers) {
       inf.start().then(
@@ -244,6 +278,27 @@ export class DnsDaemon {
         resolve(typeof addr === 'object' && addr ? addr.port : at.port);
       });
     });
+  }
+
+  /** Closes the DNS server and every HTTP listener bound so far. */
+  private async closeListeners(): Promise<void> {
+    this.forwarder.close();
+    await this.server.close().catch(() => undefined);
+    await Promise.all(
+      this.http.map(
+        (s) =>
+          new Promise<void>((r) => {
+            if (!s.listening) {
+              r();
+              return;
+            }
+            s.closeAllConnections();
+            s.close(() => {
+              r();
+            });
+          }),
+      ),
+    );
   }
 
   async stop(): Promise<void> {

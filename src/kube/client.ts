@@ -8,6 +8,10 @@ import * as k8s from '@kubernetes/client-node';
 // Not re-exported by the package index in 1.4; the package has no exports map, so the deep
 // import is stable for the pinned ~1.4 line.
 import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
+import { existsSync } from 'node:fs';
+import { SvcnetError } from '../errors.js';
+import { hintFor, InformerError, summarizeApiError } from './api-errors.js';
+import type { ApiClientOrigin, ApiFailureReason } from './api-errors.js';
 import type { Informer, InformerHandlers } from './informer.js';
 import type { EndpointSlice, KubeObject, Node, Pod, Service } from './types.js';
 import { objectKey } from './types.js';
@@ -18,6 +22,139 @@ export function loadKubeConfig(path?: string): k8s.KubeConfig {
   if (path !== undefined) kc.loadFromFile(path);
   else kc.loadFromDefault();
   return kc;
+}
+
+/** Where each resolved KubeConfig came from, for the hints of API errors (see api-errors.ts). */
+const origins = new WeakMap<
+  k8s.KubeConfig,
+  ApiClientOrigin & { explained: Set<ApiFailureReason> }
+>();
+
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+export interface KubeConfigEnv {
+  readonly KUBECONFIG?: string | undefined;
+  readonly KUBERNETES_SERVICE_HOST?: string | undefined;
+  readonly KUBERNETES_SERVICE_PORT?: string | undefined;
+}
+
+/**
+ * The client configuration as client-go's daemons find it: `--kubeconfig` when given, else
+ * the file(s) in `$KUBECONFIG`, else the in-cluster ServiceAccount config (a Pod with
+ * KUBERNETES_SERVICE_HOST/PORT and a mounted token). A file that is missing, is not YAML, or
+ * has no current context with a server is one INVALID_INPUT error naming it (CLI exit 2),
+ * never a retry loop; so is finding none of the three.
+ */
+export function resolveKubeConfig(
+  flag: string | undefined,
+  env: KubeConfigEnv = process.env,
+  tokenPath = SERVICE_ACCOUNT_TOKEN,
+): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  let source: string;
+  try {
+    if (flag !== undefined && flag !== '') {
+      source = `--kubeconfig ${flag}`;
+      if (!existsSync(flag)) throw new Error('no such file');
+      kc.loadFromFile(flag);
+    } else if (env.KUBECONFIG !== undefined && env.KUBECONFIG !== '') {
+      source = `$KUBECONFIG ${env.KUBECONFIG}`;
+      const files = env.KUBECONFIG.split(':').filter((f) => f !== '' && existsSync(f));
+      if (files.length === 0) throw new Error('no such file');
+      kc.loadFromFile(files[0] ?? '');
+      for (const f of files.slice(1)) {
+        const more = new k8s.KubeConfig();
+        more.loadFromFile(f);
+        kc.mergeConfig(more, true);
+      }
+    } else if (
+      env.KUBERNETES_SERVICE_HOST !== undefined &&
+      env.KUBERNETES_SERVICE_HOST !== '' &&
+      existsSync(tokenPath)
+    ) {
+      source = 'in-cluster config';
+      kc.loadFromCluster();
+    } else
+      throw new SvcnetError(
+        'INVALID_INPUT',
+        'no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or run in a Pod with a ServiceAccount token',
+      );
+  } catch (e) {
+    if (e instanceof SvcnetError) throw e;
+    const msg = (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '';
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `${describeSource(flag, env)}: not a usable kubeconfig (${msg})`,
+      {
+        cause: e,
+      },
+    );
+  }
+  // client-node's type says string; a file without current-context gives undefined.
+  const context = kc.getCurrentContext() as string | undefined;
+  const cluster = kc.getCurrentCluster();
+  if (cluster === null || cluster.server === '')
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `${source}: not a usable kubeconfig (${
+        context === undefined || context === ''
+          ? 'no current-context'
+          : `context ${JSON.stringify(context)} names no cluster with a server`
+      })`,
+    );
+  origins.set(kc, {
+    source,
+    server: cluster.server,
+    user: kc.getCurrentUser()?.name ?? '',
+    explained: new Set(),
+  });
+  return kc;
+}
+
+function describeSource(flag: string | undefined, env: KubeConfigEnv): string {
+  if (flag !== undefined && flag !== '') return `--kubeconfig ${flag}`;
+  if (env.KUBECONFIG !== undefined && env.KUBECONFIG !== '') return `$KUBECONFIG ${env.KUBECONFIG}`;
+  return 'in-cluster config';
+}
+
+/** The origin of a KubeConfig for hints; a plain description when it was not resolved here. */
+function originOf(kc: k8s.KubeConfig): ApiClientOrigin & { explained: Set<ApiFailureReason> } {
+  let o = origins.get(kc);
+  if (o === undefined) {
+    o = {
+      source: 'the kubeconfig',
+      server: kc.getCurrentCluster()?.server ?? '(no server)',
+      user: kc.getCurrentUser()?.name ?? '',
+      explained: new Set(),
+    };
+    origins.set(kc, o);
+  }
+  return o;
+}
+
+/**
+ * One line for a failed list or watch, with the count and backoff; the first failure of each
+ * reason per client configuration also says what to check.
+ */
+export function informerError(
+  kc: k8s.KubeConfig,
+  resource: string,
+  err: unknown,
+  failures: number,
+  retryInMs: number,
+): InformerError {
+  const failure = summarizeApiError(err);
+  const origin = originOf(kc);
+  const first = !origin.explained.has(failure.reason);
+  origin.explained.add(failure.reason);
+  return new InformerError(
+    resource,
+    failure,
+    failures,
+    retryInMs,
+    first ? hintFor(failure.reason, origin) : undefined,
+    err,
+  );
 }
 
 export interface ResourceSpec {
@@ -121,6 +258,8 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
   private synced = false;
   private stopped = false;
   private backoffMs: number;
+  /** Failed lists/watches since the last good list. */
+  private failures = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   /** A list+watch start in flight: it opens its watch only after the list returns. */
   private starting: Promise<void> | undefined;
@@ -131,6 +270,9 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
     this.backoffMs = opts.initialBackoffMs ?? 500;
     const listFn = async (): Promise<k8s.KubernetesListObject<WireObject>> => {
       const list = await spec.list(kc, opts.labelSelector, opts.fieldSelector);
+      // Only a good list ends a run of failures (a start() that failed still resolves).
+      this.failures = 0;
+      this.backoffMs = opts.initialBackoffMs ?? 500;
       // Back to wire JSON: client-node's models carry Date objects for timestamps.
       const items = list.items.map((i) => ObjectSerializer.serialize(i, spec.model) as WireObject);
       const metadata = new k8s.V1ListMeta();
@@ -157,8 +299,11 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
       this.cache.delete(key);
       for (const h of this.handlers) h.onDelete?.(old);
     });
+    const resource = spec.path.split('/').pop() ?? spec.path;
     this.lw.on(k8s.ERROR, (err) => {
-      for (const h of this.handlers) h.onError?.(err);
+      this.failures++;
+      const wrapped = informerError(kc, resource, err, this.failures, this.backoffMs);
+      for (const h of this.handlers) h.onError?.(wrapped);
       this.scheduleRestart();
     });
   }
@@ -196,9 +341,7 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
       this.retryTimer = undefined;
       this.track(
         this.lw.start().then(
-          () => {
-            this.backoffMs = this.opts.initialBackoffMs ?? 500;
-          },
+          () => undefined,
           () => {
             this.scheduleRestart();
           },

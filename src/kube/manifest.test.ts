@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseManifests } from './manifest.js';
+import { findExcessiveNesting, parseManifests } from './manifest.js';
 import { ValidationError } from '../errors.js';
 
 function load(text: string, path = 'm.yaml') {
@@ -78,9 +78,9 @@ spec:
   - {name: b, port: 80, protocol: ICMP}
 `);
   assert.deepEqual(lines, [
-    'Service default/web: spec.ports[0].port: must be 1-65535, got 0',
-    'Service default/web: spec.ports[1].protocol: must be TCP, UDP or SCTP, got "ICMP"',
-    'Service default/web: spec.clusterIP: must be a valid IP address, got "10.0.0.300"',
+    'm.yaml: Service default/web: spec.ports[0].port: must be 1-65535, got 0',
+    'm.yaml: Service default/web: spec.ports[1].protocol: must be TCP, UDP or SCTP, got "ICMP"',
+    'm.yaml: Service default/web: spec.clusterIP: must be a valid IP address, got "10.0.0.300"',
   ]);
 });
 
@@ -89,7 +89,35 @@ test('unknown kinds and invalid YAML are errors naming the document', () => {
     errorsOf('apiVersion: v1\nkind: Gadget\nmetadata: {name: g}\n')[0] ?? '',
     /^m\.yaml: Gadget g: kind: unknown kind "Gadget"$/,
   );
-  assert.match(errorsOf('kind: Service\n  bad: [\n')[0] ?? '', /^m\.yaml: invalid YAML at line/);
+  const yamlErrors = errorsOf('kind: Service\n  bad: [\n');
+  assert.equal(yamlErrors.length, 1, 'one error per bad document, not its echoes');
+  assert.match(
+    yamlErrors[0] ?? '',
+    /^m\.yaml:1:7: invalid YAML: Nested mappings are not allowed in compact mappings: "kind: Service"$/,
+  );
+  assert.doesNotMatch(yamlErrors[0] ?? '', /at line/, 'the position is given once');
+});
+
+test('an alias bomb and deep nesting are refused as invalid YAML, naming the file', () => {
+  const bomb = [
+    'a: &a [x, x, x, x, x, x, x, x, x]',
+    ...'bcdefghi'.split('').map((c, i) => {
+      const prev = 'abcdefghi'[i] ?? '';
+      return `${c}: &${c} [${Array(9).fill(`*${prev}`).join(', ')}]`;
+    }),
+  ].join('\n');
+  assert.match(errorsOf(bomb)[0] ?? '', /^m\.yaml: invalid YAML: too many alias expansions/);
+  assert.deepEqual(errorsOf(`${'['.repeat(5000)}${']'.repeat(5000)}`), [
+    'm.yaml:1: nested more than 100 levels deep',
+  ]);
+  const blocks = Array.from({ length: 150 }, (_, i) => `${'  '.repeat(i)}k${i}:`).join('\n');
+  assert.deepEqual(errorsOf(blocks), ['m.yaml:101: nested more than 100 levels deep']);
+});
+
+test('findExcessiveNesting ignores brackets in quotes and comments', () => {
+  const text = `a: "${'['.repeat(200)}"\nb: '${'{'.repeat(200)}'\n# ${'['.repeat(200)}\nc: [[1]]\n`;
+  assert.equal(findExcessiveNesting(text), 0);
+  assert.equal(findExcessiveNesting('x: [[[1]]]\n', 3), 1);
 });
 
 test('EndpointSlice addresses must match addressType', () => {
@@ -100,7 +128,7 @@ addressType: IPv4
 endpoints: [{addresses: ["fd00::1"]}, {addresses: []}]
 `);
   assert.deepEqual(lines, [
-    'EndpointSlice ns/s: endpoints[0].addresses[0]: must be an IPv4 address (addressType), got "fd00::1"',
-    'EndpointSlice ns/s: endpoints[1].addresses: must hold at least one address',
+    'm.yaml: EndpointSlice ns/s: endpoints[0].addresses[0]: must be an IPv4 address (addressType), got "fd00::1"',
+    'm.yaml: EndpointSlice ns/s: endpoints[1].addresses: must hold at least one address',
   ]);
 });

@@ -31,3 +31,18 @@ test('FakeExecer enforces order and reports unused expectations', async () => {
   }, /1 expected call\(s\) never came; first: nft/);
   await assert.rejects(fake.run({ cmd: 'ip', args: [] }), /expected nft/);
 });
+
+test('a kernel tool that is not installed names the Debian package to install', async () => {
+  const execer = new RealExecer();
+  await assert.rejects(
+    execer.run({ cmd: 'conntrack', args: ['-L'], env: { PATH: '/nonexistent' } }),
+    (e: unknown) =>
+      e instanceof ExecError &&
+      e.message === 'conntrack: command not found (install it: apt-get install conntrack)',
+  );
+  await assert.rejects(
+    execer.run({ cmd: 'svcnet-no-such-tool', args: [], env: { PATH: '/nonexistent' } }),
+    (e: unknown) =>
+      e instanceof ExecError && e.message === 'svcnet-no-such-tool: command not found',
+  );
+});

@@ -36,6 +36,53 @@ export class ExecError extends SvcnetError {
   }
 }
 
+/**
+ * The Debian package that installs a command svcnet runs, for the "not found" error: the
+ * proxy, the lab and the CNI plugin fail on a fresh machine with only `spawn iptables ENOENT`
+ * otherwise.
+ */
+export const DEBIAN_PACKAGES: Readonly<Record<string, string>> = {
+  iptables: 'iptables',
+  'iptables-save': 'iptables',
+  'iptables-restore': 'iptables',
+  'iptables-legacy': 'iptables',
+  'iptables-legacy-save': 'iptables',
+  'iptables-legacy-restore': 'iptables',
+  'iptables-nft': 'iptables',
+  'iptables-nft-save': 'iptables',
+  'iptables-nft-restore': 'iptables',
+  ip6tables: 'iptables',
+  'ip6tables-save': 'iptables',
+  'ip6tables-restore': 'iptables',
+  'ip6tables-legacy-save': 'iptables',
+  'ip6tables-legacy-restore': 'iptables',
+  'ip6tables-nft-save': 'iptables',
+  'ip6tables-nft-restore': 'iptables',
+  nft: 'nftables',
+  conntrack: 'conntrack',
+  ip: 'iproute2',
+  bridge: 'iproute2',
+  nfacct: 'nfacct',
+  ipset: 'ipset',
+  ipvsadm: 'ipvsadm',
+  sysctl: 'procps',
+  unshare: 'util-linux',
+  nsenter: 'util-linux',
+  dig: 'dnsutils',
+  ping: 'iputils-ping',
+  curl: 'curl',
+};
+
+/** The message for a command that could not be started. */
+export function cannotStart(cmd: string, e: Error & { code?: unknown }): string {
+  const base = cmd.split('/').pop() ?? cmd;
+  if (e.code === 'ENOENT') {
+    const pkg = DEBIAN_PACKAGES[base];
+    return `${cmd}: command not found${pkg !== undefined ? ` (install it: apt-get install ${pkg})` : ''}`;
+  }
+  return `${cmd}: cannot start: ${e.message}`;
+}
+
 /** Runs `req` and throws ExecError (with stderr in the message) unless it exits 0. */
 export async function runChecked(execer: Execer, req: ExecRequest): Promise<ExecResult> {
   const res = await execer.run(req);
@@ -67,7 +114,7 @@ export class RealExecer implements Execer {
       }, req.timeoutMs ?? 60_000);
       child.on('error', (e) => {
         clearTimeout(timer);
-        reject(new ExecError(`${req.cmd}: cannot start: ${e.message}`, undefined, e));
+        reject(new ExecError(cannotStart(req.cmd, e), undefined, e));
       });
       child.on('close', (code, signal) => {
         clearTimeout(timer);

@@ -7,7 +7,7 @@
 // Durations use Go's syntax ("1m30s").
 // Pure: callers read the file. Throws ValidationError (INVALID_INPUT) listing every problem.
 
-import { parseDocument } from 'yaml';
+import { parseYamlDocument } from '../kube/manifest.js';
 import { SvcnetError, ValidationError } from '../errors.js';
 import type { FieldError } from '../errors.js';
 import { parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
@@ -450,12 +450,9 @@ export function parseKubeProxyConfiguration(text: string, path: string): KubePro
   const errors: FieldError[] = [];
   const object = `KubeProxyConfiguration ${path}`;
   const add = (field: string, message: string) => errors.push({ object, field, message });
-  const doc = parseDocument(text, { uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    for (const e of doc.errors) add('', `invalid YAML: ${e.message.split('\n')[0] ?? ''}`);
-    throw new ValidationError(errors);
-  }
-  const raw: unknown = doc.toJS();
+  const parsed = parseYamlDocument(path, text);
+  if (parsed.error !== undefined) throw new ValidationError([parsed.error]);
+  const raw: unknown = parsed.value;
   if (!isObject(raw)) {
     add('', 'must be a YAML/JSON object');
     throw new ValidationError(errors);

@@ -29,7 +29,8 @@ import { ProxyHealth, healthzHandler } from './healthz.js';
 import { masqueradeMarkFromBit } from './iptables/options.js';
 import type { IptablesProxierOptions, LocalDetector, NfacctCounters } from './iptables/options.js';
 import { listenHttp, parseBindAddress } from './listen.js';
-import type { Listening } from './listen.js';
+import type { BindAddress, Listening } from './listen.js';
+import { listenFailed } from '../util/listen-error.js';
 import { metricsHandler } from './metrics-server.js';
 import { NFACCT_METRICS, ProxyMetrics } from './metrics.js';
 import { applySysctls, planSysctls, readTcpBeLiberal } from './node-setup.js';
@@ -244,6 +245,20 @@ async function makeBackends(
   };
 }
 
+/** Binds one HTTP listener or throws LISTEN_FAILED naming it and its flag. */
+async function bindOrFail(
+  what: string,
+  at: BindAddress,
+  flag: string,
+  handler: Parameters<typeof listenHttp>[1],
+): Promise<Listening> {
+  try {
+    return await listenHttp(at, handler);
+  } catch (e) {
+    throw listenFailed(what, at.host, at.port, flag, e);
+  }
+}
+
 /** Starts the proxy (see the file header). Resolves once servers listen and informers started. */
 export async function startProxyDaemon(
   cfg: ProxyDaemonConfig,
@@ -253,6 +268,50 @@ export async function startProxyDaemon(
   if (cfg.families.length === 0) throw new SvcnetError('INVALID_INPUT', 'no IP family to program');
   const registry = deps.registry ?? new Registry();
   const metrics = new ProxyMetrics(registry);
+  // Listeners first, before any kernel state is touched: a port that is taken ends the
+  // start-up whole (LISTEN_FAILED naming the address and the flag), not half-way.
+  const health = new ProxyHealth(clock, 2 * cfg.syncPeriodMs, cfg.families);
+  const listeners: Listening[] = [];
+  const closeAll = async (): Promise<void> => {
+    await Promise.all(listeners.map((l) => l.close()));
+  };
+  let healthzPort: number | undefined;
+  let metricsPort: number | undefined;
+  try {
+    if (cfg.healthzBindAddress !== '') {
+      const at = parseBindAddress(cfg.healthzBindAddress, '--healthz-bind-address');
+      const l = await bindOrFail(
+        '/healthz',
+        at,
+        '--healthz-bind-address',
+        healthzHandler(health, {
+          onHealthz: (code) => {
+            metrics.healthzTotal.inc({ code: String(code) });
+          },
+          onLivez: (code) => {
+            metrics.livezTotal.inc({ code: String(code) });
+          },
+        }),
+      );
+      listeners.push(l);
+      healthzPort = l.port;
+    }
+    if (cfg.metricsBindAddress !== '') {
+      const at = parseBindAddress(cfg.metricsBindAddress, '--metrics-bind-address');
+      const l = await bindOrFail(
+        '/metrics',
+        at,
+        '--metrics-bind-address',
+        metricsHandler({ registry, mode: 'iptables', configz: () => cfg }),
+      );
+      listeners.push(l);
+      metricsPort = l.port;
+    }
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
+
   const { backends, variant } = await makeBackends(cfg, deps);
 
   const sysctls = planSysctls({
@@ -278,46 +337,6 @@ export async function startProxyDaemon(
       );
     },
   );
-
-  const health = new ProxyHealth(clock, 2 * cfg.syncPeriodMs, cfg.families);
-  const listeners: Listening[] = [];
-  const closeAll = async (): Promise<void> => {
-    await Promise.all(listeners.map((l) => l.close()));
-  };
-  let healthzPort: number | undefined;
-  let metricsPort: number | undefined;
-  try {
-    if (cfg.healthzBindAddress !== '') {
-      const l = await listenHttp(
-        parseBindAddress(cfg.healthzBindAddress, 'healthzBindAddress'),
-        healthzHandler(health, {
-          onHealthz: (code) => {
-            metrics.healthzTotal.inc({ code: String(code) });
-          },
-          onLivez: (code) => {
-            metrics.livezTotal.inc({ code: String(code) });
-          },
-        }),
-      );
-      listeners.push(l);
-      healthzPort = l.port;
-    }
-    if (cfg.metricsBindAddress !== '') {
-      const l = await listenHttp(
-        parseBindAddress(cfg.metricsBindAddress, 'metricsBindAddress'),
-        metricsHandler({ registry, mode: 'iptables', configz: () => cfg }),
-      );
-      listeners.push(l);
-      metricsPort = l.port;
-    }
-  } catch (e) {
-    await closeAll();
-    throw new SvcnetError(
-      'INVALID_INPUT',
-      `cannot listen: ${e instanceof Error ? e.message : String(e)}`,
-      { cause: e },
-    );
-  }
 
   const serviceHealth = new ServiceHealthServers({
     addresses: healthCheckAddresses(cfg, localAddresses()),

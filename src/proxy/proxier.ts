@@ -164,7 +164,10 @@ export class IptablesProxier {
         this.setServicesSynced();
       },
       onError: (err) => {
-        this.deps.log.warn({ err: String(err), resource: 'services' }, 'Watch failed; retrying');
+        this.deps.log.warn(
+          { error: err instanceof Error ? err.message : String(err), resource: 'services' },
+          'Watch failed; retrying',
+        );
       },
     });
     informers.endpointSlices.addHandlers({
@@ -182,7 +185,7 @@ export class IptablesProxier {
       },
       onError: (err) => {
         this.deps.log.warn(
-          { err: String(err), resource: 'endpointslices' },
+          { error: err instanceof Error ? err.message : String(err), resource: 'endpointslices' },
           'Watch failed; retrying',
         );
       },
@@ -198,7 +201,10 @@ export class IptablesProxier {
         this.onNodeUpdate(undefined);
       },
       onError: (err) => {
-        this.deps.log.warn({ err: String(err), resource: 'nodes' }, 'Watch failed; retrying');
+        this.deps.log.warn(
+          { error: err instanceof Error ? err.message : String(err), resource: 'nodes' },
+          'Watch failed; retrying',
+        );
       },
     });
   }

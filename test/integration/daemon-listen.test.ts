@@ -1,0 +1,205 @@
+// Daemons fail whole or not at all (issue 24): when one listener's port is taken, `svcnet
+// dns`, `proxy`, `apiserver` and `controller` each exit 1 with one line naming the address
+// and the flag to change, before serving anything, and leave nothing listening (the DNS
+// port they had bound is free again). No root needed: the proxy binds its listeners before
+// it touches the kernel. The time to exit is printed (target 2 s), not asserted.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:net';
+import { createSocket } from 'node:dgram';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lines, runCli } from './lib/cli.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'svcnet-listen-'));
+const KUBECONFIG = join(dir, 'kubeconfig');
+writeFileSync(
+  KUBECONFIG,
+  'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+);
+let taken: Server;
+let port = 0;
+
+before(async () => {
+  taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+  port = (taken.address() as { port: number }).port;
+});
+after(() => {
+  taken.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const p = (s.address() as { port: number }).port;
+  await new Promise<void>((r) =>
+    s.close(() => {
+      r();
+    }),
+  );
+  return p;
+}
+
+/** True when TCP and UDP on 127.0.0.1:p can be bound (nobody holds them). */
+async function isFree(p: number): Promise<boolean> {
+  const tcp = createServer();
+  const tcpOk = await new Promise<boolean>((r) => {
+    tcp.once('error', () => {
+      r(false);
+    });
+    tcp.listen(p, '127.0.0.1', () => {
+      r(true);
+    });
+  });
+  if (tcpOk)
+    await new Promise<void>((r) =>
+      tcp.close(() => {
+        r();
+      }),
+    );
+  const udp = createSocket('udp4');
+  const udpOk = await new Promise<boolean>((r) => {
+    udp.once('error', () => {
+      r(false);
+    });
+    udp.bind(p, '127.0.0.1', () => {
+      r(true);
+    });
+  });
+  udp.close();
+  return tcpOk && udpOk;
+}
+
+const CASES: { name: string; flag: string; what: string; args: (dnsPort: number) => string[] }[] = [
+  {
+    name: 'dns (health port taken)',
+    flag: '--health-listen',
+    what: '/health',
+    args: (d) => [
+      'dns',
+      '--kubeconfig',
+      KUBECONFIG,
+      '--upstream',
+      '127.0.0.1:53',
+      '--listen',
+      `127.0.0.1:${d}`,
+      '--health-listen',
+      `127.0.0.1:${port}`,
+      '--ready-listen',
+      '127.0.0.1:0',
+      '--metrics-listen',
+      '',
+    ],
+  },
+  {
+    name: 'dns (metrics port taken)',
+    flag: '--metrics-listen',
+    what: '/metrics',
+    args: (d) => [
+      'dns',
+      '--kubeconfig',
+      KUBECONFIG,
+      '--upstream',
+      '127.0.0.1:53',
+      '--listen',
+      `127.0.0.1:${d}`,
+      '--health-listen',
+      '127.0.0.1:0',
+      '--ready-listen',
+      '127.0.0.1:0',
+      '--metrics-listen',
+      `127.0.0.1:${port}`,
+    ],
+  },
+  {
+    name: 'dns (DNS port taken)',
+    flag: '--listen',
+    what: 'DNS',
+    args: () => [
+      'dns',
+      '--kubeconfig',
+      KUBECONFIG,
+      '--upstream',
+      '127.0.0.1:53',
+      '--listen',
+      `127.0.0.1:${port}`,
+      '--health-listen',
+      '',
+      '--ready-listen',
+      '',
+      '--metrics-listen',
+      '',
+    ],
+  },
+  {
+    name: 'proxy (healthz port taken)',
+    flag: '--healthz-bind-address',
+    what: '/healthz',
+    args: () => [
+      'proxy',
+      '--kubeconfig',
+      KUBECONFIG,
+      '--hostname-override',
+      'n1',
+      '--healthz-bind-address',
+      `127.0.0.1:${port}`,
+      '--metrics-bind-address',
+      '',
+    ],
+  },
+  {
+    name: 'proxy (metrics port taken)',
+    flag: '--metrics-bind-address',
+    what: '/metrics',
+    args: () => [
+      'proxy',
+      '--kubeconfig',
+      KUBECONFIG,
+      '--hostname-override',
+      'n1',
+      '--healthz-bind-address',
+      '127.0.0.1:0',
+      '--metrics-bind-address',
+      `127.0.0.1:${port}`,
+    ],
+  },
+  {
+    name: 'apiserver',
+    flag: '--listen',
+    what: 'API server',
+    args: () => ['apiserver', '--listen', `127.0.0.1:${port}`],
+  },
+  {
+    name: 'controller',
+    flag: '--healthz-bind-address',
+    what: '/healthz',
+    args: () => [
+      'controller',
+      '--kubeconfig',
+      KUBECONFIG,
+      '--healthz-bind-address',
+      `127.0.0.1:${port}`,
+    ],
+  },
+];
+
+for (const c of CASES)
+  test(`svcnet ${c.name}: exit 1 naming the address and ${c.flag}, nothing left listening`, async () => {
+    const dnsPort = await freePort();
+    // A daemon that did not exit would run forever: kill it after 60 s and fail.
+    const run = await runCli([...c.args(dnsPort), '--logging-format', 'json'], {
+      timeoutMs: 60_000,
+    });
+    process.stdout.write(`# ${c.name}: exit ${run.code} after ${run.seconds.toFixed(2)} s\n`);
+    const errs = lines(run.stderr).filter((l) => l.startsWith('svcnet '));
+    assert.equal(run.code, 1, run.stderr);
+    assert.deepEqual(errs, [
+      `svcnet ${c.name.split(' ')[0] ?? ''}: cannot listen on 127.0.0.1:${port} (${c.what}): address already in use; change ${c.flag}`,
+    ]);
+    assert.ok(!lines(run.stderr).some((l) => /^\s+at /.test(l)), 'no stack trace');
+    assert.ok(await isFree(dnsPort), 'the DNS port bound before the failure is free again');
+  });
