@@ -2,7 +2,7 @@
 // returns once the lab is ready and leaves the supervisor running in its sandbox; `supervise`
 // is that supervisor's own entry point (internal, started by `up`).
 
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import pino from 'pino';
@@ -10,7 +10,7 @@ import { RealExecer } from '../os/exec.js';
 import { SvcnetError } from '../errors.js';
 import { parseManifests } from '../kube/manifest.js';
 import type { KubeObject } from '../kube/types.js';
-import { findLab, labDown, labExec, labRestart, labUp } from '../lab/lab.js';
+import { findLab, labDown, labExec, labKubeconfigText, labRestart, labUp } from '../lab/lab.js';
 import { runLabAgent } from '../lab/node-agent-main.js';
 import { superviseLab } from '../lab/supervisor.js';
 import { startForwarder } from '../lab/forward.js';
@@ -206,9 +206,8 @@ export function registerLabCommand(program: Command): void {
     .action(
       action('lab kubeconfig', (o: { name: string }) => {
         const running = findLab(o.name);
-        if (!running?.state.kubeconfig)
-          throw new SvcnetError('NOT_FOUND', `lab ${o.name} is not running`);
-        return Promise.resolve(readFileSync(running.state.kubeconfig, 'utf8').trimEnd());
+        if (!running) throw new SvcnetError('NOT_FOUND', `lab ${o.name} is not running`);
+        return Promise.resolve(labKubeconfigText(running).trimEnd());
       }),
     );
   lab
@@ -266,6 +265,7 @@ export function registerLabCommand(program: Command): void {
     .command('supervise', { hidden: true })
     .description('internal: the lab supervisor (PID 1 of the lab sandbox)')
     .requiredOption('--name <name>')
+    .requiredOption('--run-id <id>', 'the run id `lab up` wrote to run.json in --state-dir')
     .requiredOption('--nodes <n>', 'nodes', positiveInt)
     .addOption(new Option('--cni <plugin>').choices(CNI_CHOICES).default('svcnet'))
     .requiredOption('--cni-bin-dir <dir>')
@@ -276,6 +276,7 @@ export function registerLabCommand(program: Command): void {
         'lab supervise',
         async (o: {
           name: string;
+          runId: string;
           nodes: number;
           cni: CniChoice;
           cniBinDir: string;
@@ -283,6 +284,7 @@ export function registerLabCommand(program: Command): void {
           lifeline?: boolean;
         }) => {
           await superviseLab({
+            runId: o.runId,
             lifeline: o.lifeline === true,
             plan: planLab({ name: o.name, nodes: o.nodes }),
             stateDir: o.stateDir,
