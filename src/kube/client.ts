@@ -5,12 +5,10 @@
 // on update, and a synced signal.
 
 import * as k8s from '@kubernetes/client-node';
-// Not re-exported by the package index in 1.4; the package has no exports map, so the deep
-// import is stable for the pinned ~1.4 line.
-import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import type { Informer, InformerHandlers } from './informer.js';
 import type { EndpointSlice, KubeObject, Node, Pod, Service } from './types.js';
 import { objectKey } from './types.js';
+import { toWire } from './wire.js';
 
 /** Loads a kubeconfig file (or the default locations when path is undefined). */
 export function loadKubeConfig(path?: string): k8s.KubeConfig {
@@ -132,7 +130,7 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
     const listFn = async (): Promise<k8s.KubernetesListObject<WireObject>> => {
       const list = await spec.list(kc, opts.labelSelector, opts.fieldSelector);
       // Back to wire JSON: client-node's models carry Date objects for timestamps.
-      const items = list.items.map((i) => ObjectSerializer.serialize(i, spec.model) as WireObject);
+      const items = list.items.map((i) => toWire(i, spec.model) as WireObject);
       const metadata = new k8s.V1ListMeta();
       metadata.resourceVersion = list.metadata?.resourceVersion ?? '';
       return { items, metadata };
