@@ -24,7 +24,7 @@ import { ClientNodeKubeClient } from '../kube/api-client.js';
 import { loadKubeConfig } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
 import { RealExecer, type ExecResult, type Execer } from '../os/exec.js';
-import { runAttached, spawnDetached } from '../os/process.js';
+import { runAttached, signalPid, spawnDetached } from '../os/process.js';
 import { applyObjects, type Applied } from './apply.js';
 import { ensureLabBinaries } from './binaries.js';
 import type { ComponentOptions } from './components.js';
@@ -422,10 +422,10 @@ export async function labDown(name: string, graceMs = 15_000): Promise<boolean> 
     return false;
   }
   const sup = lab.run.supervisor;
-  process.kill(lab.initPid, 'SIGTERM');
+  signalPid(lab.initPid, 'SIGTERM'); // it may have died since findLab()
   const deadline = Date.now() + graceMs;
   while (isRunning(sup) && Date.now() < deadline) await sleep(50);
-  if (isRunning(sup)) process.kill(sup.pid, 'SIGKILL');
+  if (isRunning(sup)) signalPid(sup.pid, 'SIGKILL');
   while (isRunning(sup)) await sleep(20);
   if (readRunRecord(lab.stateDir)?.runId === lab.runId)
     rmSync(lab.stateDir, { recursive: true, force: true });
