@@ -6,8 +6,9 @@
 // same JSON shape the JSON encoder would have sent. Go's encoder writes every non-pointer
 // field, zero or not, so zero scalars are dropped except for the pointer fields where zero
 // means something (replicas: 0). A field the schema does not list is accepted only when it
-// holds a zero value (as kubectl's bodies do for selfLink, status, ...); one with content is
-// refused with 415 naming it, so a client's field is never dropped in silence. The subset is
+// holds a zero value (as kubectl's bodies do for fields it leaves empty); one with content is
+// refused with 415 naming it, so a client's field is never dropped in silence. Exceptions:
+// status and the server-owned selfLink and managedFields, which the store discards anyway. The subset is
 // proven complete for every `kubectl create` generator of the kinds served here by
 // test/integration/apiserver-kubectl-protobuf.test.ts. Pure.
 
@@ -19,7 +20,15 @@ type Scalar = 'string' | 'int32' | 'int64' | 'bool' | 'bytes';
 interface Field {
   readonly name: string;
   readonly type:
-    Scalar | Message | 'time' | 'intorstring' | 'quantity' | 'map' | 'mapQuantity' | 'mapBytes';
+    | Scalar
+    | Message
+    | 'time'
+    | 'intorstring'
+    | 'quantity'
+    | 'map'
+    | 'mapQuantity'
+    | 'mapBytes'
+    | 'ignored';
   readonly repeated?: boolean;
   /** A Go pointer field: its zero value is meaningful and kept. */
   readonly keepZero?: boolean;
@@ -27,6 +36,8 @@ interface Field {
 
 interface Message {
   readonly fields: Readonly<Record<number, Field>>;
+  /** Skip fields not listed even when they hold content (see STATUS). */
+  readonly skipUnknown?: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -46,6 +57,16 @@ const i32 = (name: string, keepZero = false): Field => ({ name, type: 'int32', k
 const i64 = (name: string, keepZero = false): Field => ({ name, type: 'int64', keepZero });
 const b = (name: string, keepZero = false): Field => ({ name, type: 'bool', keepZero });
 const msg = (name: string, type: Message, repeated = false): Field => ({ name, type, repeated });
+
+/**
+ * The status of a create or update body: kube-apiserver keeps the stored status on these
+ * writes (and a client that read an object and writes it back sends its status along), so
+ * its content is skipped rather than refused.
+ */
+const STATUS: Message = { fields: {}, skipUnknown: true };
+
+/** Fields the server owns and the store discards from every write. */
+const ignored = (name: string): Field => ({ name, type: 'ignored' });
 
 const OWNER_REFERENCE = m({
   5: s('apiVersion'),
@@ -70,6 +91,8 @@ const OBJECT_META = m({
   12: { name: 'annotations', type: 'map' },
   13: msg('ownerReferences', OWNER_REFERENCE, true),
   14: s('finalizers', true),
+  4: ignored('selfLink'),
+  17: ignored('managedFields'),
 });
 
 const LABEL_SELECTOR = m({
@@ -156,7 +179,7 @@ const DEPLOYMENT = m({
       9: i32('progressDeadlineSeconds', true),
     }),
   ),
-  3: msg('status', m({})),
+  3: msg('status', STATUS),
 });
 
 const REPLICA_SET = m({
@@ -170,7 +193,7 @@ const REPLICA_SET = m({
       3: msg('template', POD_TEMPLATE_SPEC),
     }),
   ),
-  3: msg('status', m({})),
+  3: msg('status', STATUS),
 });
 
 const SERVICE_PORT = m({
@@ -212,13 +235,13 @@ const SERVICE = m({
       23: s('trafficDistribution'),
     }),
   ),
-  3: msg('status', m({})),
+  3: msg('status', STATUS),
 });
 
 const NAMESPACE = m({
   1: msg('metadata', OBJECT_META),
   2: msg('spec', m({ 1: s('finalizers', true) })),
-  3: msg('status', m({})),
+  3: msg('status', STATUS),
 });
 
 const CONFIG_MAP = m({
@@ -231,7 +254,7 @@ const CONFIG_MAP = m({
 const POD = m({
   1: msg('metadata', OBJECT_META),
   2: msg('spec', POD_SPEC),
-  3: msg('status', m({})),
+  3: msg('status', STATUS),
 });
 
 const SCHEMAS: Record<string, Message> = {
@@ -396,8 +419,8 @@ function decodeMessage(raw: Uint8Array, schema: Message, kind: string, path: str
     const fieldNo = tag >>> 3;
     const wire = tag & 7;
     const f = schema.fields[fieldNo];
-    if (!f) {
-      if (!r.skipIsZero(wire))
+    if (!f || f.type === 'ignored') {
+      if (!r.skipIsZero(wire) && f === undefined && schema.skipUnknown !== true)
         throw ApiError.unsupportedMediaType(
           `application/vnd.kubernetes.protobuf: ${kind} field ${path}${path === '' ? '' : '.'}#${String(fieldNo)} is not decoded here; send it as application/json`,
         );
