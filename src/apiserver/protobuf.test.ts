@@ -62,3 +62,62 @@ describe('protobuf request bodies', () => {
     );
   });
 });
+
+/** Protobuf by hand: a length-delimited field (field numbers < 2048, bodies < 128 bytes). */
+const ld = (field: number, body: Uint8Array | string): Uint8Array => {
+  const b = typeof body === 'string' ? new TextEncoder().encode(body) : body;
+  const tag = (field << 3) | 2;
+  const tagBytes = tag < 0x80 ? [tag] : [(tag & 0x7f) | 0x80, tag >> 7];
+  return new Uint8Array([...tagBytes, b.length, ...b]);
+};
+const cat = (...parts: Uint8Array[]): Uint8Array => new Uint8Array(parts.flatMap((p) => [...p]));
+/** A `k8s\0` envelope around a v1 Namespace whose ObjectMeta is `meta`. */
+const namespaceBody = (meta: Uint8Array, extra: Uint8Array = new Uint8Array()): Uint8Array =>
+  cat(
+    new Uint8Array([0x6b, 0x38, 0x73, 0x00]),
+    ld(1, cat(ld(1, 'v1'), ld(2, 'Namespace'))),
+    ld(2, cat(ld(1, meta), extra)),
+  );
+
+describe('fields the schema does not list', () => {
+  it('are skipped when they hold zero values, as Go writes every non-pointer field', () => {
+    // An empty string (metadata #15), a zero varint (#9) and an all-zero message (#10).
+    const body = namespaceBody(
+      cat(ld(1, 'team-b'), ld(15, '')),
+      cat(new Uint8Array([9 << 3, 0x00]), ld(10, cat(ld(1, ''), new Uint8Array([0x10, 0x00])))),
+    );
+    assert.deepEqual(decodeProtobufObject(body, NAMESPACES), {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'team-b' },
+    });
+  });
+
+  it('are refused with 415 naming the field when they hold content, never dropped', () => {
+    const body = namespaceBody(cat(ld(1, 'team-b'), ld(15, 'content')));
+    assert.throws(
+      () => decodeProtobufObject(body, NAMESPACES),
+      (e: unknown) =>
+        e instanceof ApiError &&
+        e.status === 415 &&
+        /Namespace field metadata\.#15 is not decoded here; send it as application\/json/.test(
+          e.message,
+        ),
+    );
+    const nested = namespaceBody(ld(1, 'x'), ld(10, cat(ld(1, 'content'))));
+    assert.throws(() => decodeProtobufObject(nested, NAMESPACES), /Namespace field #10 /);
+  });
+
+  it('are skipped in status and in the server-owned selfLink and managedFields', () => {
+    const body = namespaceBody(
+      cat(ld(1, 'team-c'), ld(4, '/api/v1/namespaces/team-c'), ld(17, ld(1, 'kubectl'))),
+      ld(3, ld(1, 'Active')),
+    );
+    assert.deepEqual(decodeProtobufObject(body, NAMESPACES), {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'team-c' },
+      status: {},
+    });
+  });
+});

@@ -3,9 +3,14 @@
 // typed-client writes. It reads the `k8s\0` envelope (runtime.Unknown: typeMeta + raw) and the
 // object with a hand-written schema subset of the public field numbers (ObjectMeta, Deployment,
 // PodTemplateSpec, PodSpec, Container, Service, Namespace, ConfigMap, Pod, ...), returning the
-// same JSON shape the JSON encoder would have sent. Unknown fields are skipped. Go's encoder
-// writes zero values of non-pointer fields, so zero scalars are dropped except for the pointer
-// fields where zero means something (replicas: 0). Pure.
+// same JSON shape the JSON encoder would have sent. Go's encoder writes every non-pointer
+// field, zero or not, so zero scalars are dropped except for the pointer fields where zero
+// means something (replicas: 0). A field the schema does not list is accepted only when it
+// holds a zero value (as kubectl's bodies do for fields it leaves empty); one with content is
+// refused with 415 naming it, so a client's field is never dropped in silence. Exceptions:
+// status and the server-owned selfLink and managedFields, which the store discards anyway. The subset is
+// proven complete for every `kubectl create` generator of the kinds served here by
+// test/integration/apiserver-kubectl-protobuf.test.ts. Pure.
 
 import type { ResourceType } from './resources.js';
 import { ApiError } from './status.js';
@@ -15,7 +20,15 @@ type Scalar = 'string' | 'int32' | 'int64' | 'bool' | 'bytes';
 interface Field {
   readonly name: string;
   readonly type:
-    Scalar | Message | 'time' | 'intorstring' | 'quantity' | 'map' | 'mapQuantity' | 'mapBytes';
+    | Scalar
+    | Message
+    | 'time'
+    | 'intorstring'
+    | 'quantity'
+    | 'map'
+    | 'mapQuantity'
+    | 'mapBytes'
+    | 'ignored';
   readonly repeated?: boolean;
   /** A Go pointer field: its zero value is meaningful and kept. */
   readonly keepZero?: boolean;
@@ -23,6 +36,8 @@ interface Field {
 
 interface Message {
   readonly fields: Readonly<Record<number, Field>>;
+  /** Skip fields not listed even when they hold content (see STATUS). */
+  readonly skipUnknown?: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -42,6 +57,16 @@ const i32 = (name: string, keepZero = false): Field => ({ name, type: 'int32', k
 const i64 = (name: string, keepZero = false): Field => ({ name, type: 'int64', keepZero });
 const b = (name: string, keepZero = false): Field => ({ name, type: 'bool', keepZero });
 const msg = (name: string, type: Message, repeated = false): Field => ({ name, type, repeated });
+
+/**
+ * The status of a create or update body: kube-apiserver keeps the stored status on these
+ * writes (and a client that read an object and writes it back sends its status along), so
+ * its content is skipped rather than refused.
+ */
+const STATUS: Message = { fields: {}, skipUnknown: true };
+
+/** Fields the server owns and the store discards from every write. */
+const ignored = (name: string): Field => ({ name, type: 'ignored' });
 
 const OWNER_REFERENCE = m({
   5: s('apiVersion'),
@@ -66,6 +91,8 @@ const OBJECT_META = m({
   12: { name: 'annotations', type: 'map' },
   13: msg('ownerReferences', OWNER_REFERENCE, true),
   14: s('finalizers', true),
+  4: ignored('selfLink'),
+  17: ignored('managedFields'),
 });
 
 const LABEL_SELECTOR = m({
@@ -152,7 +179,7 @@ const DEPLOYMENT = m({
       9: i32('progressDeadlineSeconds', true),
     }),
   ),
-  3: msg('status', m({})),
+  3: msg('status', STATUS),
 });
 
 const REPLICA_SET = m({
@@ -166,7 +193,7 @@ const REPLICA_SET = m({
       3: msg('template', POD_TEMPLATE_SPEC),
     }),
   ),
-  3: msg('status', m({})),
+  3: msg('status', STATUS),
 });
 
 const SERVICE_PORT = m({
@@ -208,13 +235,13 @@ const SERVICE = m({
       23: s('trafficDistribution'),
     }),
   ),
-  3: msg('status', m({})),
+  3: msg('status', STATUS),
 });
 
 const NAMESPACE = m({
   1: msg('metadata', OBJECT_META),
   2: msg('spec', m({ 1: s('finalizers', true) })),
-  3: msg('status', m({})),
+  3: msg('status', STATUS),
 });
 
 const CONFIG_MAP = m({
@@ -227,7 +254,7 @@ const CONFIG_MAP = m({
 const POD = m({
   1: msg('metadata', OBJECT_META),
   2: msg('spec', POD_SPEC),
-  3: msg('status', m({})),
+  3: msg('status', STATUS),
 });
 
 const SCHEMAS: Record<string, Message> = {
@@ -262,19 +289,58 @@ class Reader {
       if (shift > 70n) throw bad('varint too long');
     }
   }
+  /** A varint known to fit in 32 bits (tags, lengths), without BigInt. */
+  uint32(): number {
+    let result = 0;
+    let mul = 1;
+    for (let i = 0; i < 5; i++) {
+      if (this.pos >= this.buf.length) throw bad('truncated varint');
+      const byte = this.buf[this.pos++] ?? 0;
+      result += (byte & 0x7f) * mul;
+      if ((byte & 0x80) === 0) return result;
+      mul *= 128;
+    }
+    throw bad('tag or length over 32 bits');
+  }
   bytes(): Uint8Array {
-    const n = Number(this.varint());
+    const n = this.uint32();
     if (this.pos + n > this.buf.length) throw bad('truncated field');
     const out = this.buf.subarray(this.pos, this.pos + n);
     this.pos += n;
     return out;
   }
   skip(wire: number): void {
-    if (wire === 0) this.varint();
-    else if (wire === 1) this.pos += 8;
-    else if (wire === 2) this.bytes();
-    else if (wire === 5) this.pos += 4;
-    else throw bad(`unsupported wire type ${wire}`);
+    this.skipIsZero(wire);
+  }
+  /** Skips one field's value; true when it is a zero value (see isZeroMessage). */
+  skipIsZero(wire: number): boolean {
+    if (wire === 0) return this.varint() === 0n;
+    if (wire === 2) return isZeroMessage(this.bytes());
+    const n = wire === 1 ? 8 : wire === 5 ? 4 : -1;
+    if (n < 0) throw bad(`unsupported wire type ${wire}`);
+    if (this.pos + n > this.buf.length) throw bad('truncated field');
+    const zero = this.buf.subarray(this.pos, this.pos + n).every((x) => x === 0);
+    this.pos += n;
+    return zero;
+  }
+}
+
+/**
+ * Bytes that are empty, or read as a message whose fields all hold zero values (an empty
+ * string, 0, an empty or all-zero nested message): what Go writes for a zero struct field.
+ * Anything else (text, numbers, a malformed message) is content.
+ */
+function isZeroMessage(raw: Uint8Array): boolean {
+  if (raw.length === 0) return true;
+  try {
+    const r = new Reader(raw);
+    while (!r.done) {
+      const wire = r.uint32() & 7;
+      if (!r.skipIsZero(wire)) return false;
+    }
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -289,7 +355,7 @@ function decodeMap(raw: Uint8Array, valueType: 'string' | 'quantity' | 'bytes'):
   let key = '';
   let value: unknown = valueType === 'bytes' ? '' : '';
   while (!r.done) {
-    const tag = Number(r.varint());
+    const tag = r.uint32();
     const fieldNo = tag >>> 3;
     if (fieldNo === 1 && (tag & 7) === 2) key = utf8.decode(r.bytes());
     else if (fieldNo === 2 && (tag & 7) === 2) {
@@ -306,7 +372,7 @@ function decodeQuantity(raw: Uint8Array): string {
   const r = new Reader(raw);
   let out = '';
   while (!r.done) {
-    const tag = Number(r.varint());
+    const tag = r.uint32();
     if (tag >>> 3 === 1 && (tag & 7) === 2) out = utf8.decode(r.bytes());
     else r.skip(tag & 7);
   }
@@ -317,7 +383,7 @@ function decodeTime(raw: Uint8Array): string | undefined {
   const r = new Reader(raw);
   let seconds = 0n;
   while (!r.done) {
-    const tag = Number(r.varint());
+    const tag = r.uint32();
     if (tag >>> 3 === 1 && (tag & 7) === 0) seconds = BigInt.asIntN(64, r.varint());
     else r.skip(tag & 7);
   }
@@ -331,7 +397,7 @@ function decodeIntOrString(raw: Uint8Array): number | string {
   let intVal = 0;
   let strVal = '';
   while (!r.done) {
-    const tag = Number(r.varint());
+    const tag = r.uint32();
     const f = tag >>> 3;
     if (f === 1 && (tag & 7) === 0) type = Number(BigInt.asIntN(64, r.varint()));
     else if (f === 2 && (tag & 7) === 0) intVal = Number(BigInt.asIntN(32, r.varint()));
@@ -345,16 +411,19 @@ function isZero(v: unknown): boolean {
   return v === '' || v === 0 || v === false;
 }
 
-function decodeMessage(raw: Uint8Array, schema: Message): Json {
+function decodeMessage(raw: Uint8Array, schema: Message, kind: string, path: string): Json {
   const r = new Reader(raw);
   const out: Json = {};
   while (!r.done) {
-    const tag = Number(r.varint());
+    const tag = r.uint32();
     const fieldNo = tag >>> 3;
     const wire = tag & 7;
     const f = schema.fields[fieldNo];
-    if (!f) {
-      r.skip(wire);
+    if (!f || f.type === 'ignored') {
+      if (!r.skipIsZero(wire) && f === undefined && schema.skipUnknown !== true)
+        throw ApiError.unsupportedMediaType(
+          `application/vnd.kubernetes.protobuf: ${kind} field ${path}${path === '' ? '' : '.'}#${String(fieldNo)} is not decoded here; send it as application/json`,
+        );
       continue;
     }
     let value: unknown;
@@ -400,7 +469,7 @@ function decodeMessage(raw: Uint8Array, schema: Message): Json {
         continue;
       }
       default:
-        value = decodeMessage(r.bytes(), f.type);
+        value = decodeMessage(r.bytes(), f.type, kind, path === '' ? f.name : `${path}.${f.name}`);
     }
     if (!keep) continue;
     if (f.repeated === true) {
@@ -426,12 +495,12 @@ export function decodeProtobufObject(raw: Uint8Array, rt: ResourceType): Json {
   let kind = '';
   let body: Uint8Array | undefined;
   while (!r.done) {
-    const tag = Number(r.varint());
+    const tag = r.uint32();
     const f = tag >>> 3;
     if (f === 1 && (tag & 7) === 2) {
       const tm = new Reader(r.bytes());
       while (!tm.done) {
-        const t = Number(tm.varint());
+        const t = tm.uint32();
         if (t >>> 3 === 1 && (t & 7) === 2) apiVersion = utf8.decode(tm.bytes());
         else if (t >>> 3 === 2 && (t & 7) === 2) kind = utf8.decode(tm.bytes());
         else tm.skip(t & 7);
@@ -445,6 +514,6 @@ export function decodeProtobufObject(raw: Uint8Array, rt: ResourceType): Json {
     throw ApiError.unsupportedMediaType(
       `application/vnd.kubernetes.protobuf (kind ${effectiveKind})`,
     );
-  const obj = decodeMessage(body ?? new Uint8Array(), schema);
+  const obj = decodeMessage(body ?? new Uint8Array(), schema, effectiveKind, '');
   return { apiVersion: apiVersion === '' ? undefined : apiVersion, kind: effectiveKind, ...obj };
 }

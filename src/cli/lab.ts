@@ -4,12 +4,6 @@
 // inside each action, after the flags and manifests are checked, so bad input is refused
 // without loading the lab, client-node and the API server.
 
-/** The lab's modules, loaded on demand. */
-async function labModule(): Promise<typeof import('../lab/lab.js')> {
-  return import('../lab/lab.js');
-}
-
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import pino from 'pino';
@@ -19,6 +13,11 @@ import type { KubeObject } from '../kube/types.js';
 import { waitForTermination } from '../os/process.js';
 import { planLab } from '../lab/topology.js';
 import { action, readSources } from './run.js';
+
+/** The lab's modules, loaded on demand. */
+async function labModule(): Promise<typeof import('../lab/lab.js')> {
+  return import('../lab/lab.js');
+}
 
 const CNI_CHOICES = ['svcnet', 'reference'] as const;
 type CniChoice = (typeof CNI_CHOICES)[number];
@@ -202,9 +201,8 @@ export function registerLabCommand(program: Command): void {
     .action(
       action('lab kubeconfig', async (o: { name: string }) => {
         const running = (await labModule()).findLab(o.name);
-        if (!running?.state.kubeconfig)
-          throw new SvcnetError('NOT_FOUND', `lab ${o.name} is not running`);
-        return Promise.resolve(readFileSync(running.state.kubeconfig, 'utf8').trimEnd());
+        if (!running) throw new SvcnetError('NOT_FOUND', `lab ${o.name} is not running`);
+        return (await labModule()).labKubeconfigText(running).trimEnd();
       }),
     );
   lab
@@ -263,6 +261,7 @@ export function registerLabCommand(program: Command): void {
     .command('supervise', { hidden: true })
     .description('internal: the lab supervisor (PID 1 of the lab sandbox)')
     .requiredOption('--name <name>')
+    .requiredOption('--run-id <id>', 'the run id `lab up` wrote to run.json in --state-dir')
     .requiredOption('--nodes <n>', 'nodes', positiveInt)
     .addOption(new Option('--cni <plugin>').choices(CNI_CHOICES).default('svcnet'))
     .requiredOption('--cni-bin-dir <dir>')
@@ -273,6 +272,7 @@ export function registerLabCommand(program: Command): void {
         'lab supervise',
         async (o: {
           name: string;
+          runId: string;
           nodes: number;
           cni: CniChoice;
           cniBinDir: string;
@@ -282,6 +282,7 @@ export function registerLabCommand(program: Command): void {
           const { superviseLab } = await import('../lab/supervisor.js');
           const { RealExecer } = await import('../os/exec.js');
           await superviseLab({
+            runId: o.runId,
             lifeline: o.lifeline === true,
             plan: planLab({ name: o.name, nodes: o.nodes }),
             stateDir: o.stateDir,

@@ -7,9 +7,8 @@
 // pod deletion and watch events. Reading with list+watch is informer.ts/client.ts's job.
 
 import * as k8s from '@kubernetes/client-node';
-// Not re-exported by the package index in 1.4 (see client.ts).
-import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { SvcnetError } from '../errors.js';
+import { toWire } from './wire.js';
 import type {
   Deployment,
   EndpointSlice,
@@ -207,7 +206,7 @@ export class ClientNodeKubeClient implements KubeClient {
   }
 
   private toWire<K extends ApiKind>(kind: K, obj: unknown): ApiKindMap[K] {
-    const wire = ObjectSerializer.serialize(obj, KIND_INFO[kind].model) as ApiKindMap[K];
+    const wire = toWire(obj, KIND_INFO[kind].model) as ApiKindMap[K];
     wire.kind ??= kind as never;
     wire.apiVersion ??= KIND_INFO[kind].apiVersion;
     return wire;

@@ -5,9 +5,6 @@
 // on update, and a synced signal.
 
 import * as k8s from '@kubernetes/client-node';
-// Not re-exported by the package index in 1.4; the package has no exports map, so the deep
-// import is stable for the pinned ~1.4 line.
-import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { existsSync } from 'node:fs';
 import { SvcnetError } from '../errors.js';
 import { hintFor, InformerError, summarizeApiError } from './api-errors.js';
@@ -15,6 +12,7 @@ import type { ApiClientOrigin, ApiFailureReason } from './api-errors.js';
 import type { Informer, InformerHandlers } from './informer.js';
 import type { EndpointSlice, KubeObject, Node, Pod, Service } from './types.js';
 import { objectKey } from './types.js';
+import { toWire } from './wire.js';
 
 /** Loads a kubeconfig file (or the default locations when path is undefined). */
 export function loadKubeConfig(path?: string): k8s.KubeConfig {
@@ -274,7 +272,7 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
       this.failures = 0;
       this.backoffMs = opts.initialBackoffMs ?? 500;
       // Back to wire JSON: client-node's models carry Date objects for timestamps.
-      const items = list.items.map((i) => ObjectSerializer.serialize(i, spec.model) as WireObject);
+      const items = list.items.map((i) => toWire(i, spec.model) as WireObject);
       const metadata = new k8s.V1ListMeta();
       metadata.resourceVersion = list.metadata?.resourceVersion ?? '';
       return { items, metadata };

@@ -1,22 +1,52 @@
-// The client side of `svcnet lab up|down|status|exec`: starts the supervisor in its sandbox,
-// waits for it to report ready, and finds it again from its state directory
-// (/run/svcnet/lab/<name>/: unshare.pid, state.json, lab.log). A state directory whose
-// supervisor is dead is a leftover of a crashed run and is swept by the next `lab up`.
+// The client side of `svcnet lab up|down|status|exec|kubeconfig`: starts the supervisor in its
+// sandbox, waits for it to report ready, and finds it again from its state directory
+// (/run/svcnet/lab/<name>/: run.json, state.json, lab.log, kubeconfig). Each run of a lab has
+// its own folder, created whole with its run.json (run.ts) by `lab up`: nothing in a folder is
+// read before run.json shows its run alive (pid and start time, so neither a zombie nor a
+// reused pid passes), state.json counts only with that run's id, and the API server is
+// trusted only when it proves to hold the certificate the run recorded. A folder whose run is
+// dead is a leftover of a crashed run and is swept by the next `lab up` before it starts.
 
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect as tlsConnect } from 'node:tls';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
 import { ClientNodeKubeClient } from '../kube/api-client.js';
 import { loadKubeConfig } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
 import { RealExecer, type ExecResult, type Execer } from '../os/exec.js';
-import { runAttached, spawnDetached } from '../os/process.js';
+import { runAttached, signalPid, spawnDetached } from '../os/process.js';
 import { applyObjects, type Applied } from './apply.js';
 import { ensureLabBinaries } from './binaries.js';
 import type { ComponentOptions } from './components.js';
 import { podNetnsName } from './pod-runtime.js';
-import { isAlive, sandboxCommand, sandboxInitPid } from './sandbox.js';
-import { CONTROL_SOCKET, STATE_FILE, type LabState } from './supervisor.js';
+import {
+  identify,
+  isRunning,
+  newRunId,
+  processStartTime,
+  readRunRecord,
+  runAlive,
+  writeRunRecord,
+  type RunRecord,
+} from './run.js';
+import { sandboxCommand, sandboxInitPid } from './sandbox.js';
+import {
+  CONTROL_SOCKET,
+  HOST_KUBECONFIG,
+  kubeconfigCA,
+  STATE_FILE,
+  type LabState,
+} from './supervisor.js';
 import {
   clusterProblems,
   expectedEndpointRules,
@@ -31,64 +61,166 @@ export function stateDirOf(name: string): string {
 }
 
 export interface RunningLab {
+  /** The run (run.json) this lab's state belongs to. */
+  readonly runId: string;
   readonly unsharePid: number;
   readonly initPid: number;
   readonly state: LabState;
   readonly stateDir: string;
+  /** The run record the lab was found by: its supervisor's identity guards every signal. */
+  readonly run: RunRecord & { readonly supervisor: NonNullable<RunRecord['supervisor']> };
 }
 
-function readPid(stateDir: string): number | undefined {
+/** state.json if it was written by run `runId`; a missing, torn or other run's file is no state. */
+function readRunState(stateDir: string, runId: string): LabState | undefined {
   try {
-    const pid = Number(readFileSync(join(stateDir, 'unshare.pid'), 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    const state = JSON.parse(readFileSync(join(stateDir, STATE_FILE), 'utf8')) as Partial<LabState>;
+    return state.runId === runId ? (state as LabState) : undefined;
   } catch {
     return undefined;
   }
-}
-
-function readState(stateDir: string): LabState | undefined {
-  try {
-    return JSON.parse(readFileSync(join(stateDir, STATE_FILE), 'utf8')) as LabState;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The running lab of that name, or undefined (a dead one's files stay until the next `lab up`). */
-export function findLab(name: string): RunningLab | undefined {
-  const stateDir = stateDirOf(name);
-  if (!existsSync(stateDir)) return undefined;
-  const unsharePid = readPid(stateDir);
-  const initPid = unsharePid === undefined ? undefined : sandboxInitPid(unsharePid);
-  const state = readState(stateDir);
-  if (
-    unsharePid === undefined ||
-    initPid === undefined ||
-    !isAlive(unsharePid) ||
-    state === undefined
-  )
-    return undefined;
-  return { unsharePid, initPid, state, stateDir };
 }
 
 /**
- * Removes what dead labs left: their state folders (logs, IPAM files, kubeconfig). Their
- * namespaces, mounts and processes died with their sandboxes. Returns the names swept.
+ * The running lab of that name, or undefined: only a folder whose run.json names a live
+ * supervisor is read further, and only state written by that run counts (a dead run's files
+ * stay until the next `lab up` sweeps them; a starting lab has no ready state yet).
+ */
+export function findLab(name: string): RunningLab | undefined {
+  const stateDir = stateDirOf(name);
+  const run = readRunRecord(stateDir);
+  const supervisor = run?.supervisor;
+  if (!run || !supervisor || !isRunning(supervisor)) return undefined;
+  const initPid = sandboxInitPid(supervisor.pid);
+  const state = initPid === undefined ? undefined : readRunState(stateDir, run.runId);
+  // Checked again after reading: a supervisor that died meanwhile leaves no running lab.
+  if (initPid === undefined || state === undefined || !isRunning(supervisor)) return undefined;
+  return {
+    runId: run.runId,
+    unsharePid: supervisor.pid,
+    initPid,
+    state,
+    stateDir,
+    run: { ...run, supervisor },
+  };
+}
+
+/** Folders `lab up` is still filling before it renames them into place (see labUp). */
+const NEW_PREFIX = '.new-';
+/** A half-made folder older than this, without a run record, was left by a crashed `lab up`. */
+const HALF_MADE_MS = 60_000;
+
+/** Whether the folder holds a run that may still be alive (see run.ts). */
+function folderAlive(dir: string, entry: string): boolean {
+  const run = readRunRecord(dir);
+  if (run) return runAlive(run);
+  if (entry.startsWith(NEW_PREFIX)) {
+    try {
+      return Date.now() - statSync(dir).mtimeMs < HALF_MADE_MS;
+    } catch {
+      return false;
+    }
+  }
+  // A folder of a lab started before run records existed: its supervisor's pid file.
+  try {
+    const pid = Number(readFileSync(join(dir, 'unshare.pid'), 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 && processStartTime(pid) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Removes what dead runs left: their whole folders (state, logs, IPAM files, kubeconfig).
+ * Their namespaces, mounts and processes died with their sandboxes. Returns the names swept.
  */
 export function sweepDeadLabs(): string[] {
   if (!existsSync(LAB_ROOT)) return [];
   const swept: string[] = [];
-  for (const name of readdirSync(LAB_ROOT)) {
-    if (findLab(name)) continue;
-    const dir = stateDirOf(name);
-    const pid = readPid(dir);
-    // A lab still starting has its pid file and a live supervisor: findLab() may not see
-    // its state yet, so only the supervisor's death marks it dead.
-    if (pid !== undefined && isAlive(pid)) continue;
+  for (const entry of readdirSync(LAB_ROOT)) {
+    const dir = join(LAB_ROOT, entry);
+    if (folderAlive(dir, entry)) continue;
     rmSync(dir, { recursive: true, force: true });
-    swept.push(name);
+    if (!entry.startsWith(NEW_PREFIX)) swept.push(entry);
   }
   return swept;
+}
+
+/**
+ * The host kubeconfig of the lab, checked against the run's state: the file the supervisor
+ * named in this run's folder, pointing at the run's API endpoint, trusting exactly the
+ * certificate the run recorded (so every TLS connection made with it verifies the server).
+ */
+export function labKubeconfigText(lab: RunningLab): string {
+  const { state } = lab;
+  const path = join(lab.stateDir, HOST_KUBECONFIG);
+  if (state.kubeconfig !== path || state.apiServer === undefined || !state.apiServerCA)
+    throw new SvcnetError(
+      'NOT_FOUND',
+      `lab ${state.plan.name} has no API server yet (${state.status})`,
+    );
+  const text = readFileSync(path, 'utf8');
+  const server = /^\s*server:\s*(\S+)\s*$/m.exec(text)?.[1];
+  if (server !== state.apiServer)
+    throw new SvcnetError(
+      'CONFLICT',
+      `${path}: clusters[0].cluster.server: ${server ?? '(none)'} is not this run's API server ${state.apiServer}`,
+    );
+  if (
+    /insecure-skip-tls-verify:\s*true/.test(text) ||
+    kubeconfigCA(text, path) !== state.apiServerCA
+  )
+    throw new SvcnetError(
+      'CONFLICT',
+      `${path}: clusters[0].cluster.certificate-authority-data: not the certificate of run ${lab.runId}`,
+    );
+  return text;
+}
+
+/**
+ * Proves the API endpoint is this run's API server: a TLS handshake that verifies the server
+ * against the run's certificate and compares its fingerprint. Something else listening on the
+ * port (a dead run's port taken over) fails here, before any request is sent to it.
+ */
+export function verifyApiServer(lab: RunningLab, timeoutMs = 5000): Promise<void> {
+  const text = labKubeconfigText(lab);
+  const caData = /^\s*certificate-authority-data:\s*(\S+)\s*$/m.exec(text)?.[1] ?? '';
+  const ca = Buffer.from(caData, 'base64').toString('utf8');
+  const url = new URL(lab.state.apiServer ?? '');
+  const want = lab.state.apiServerCA;
+  return new Promise((resolve, reject) => {
+    const fail = (why: string): void => {
+      sock.destroy();
+      reject(
+        new SvcnetError(
+          'CONFLICT',
+          `API server ${url.origin} is not lab run ${lab.runId}'s: ${why}`,
+        ),
+      );
+    };
+    const sock = tlsConnect({ host: url.hostname, port: Number(url.port), ca, timeout: timeoutMs });
+    sock.once('secureConnect', () => {
+      const got = sock.getPeerCertificate().fingerprint256;
+      if (got !== want) {
+        fail(`certificate ${got} (want ${want ?? ''})`);
+        return;
+      }
+      sock.end();
+      resolve();
+    });
+    sock.once('timeout', () => {
+      fail(`no TLS handshake within ${String(timeoutMs)} ms`);
+    });
+    sock.once('error', (e: Error) => {
+      fail(e.message);
+    });
+  });
+}
+
+/** A client config for the lab, from its kubeconfig once labKubeconfigText() has checked it. */
+export function labKubeConfig(lab: RunningLab): ReturnType<typeof loadKubeConfig> {
+  labKubeconfigText(lab);
+  return loadKubeConfig(join(lab.stateDir, HOST_KUBECONFIG));
 }
 
 function sleep(ms: number): Promise<void> {
@@ -123,17 +255,37 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
       'INVALID_INPUT',
       'lab up: must run as root (it creates network namespaces)',
     );
+  // Dead runs' folders go first: nothing of theirs can be read as this run's afterwards.
   const swept = sweepDeadLabs();
   if (swept.length > 0) progress(`swept leftovers of dead lab(s): ${swept.join(', ')}`);
-  const existing = findLab(opts.name);
-  if (existing)
-    throw new SvcnetError(
-      'CONFLICT',
-      `lab ${opts.name} is already running (pid ${existing.unsharePid}); run \`svcnet lab down\` first`,
-    );
-  const bins = await ensureLabBinaries();
   const stateDir = stateDirOf(opts.name);
-  mkdirSync(stateDir, { recursive: true });
+  const busy = (): SvcnetError => {
+    const existing = findLab(opts.name);
+    return new SvcnetError(
+      'CONFLICT',
+      existing
+        ? `lab ${opts.name} is already running (pid ${String(existing.unsharePid)}); run \`svcnet lab down\` first`
+        : `lab ${opts.name} is being started or stopped by another svcnet (${stateDir})`,
+    );
+  };
+  if (existsSync(stateDir)) throw busy();
+  const bins = await ensureLabBinaries();
+  const runId = newRunId();
+  const starter = identify(process.pid);
+  if (!starter) throw new SvcnetError('INTERNAL', 'lab up: cannot read /proc/self/stat');
+  // The folder appears whole, run record inside: a rename onto an existing folder fails, so
+  // two `lab up` of one name cannot both start, and no reader ever sees a folder without it.
+  mkdirSync(LAB_ROOT, { recursive: true });
+  const fresh = mkdtempSync(join(LAB_ROOT, NEW_PREFIX));
+  writeRunRecord(fresh, { runId, starter });
+  try {
+    renameSync(fresh, stateDir);
+  } catch (e) {
+    rmSync(fresh, { recursive: true, force: true });
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ENOTEMPTY') throw busy();
+    throw e;
+  }
   const logFile = join(stateDir, 'lab.log');
   const { cmd, args } = sandboxCommand([
     ...bins.self,
@@ -141,6 +293,8 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
     'supervise',
     '--name',
     opts.name,
+    '--run-id',
+    runId,
     '--nodes',
     String(opts.nodes),
     '--cni',
@@ -152,32 +306,43 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
     ...(opts.lifeline === true ? ['--lifeline'] : []),
   ]);
   const pid = spawnDetached(cmd, args, logFile, undefined, opts.lifeline === true);
-  writeFileSync(join(stateDir, 'unshare.pid'), `${String(pid)}\n`);
+  // Our own child: it cannot be reaped (and its pid reused) before this process waits for it.
+  const supervisor = identify(pid);
   const deadline = t0 + (opts.timeoutMs ?? 120_000);
   const fail = (why: string): SvcnetError => {
     const log = existsSync(logFile)
       ? readFileSync(logFile, 'utf8').split('\n').slice(-20).join('\n')
       : '';
-    if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+    if (supervisor && isRunning(supervisor)) process.kill(pid, 'SIGKILL');
     return new SvcnetError(
       'INTERNAL',
       `lab ${opts.name} failed to start: ${why}\n${log}\n(component logs: ${join(stateDir, 'logs')})`,
     );
   };
+  if (!supervisor) throw fail('the supervisor exited at once');
+  const run = { runId, starter, supervisor };
+  writeRunRecord(stateDir, run);
   let lab: RunningLab | undefined;
   while (!lab) {
-    const state = readState(stateDir);
+    const state = readRunState(stateDir, runId);
     if (state?.status === 'ready') {
       const initPid = sandboxInitPid(pid);
-      if (initPid !== undefined) lab = { unsharePid: pid, initPid, state, stateDir };
+      if (initPid !== undefined) lab = { runId, unsharePid: pid, initPid, state, stateDir, run };
     }
-    if (state?.status === 'failed' || !isAlive(pid))
+    if (state?.status === 'failed' || !isRunning(supervisor))
       throw fail(state?.error ?? 'the supervisor exited');
     if (Date.now() > deadline) throw fail('timed out');
     if (!lab) await sleep(50);
   }
+  try {
+    await verifyApiServer(lab);
+  } catch (e) {
+    throw fail(e instanceof Error ? e.message : String(e));
+  }
   const components = Date.now() - t0;
-  progress(`components up in ${String(components)} ms; waiting for nodes, Pods and proxies`);
+  progress(
+    `components up in ${String(components)} ms (API server ${lab.state.apiServer ?? ''}); waiting for nodes, Pods and proxies`,
+  );
   const kc = loadKubeConfig(lab.state.kubeconfig);
   const applied = opts.objects?.length ? await applyObjects(kc, opts.objects) : [];
   try {
@@ -275,16 +440,25 @@ export function inLab(
   });
 }
 
-/** Stops the lab: SIGTERM to the supervisor, then SIGKILL after the grace period. */
+/**
+ * Stops the lab: SIGTERM to the supervisor, then SIGKILL after the grace period; removes its
+ * folder if it is still this run's. A dead run's leftovers are swept too. False when no lab
+ * of that name was running.
+ */
 export async function labDown(name: string, graceMs = 15_000): Promise<boolean> {
   const lab = findLab(name);
-  if (!lab) return false;
-  process.kill(lab.initPid, 'SIGTERM');
+  if (!lab) {
+    sweepDeadLabs();
+    return false;
+  }
+  const sup = lab.run.supervisor;
+  signalPid(lab.initPid, 'SIGTERM'); // it may have died since findLab()
   const deadline = Date.now() + graceMs;
-  while (isAlive(lab.unsharePid) && Date.now() < deadline) await sleep(50);
-  if (isAlive(lab.unsharePid)) process.kill(lab.unsharePid, 'SIGKILL');
-  while (isAlive(lab.unsharePid)) await sleep(20);
-  rmSync(lab.stateDir, { recursive: true, force: true });
+  while (isRunning(sup) && Date.now() < deadline) await sleep(50);
+  if (isRunning(sup)) signalPid(sup.pid, 'SIGKILL');
+  while (isRunning(sup)) await sleep(20);
+  if (readRunRecord(lab.stateDir)?.runId === lab.runId)
+    rmSync(lab.stateDir, { recursive: true, force: true });
   return true;
 }
 
@@ -306,11 +480,7 @@ export async function resolveTarget(lab: RunningLab, target: string): Promise<st
   const pod =
     lab.state.kubeconfig === undefined
       ? undefined
-      : await new ClientNodeKubeClient(loadKubeConfig(lab.state.kubeconfig)).get(
-          'Pod',
-          namespace,
-          name,
-        );
+      : await new ClientNodeKubeClient(labKubeConfig(lab)).get('Pod', namespace, name);
   if (pod?.status?.podIP) return podNetnsName(pod);
   const known = lab.state.plan.nodes.map((n) => n.name).join(', ');
   throw new SvcnetError(

@@ -59,12 +59,3 @@ export function sandboxInitPid(unsharePid: number): number | undefined {
     return undefined;
   }
 }
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { renderKubeconfig } from '../apiserver/daemon.js';
-import { hostKubeconfig } from './supervisor.js';
+import { createServingCert } from '../apiserver/x509.js';
+import { hostKubeconfig, kubeconfigCA } from './supervisor.js';
+import { certFingerprint } from './run.js';
 import { dnsAddon } from './addons.js';
 import { planLab } from './topology.js';
 
@@ -24,4 +26,21 @@ test('the DNS addon is kube-dns at the plan address, served by svcnet dns Pods',
   assert.deepEqual(svc.spec.selector, { 'k8s-app': 'kube-dns' });
   assert.deepEqual(deploy.spec.template.spec.containers[0]?.command, ['svcnet', 'dns']);
   assert.equal(deploy.spec.template.spec.dnsPolicy, 'Default');
+});
+
+test("the run's API server identity is the fingerprint of the kubeconfig's CA; none is an error", () => {
+  const { cert } = createServingCert(['127.0.0.1']);
+  const kc = hostKubeconfig(
+    renderKubeconfig('https://172.18.0.2:6443', 'tok', cert),
+    'https://127.0.0.1:1',
+    'dev',
+  );
+  assert.equal(kubeconfigCA(kc, '/s/kubeconfig'), certFingerprint(cert));
+  assert.throws(
+    () => kubeconfigCA(renderKubeconfig('http://127.0.0.1:1', 'tok'), '/s/kubeconfig'),
+    {
+      code: 'INVALID_INPUT',
+      message: /^\/s\/kubeconfig: clusters\[0\]\.cluster\.certificate-authority-data: missing/,
+    },
+  );
 });

@@ -2,7 +2,9 @@
 // from the topology plan, starts the components in the node namespaces (components.ts), gives
 // the host an API endpoint on 127.0.0.1 (a TCP listener forwarding to the API server's unix
 // socket; nothing else touches the host's network namespace), writes the host kubeconfig,
-// installs the cluster DNS addon, and records its state for `lab status` / `lab exec`. On
+// installs the cluster DNS addon, and records its state for `lab status` / `lab exec`, each
+// record stamped with the run id `lab up` gave it (run.ts) and the fingerprint of the API
+// server certificate this run created, so no client takes a dead run's state for its own. On
 // SIGTERM it stops the components and tears the network down. If it is killed instead, the
 // kernel does the teardown: every process of the sandbox dies with it, and every namespace
 // with its private mounts.
@@ -12,6 +14,8 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { Execer } from '../os/exec.js';
 import { loadKubeConfig } from '../kube/client.js';
+import { SvcnetError } from '../errors.js';
+import { certFingerprint, readRunRecord } from './run.js';
 import { applyNetworkScript, deleteNamespaces } from './network.js';
 import { mountPrivateDirs } from './sandbox.js';
 import { waitForTermination } from '../os/process.js';
@@ -23,6 +27,8 @@ import { applyObjects } from './apply.js';
 import { dnsAddon } from './addons.js';
 
 export interface LabState {
+  /** The run that wrote this state (run.json's runId); a reader trusts no other. */
+  readonly runId: string;
   readonly status: 'starting' | 'ready' | 'failed' | 'stopping';
   readonly plan: LabPlan;
   readonly cni: ComponentOptions['cni'];
@@ -32,6 +38,8 @@ export interface LabState {
   /** The host's API endpoint (https://127.0.0.1:PORT) and the kubeconfig that names it. */
   readonly apiServer?: string;
   readonly kubeconfig?: string;
+  /** SHA-256 fingerprint of the API server certificate (its own CA) this run created. */
+  readonly apiServerCA?: string;
 }
 
 export const STATE_FILE = 'state.json';
@@ -100,6 +108,8 @@ function ownerGone(): Promise<void> {
 }
 
 export interface SupervisorOptions {
+  /** The run id `lab up` wrote to run.json in stateDir before starting this supervisor. */
+  readonly runId: string;
   /** Tear down when stdin closes (the starter holds the other end: a lifeline). */
   readonly lifeline?: boolean;
   readonly plan: LabPlan;
@@ -125,11 +135,33 @@ async function waitForKubeconfig(path: string, timeoutMs: number): Promise<strin
   }
 }
 
+/**
+ * The fingerprint of the CA in a kubeconfig (certificate-authority-data); throws when the
+ * kubeconfig trusts no CA, as a lab API server without one could not prove who it is.
+ */
+export function kubeconfigCA(kubeconfig: string, file: string): string {
+  const m = /^\s*certificate-authority-data:\s*(\S+)\s*$/m.exec(kubeconfig);
+  if (!m?.[1])
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `${file}: clusters[0].cluster.certificate-authority-data: missing (the lab API server must serve HTTPS)`,
+    );
+  return certFingerprint(Buffer.from(m[1], 'base64').toString('utf8'));
+}
+
 /** Builds the lab and serves until SIGTERM/SIGINT; resolves after the teardown. */
 export async function superviseLab(opts: SupervisorOptions): Promise<void> {
-  const { plan, stateDir, execer, log } = opts;
+  const { plan, stateDir, execer, log, runId } = opts;
+  // The folder must be this run's before anything is written into it: a supervisor started
+  // for a run that was swept (its starter died) must not write over another run's state.
+  const run = readRunRecord(stateDir);
+  if (run?.runId !== runId)
+    throw new SvcnetError(
+      'CONFLICT',
+      `lab ${plan.name}: ${stateDir} belongs to run ${run?.runId ?? '(none)'}, not to this run ${runId}`,
+    );
   const startedAt = new Date().toISOString();
-  const base = { plan, startedAt, cni: opts.components.cni };
+  const base = { runId, plan, startedAt, cni: opts.components.cni };
   writeState(stateDir, { status: 'starting', ...base });
   const script = networkScript(plan);
   const paths = labPaths(stateDir);
@@ -137,7 +169,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
   mkdirSync(logDir, { recursive: true });
   let running: RunningComponent[] = [];
   let forwarder: Forwarder | undefined;
-  let ready: Pick<LabState, 'apiServer' | 'kubeconfig'>;
+  let ready: Pick<LabState, 'apiServer' | 'kubeconfig' | 'apiServerCA'>;
   try {
     await mountPrivateDirs(execer);
     await applyNetworkScript(execer, script);
@@ -148,13 +180,14 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
       logDir,
     );
     const clusterKc = await waitForKubeconfig(paths.clusterKubeconfig, 30_000);
+    const apiServerCA = kubeconfigCA(clusterKc, paths.clusterKubeconfig);
     forwarder = await startForwarder({ host: '127.0.0.1', port: 0 }, { path: paths.apiSocket });
     const port = 'port' in forwarder.listening ? forwarder.listening.port : 0;
     const apiServer = `https://127.0.0.1:${String(port)}`;
     const kubeconfig = join(stateDir, HOST_KUBECONFIG);
     writeFileSync(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name), { mode: 0o600 });
     await applyObjects(loadKubeConfig(kubeconfig), dnsAddon(plan));
-    ready = { apiServer, kubeconfig };
+    ready = { apiServer, kubeconfig, apiServerCA };
     log(`components started; API server ${apiServer}`);
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);

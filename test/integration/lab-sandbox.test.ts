@@ -32,10 +32,12 @@ function svcnet(...args: string[]): { code: number; stdout: string; stderr: stri
   return { code: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** The sandbox's `unshare` process of the lab's current run (run.json). */
 function pidOf(): number {
-  return Number(
-    execFileSync('cat', [join(labRoot, name, 'unshare.pid')], { encoding: 'utf8' }).trim(),
-  );
+  const run = JSON.parse(readFileSync(join(labRoot, name, 'run.json'), 'utf8')) as {
+    supervisor: { pid: number };
+  };
+  return run.supervisor.pid;
 }
 
 function initOf(unsharePid: number): number {
