@@ -4,13 +4,14 @@
 
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { serve, type ServerType } from '@hono/node-server';
 import { SvcnetError } from '../errors.js';
 import { bootstrap } from './bootstrap.js';
+import { DEFAULT_MAX_REQUEST_BYTES } from './limits.js';
+import { serverFactory } from './listener.js';
 import { DataDir } from './persist.js';
 import { createApiServer } from './server.js';
 import { ServiceRegistry } from './services.js';
@@ -34,6 +35,8 @@ export interface ApiServerConfig {
    */
   readonly insecureHttp?: boolean;
   readonly onRequest?: (info: { method: string; path: string; status: number; ms: number }) => void;
+  /** Largest request body (413 past it); 3 MiB by default, as kube-apiserver. */
+  readonly maxRequestBytes?: number;
 }
 
 export interface RunningApiServer {
@@ -178,11 +181,13 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
         );
 
   let server: ServerType | undefined;
+  const maxRequestBytes = cfg.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
   const sockets = new Set<Socket>();
   const bound = await new Promise<AddressInfo>((resolve, reject) => {
     const app = createApiServer({
       store,
       token,
+      maxRequestBytes,
       ...(cfg.onRequest ? { onRequest: cfg.onRequest } : {}),
     });
     server = serve(
@@ -190,9 +195,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
         fetch: app.fetch,
         hostname: host,
         port,
-        ...(tls
-          ? { createServer: createHttpsServer, serverOptions: { key: tls.key, cert: tls.cert } }
-          : {}),
+        createServer: serverFactory({ maxRequestBytes, ...(tls ? { tls } : {}) }),
       },
       (info) => {
         resolve(info);

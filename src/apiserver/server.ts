@@ -31,6 +31,12 @@ import {
   findResource,
   type ResourceType,
 } from './resources.js';
+import {
+  DEFAULT_MAX_REQUEST_BYTES,
+  checkJsonDepth,
+  checkValueDepth,
+  readLimitedBody,
+} from './limits.js';
 import { formatLabelSelectorObject } from './selectors.js';
 import { ApiError } from './status.js';
 import type { DeleteOptions, Store, WatchEvent, WatchHandle } from './store.js';
@@ -47,6 +53,8 @@ export interface ApiServerOptions {
   readonly heartbeatMs?: number;
   /** Interval of BOOKMARK events on watches that allow them. */
   readonly bookmarkMs?: number;
+  /** Largest request body accepted (413 past it); kube-apiserver's 3 MiB by default. */
+  readonly maxRequestBytes?: number;
   /** Called for every request after it is answered (logging). */
   readonly onRequest?: (info: { method: string; path: string; status: number; ms: number }) => void;
 }
@@ -191,6 +199,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
   const expected = opts.token !== undefined ? Buffer.from(opts.token) : undefined;
   const heartbeatMs = opts.heartbeatMs ?? 20_000;
   const bookmarkMs = opts.bookmarkMs ?? 60_000;
+  const maxRequestBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
   const app = new Hono();
 
   app.use('*', async (c, next) => {
@@ -276,20 +285,32 @@ export function createApiServer(opts: ApiServerOptions): Hono {
 
   async function readBody(c: Context, rt: ResourceType): Promise<unknown> {
     const ct = c.req.header('content-type') ?? JSON_TYPE;
-    const raw = new Uint8Array(await c.req.arrayBuffer());
+    const raw = await readLimitedBody(
+      c.req.raw.body,
+      c.req.header('content-length'),
+      maxRequestBytes,
+    );
     if (isProtobufContentType(ct)) return decodeProtobufObject(raw, rt);
-    const text = Buffer.from(raw).toString('utf8');
+    const text = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
     if (text.trim() === '') return undefined;
     const base = ct.split(';')[0]?.trim().toLowerCase() ?? '';
+    if (base !== 'application/yaml' && base !== 'application/apply-patch+yaml')
+      checkJsonDepth(text);
+    let value: unknown;
     try {
-      if (base === 'application/yaml' || base === 'application/apply-patch+yaml')
-        return parseYaml(text) as unknown;
-      return JSON.parse(text) as unknown;
+      // The yaml parser recurses: a deeply nested document fails here (stack overflow
+      // included) and is a 400 like any other undecodable body.
+      value =
+        base === 'application/yaml' || base === 'application/apply-patch+yaml'
+          ? (parseYaml(text) as unknown)
+          : (JSON.parse(text) as unknown);
     } catch (e) {
       throw ApiError.badRequest(
         `error decoding request body: ${e instanceof Error ? e.message : String(e)}`,
       );
     }
+    checkValueDepth(value);
+    return value;
   }
 
   function includeObject(q: (k: string) => string | undefined): IncludeObject {
@@ -568,7 +589,10 @@ export function createApiServer(opts: ApiServerOptions): Hono {
   }
 
   async function deleteOptions(c: Context, rt: ResourceType): Promise<DeleteOptions> {
-    const body = await readBody(c, rt).catch(() => undefined);
+    const body = await readBody(c, rt).catch((e: unknown) => {
+      if (e instanceof ApiError && e.status === 413) throw e;
+      return undefined;
+    });
     const b = isPlainObject(body) ? body : {};
     const q = (k: string): string | undefined => c.req.query(k);
     const grace =

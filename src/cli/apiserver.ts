@@ -20,6 +20,7 @@ interface ApiServerFlags {
   advertiseAddress?: string;
   logRequests?: boolean;
   insecureHttp?: boolean;
+  maxRequestBytes?: string;
 }
 
 /** Registers `svcnet apiserver`. */
@@ -44,6 +45,10 @@ export function registerApiserverCommand(program: Command): void {
       '--advertise-address <ip>',
       'address of the kubernetes Service endpoints (default: the listen address)',
     )
+    .option(
+      '--max-request-bytes <n>',
+      'largest request body accepted; larger ones get 413 (default 3145728, as kube-apiserver)',
+    )
     .option('--log-requests', 'log every request')
     .option(
       '--insecure-http',
@@ -63,6 +68,15 @@ export function registerApiserverCommand(program: Command): void {
             'INVALID_INPUT',
             `--service-node-port-range: want A-B, got ${JSON.stringify(flags.serviceNodePortRange)}`,
           );
+        let maxRequestBytes: number | undefined;
+        if (flags.maxRequestBytes !== undefined) {
+          maxRequestBytes = Number(flags.maxRequestBytes);
+          if (!/^\d+$/.test(flags.maxRequestBytes) || maxRequestBytes < 1024)
+            throw new SvcnetError(
+              'INVALID_INPUT',
+              `--max-request-bytes: want a number of bytes >= 1024, got ${JSON.stringify(flags.maxRequestBytes)}`,
+            );
+        }
         const log = pino({ base: null }, pino.destination(2));
         const server = await startApiServer({
           listen: flags.listen,
@@ -70,6 +84,7 @@ export function registerApiserverCommand(program: Command): void {
           nodePortRange: flags.serviceNodePortRange,
           ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
           ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
+          ...(maxRequestBytes !== undefined ? { maxRequestBytes } : {}),
           ...(flags.token !== undefined ? { token: flags.token } : {}),
           ...(flags.advertiseAddress !== undefined
             ? { advertiseAddress: flags.advertiseAddress }
