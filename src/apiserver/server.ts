@@ -184,7 +184,8 @@ function statusResponse(e: ApiError): Response {
   return json(e.toStatus(), e.status);
 }
 
-function tokenMatches(expected: Buffer, header: string | undefined): boolean {
+/** Whether an Authorization header carries the bearer token, compared in constant time. */
+export function tokenMatches(expected: Buffer, header: string | undefined): boolean {
   if (header === undefined) return false;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) return false;

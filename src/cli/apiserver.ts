@@ -21,6 +21,7 @@ interface ApiServerFlags {
   logRequests?: boolean;
   insecureHttp?: boolean;
   maxRequestBytes?: string;
+  maxConnections?: string;
 }
 
 /** Registers `svcnet apiserver`. */
@@ -48,6 +49,10 @@ export function registerApiserverCommand(program: Command): void {
     .option(
       '--max-request-bytes <n>',
       'largest request body accepted; larger ones get 413 (default 3145728, as kube-apiserver)',
+    )
+    .option(
+      '--max-connections <n>',
+      'connections held at most; past it idle unauthenticated ones are shed first (default: open-file limit - 1024)',
     )
     .option('--log-requests', 'log every request')
     .option(
@@ -77,6 +82,15 @@ export function registerApiserverCommand(program: Command): void {
               `--max-request-bytes: want a number of bytes >= 1024, got ${JSON.stringify(flags.maxRequestBytes)}`,
             );
         }
+        let maxConnections: number | undefined;
+        if (flags.maxConnections !== undefined) {
+          maxConnections = Number(flags.maxConnections);
+          if (!/^\d+$/.test(flags.maxConnections) || maxConnections < 1)
+            throw new SvcnetError(
+              'INVALID_INPUT',
+              `--max-connections: want a positive number, got ${JSON.stringify(flags.maxConnections)}`,
+            );
+        }
         const log = pino({ base: null }, pino.destination(2));
         const server = await startApiServer({
           listen: flags.listen,
@@ -85,6 +99,7 @@ export function registerApiserverCommand(program: Command): void {
           ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
           ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
           ...(maxRequestBytes !== undefined ? { maxRequestBytes } : {}),
+          ...(maxConnections !== undefined ? { maxConnections } : {}),
           ...(flags.token !== undefined ? { token: flags.token } : {}),
           ...(flags.advertiseAddress !== undefined
             ? { advertiseAddress: flags.advertiseAddress }
