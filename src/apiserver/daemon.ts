@@ -12,6 +12,7 @@ import { SvcnetError } from '../errors.js';
 import { bootstrap } from './bootstrap.js';
 import { RealExecer } from '../os/exec.js';
 import { raiseNoFileLimit, readNoFileLimit } from '../os/rlimit.js';
+import { writeSecretFile } from '../util/secret-file.js';
 import { ConnectionTracker, defaultMaxConnections, type ConnectionStats } from './connections.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from './limits.js';
 import { HANDSHAKE_TIMEOUT_MS, serverFactory } from './listener.js';
@@ -106,8 +107,9 @@ export function renderKubeconfig(url: string, token: string, caCert?: string): s
   ].join('\n');
 }
 
+/** Writes the kubeconfig (it holds the token) 0600 through a temp file + rename. */
 export function writeKubeconfig(path: string, server: RunningApiServer): void {
-  writeFileSync(path, server.kubeconfig(), { mode: 0o600 });
+  writeSecretFile(path, server.kubeconfig());
 }
 
 function readPair(dir: string): ServingCert | undefined {
@@ -127,7 +129,7 @@ function servingCert(hosts: string[], dataDir: string | undefined): ServingCert 
   if (existing && certCovers(existing, hosts)) return existing;
   const pair = createServingCert(hosts);
   if (dataDir !== undefined) {
-    writeFileSync(join(dataDir, 'tls.key'), pair.key, { mode: 0o600 });
+    writeSecretFile(join(dataDir, 'tls.key'), pair.key);
     writeFileSync(join(dataDir, 'tls.crt'), pair.cert, { mode: 0o644 });
   }
   return pair;
