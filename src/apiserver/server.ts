@@ -37,6 +37,7 @@ import {
   checkValueDepth,
   readLimitedBody,
 } from './limits.js';
+import { checkSchema, parseFieldValidation, schemaOf } from './schema.js';
 import { formatLabelSelectorObject } from './selectors.js';
 import { ApiError } from './status.js';
 import type { DeleteOptions, Store, WatchEvent, WatchHandle } from './store.js';
@@ -211,7 +212,11 @@ export function createApiServer(opts: ApiServerOptions): Hono {
       !tokenMatches(expected, c.req.header('authorization'))
     ) {
       c.res = json(new ApiError(401, 'Unauthorized', 'Unauthorized').toStatus(), 401);
-    } else await next();
+    } else {
+      await next();
+      for (const w of warnings.get(c.req.raw) ?? [])
+        c.res.headers.append('Warning', `299 - ${JSON.stringify(w)}`);
+    }
     opts.onRequest?.({
       method: c.req.method,
       path: c.req.path,
@@ -279,6 +284,32 @@ export function createApiServer(opts: ApiServerOptions): Hono {
   app.all('/api/*', (c) => handleResource(c));
   app.all('/apis/*', (c) => handleResource(c));
   app.all('*', () => statusResponse(notFoundPath()));
+
+  /** Warnings for the answer to a request (`Warning: 299 - "..."` headers). */
+  const warnings = new WeakMap<Request, string[]>();
+
+  /**
+   * Checks a body (or a patched object) against its kind's schema before the store sees it:
+   * a field of the wrong type is 422 naming it; unknown fields follow `fieldValidation`.
+   */
+  function checkBody(c: Context, rt: ResourceType, body: unknown): void {
+    const mode = parseFieldValidation(c.req.query('fieldValidation'));
+    if (mode === undefined)
+      throw ApiError.badRequest(
+        `fieldValidation: Unsupported value: ${JSON.stringify(c.req.query('fieldValidation'))}: supported values: "Ignore", "Strict", "Warn"`,
+      );
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+    const { causes, unknown } = checkSchema(body, schemaOf(rt));
+    if (causes.length > 0) {
+      const meta = (body as { metadata?: { name?: unknown } }).metadata;
+      const name = typeof meta?.name === 'string' ? meta.name : '';
+      throw ApiError.invalid(rt.group, rt.kind, name, causes);
+    }
+    if (unknown.length === 0 || mode === 'Ignore') return;
+    const lines = unknown.map((f) => `unknown field "${f}"`);
+    if (mode === 'Strict') throw ApiError.badRequest(`strict decoding error: ${lines.join(', ')}`);
+    warnings.set(c.req.raw, [...(warnings.get(c.req.raw) ?? []), ...lines]);
+  }
 
   function notFoundPath(): ApiError {
     return new ApiError(404, 'NotFound', 'the server could not find the requested resource');
@@ -352,6 +383,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
       }
       if (method === 'POST') {
         const body = await readBody(c, rt);
+        checkBody(c, rt, body);
         const created = store.create(rt, ns, body, { dryRun });
         return encode(c, rt, created, 201);
       }
@@ -384,6 +416,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
           return encode(c, rt, store.get(rt, ns, name));
         case 'PUT': {
           const body = await readBody(c, rt);
+          checkBody(c, rt, body);
           return encode(c, rt, store.update(rt, ns, name, body, { dryRun }));
         }
         case 'PATCH':
@@ -403,6 +436,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
       if (method === 'GET') return encode(c, rt, store.get(rt, ns, name));
       if (method === 'PUT') {
         const body = await readBody(c, rt);
+        checkBody(c, rt, body);
         return encode(c, rt, store.update(rt, ns, name, body, { subresource: 'status', dryRun }));
       }
       if (method === 'PATCH') return patchResponse(c, rt, ns, name, 'status', dryRun);
@@ -658,6 +692,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
         );
       if (!isPlainObject(body)) throw ApiError.badRequest('apply patch must be an object');
       if (current === undefined) {
+        checkBody(c, rt, body);
         const created = store.create(
           rt,
           ns,
@@ -667,6 +702,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
         return encode(c, rt, created, 201);
       }
       const merged = applyStrategicMergePatch(rt.kind, current, body);
+      checkBody(c, rt, merged);
       return encode(
         c,
         rt,
@@ -681,6 +717,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
     if (type === 'json') patched = applyJsonPatch(current, body);
     else if (type === 'merge') patched = applyMergePatch(current, body);
     else patched = applyStrategicMergePatch(rt.kind, current, body);
+    checkBody(c, rt, patched);
     return encode(
       c,
       rt,
