@@ -221,6 +221,7 @@ export async function runRender(opts: RenderOptions, warnings: string[]): Promis
     cfg = parseKubeProxyConfiguration(src?.text ?? '', opts.config);
   }
   const set = parseManifests(await readSources(opts.file));
+  warnings.push(...set.duplicates);
   const node = pickNode(set, opts);
   notes.push(...node.notes);
   const cidrs = clusterCIDRs(opts, cfg, notes);

@@ -30,6 +30,11 @@ export interface ManifestSet {
   readonly others: KubeObject[];
   /** Every object, in input order. */
   readonly all: KubeObject[];
+  /**
+   * Warnings for objects defined more than once (same kind, namespace and name), naming
+   * every place and the one that wins: the last, as a later `kubectl apply` would.
+   */
+  readonly duplicates: string[];
 }
 
 /** Kinds svcnet understands in manifests, with their API group/version and scope. */
@@ -122,7 +127,9 @@ export function parseManifests(sources: readonly ManifestSource[]): ManifestSet 
     pods: [],
     others: [],
     all: [],
+    duplicates: [],
   };
+  const seen = new Map<string, string[]>();
   for (const { where, obj } of objects) {
     const kind = obj.kind;
     if (typeof kind !== 'string' || kind === '') {
@@ -158,6 +165,8 @@ export function parseManifests(sources: readonly ManifestSource[]): ManifestSet 
       };
     }
     set.all.push(obj);
+    const id = describeObject(obj);
+    seen.set(id, [...(seen.get(id) ?? []), where]);
     switch (kind) {
       case 'Service':
         errors.push(...validateService(obj as Service));
@@ -181,5 +190,10 @@ export function parseManifests(sources: readonly ManifestSource[]): ManifestSet 
     }
   }
   if (errors.length > 0) throw new ValidationError(errors);
+  for (const [id, places] of seen)
+    if (places.length > 1)
+      set.duplicates.push(
+        `${id} is defined ${places.length} times (${places.join(', ')}); the last, in ${places.at(-1) ?? ''}, wins`,
+      );
   return set;
 }
