@@ -214,7 +214,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
       c.res = json(new ApiError(401, 'Unauthorized', 'Unauthorized').toStatus(), 401);
     } else {
       await next();
-      for (const w of warnings.get(c.req.raw) ?? [])
+      for (const w of warnings.get(c) ?? [])
         c.res.headers.append('Warning', `299 - ${JSON.stringify(w)}`);
     }
     opts.onRequest?.({
@@ -286,7 +286,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
   app.all('*', () => statusResponse(notFoundPath()));
 
   /** Warnings for the answer to a request (`Warning: 299 - "..."` headers). */
-  const warnings = new WeakMap<Request, string[]>();
+  const warnings = new WeakMap<object, string[]>();
 
   /**
    * Checks a body (or a patched object) against its kind's schema before the store sees it:
@@ -308,7 +308,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
     if (unknown.length === 0 || mode === 'Ignore') return;
     const lines = unknown.map((f) => `unknown field "${f}"`);
     if (mode === 'Strict') throw ApiError.badRequest(`strict decoding error: ${lines.join(', ')}`);
-    warnings.set(c.req.raw, [...(warnings.get(c.req.raw) ?? []), ...lines]);
+    warnings.set(c, [...(warnings.get(c) ?? []), ...lines]);
   }
 
   function notFoundPath(): ApiError {
@@ -317,11 +317,13 @@ export function createApiServer(opts: ApiServerOptions): Hono {
 
   async function readBody(c: Context, rt: ResourceType): Promise<unknown> {
     const ct = c.req.header('content-type') ?? JSON_TYPE;
-    const raw = await readLimitedBody(
-      c.req.raw.body,
-      c.req.header('content-length'),
-      maxRequestBytes,
-    );
+    // With a Content-Length within the limit (Node's parser holds the body to it), hono's
+    // direct read is the fast path; otherwise count while streaming.
+    const length = c.req.header('content-length');
+    const raw =
+      length !== undefined && /^\d+$/.test(length) && Number(length) <= maxRequestBytes
+        ? new Uint8Array(await c.req.arrayBuffer())
+        : await readLimitedBody(c.req.raw.body, length, maxRequestBytes);
     if (isProtobufContentType(ct)) return decodeProtobufObject(raw, rt);
     const text = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
     if (text.trim() === '') return undefined;
