@@ -4,15 +4,20 @@
 
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { serve, type ServerType } from '@hono/node-server';
+import { createAdaptorServer, type ServerType } from '@hono/node-server';
 import { SvcnetError } from '../errors.js';
 import { bootstrap } from './bootstrap.js';
+import { RealExecer } from '../os/exec.js';
+import { raiseNoFileLimit, readNoFileLimit } from '../os/rlimit.js';
+import { writeSecretFile } from '../util/secret-file.js';
+import { ConnectionTracker, defaultMaxConnections, type ConnectionStats } from './connections.js';
+import { DEFAULT_MAX_REQUEST_BYTES } from './limits.js';
+import { HANDSHAKE_TIMEOUT_MS, serverFactory } from './listener.js';
 import { DataDir } from './persist.js';
-import { createApiServer } from './server.js';
+import { createApiServer, tokenMatches } from './server.js';
 import { ServiceRegistry } from './services.js';
 import { Store } from './store.js';
 import { buildStrategies } from './strategies.js';
@@ -34,6 +39,10 @@ export interface ApiServerConfig {
    */
   readonly insecureHttp?: boolean;
   readonly onRequest?: (info: { method: string; path: string; status: number; ms: number }) => void;
+  /** Largest request body (413 past it); 3 MiB by default, as kube-apiserver. */
+  readonly maxRequestBytes?: number;
+  /** Connections held at most (idle ones shed past it); default: RLIMIT_NOFILE − 1024. */
+  readonly maxConnections?: number;
 }
 
 export interface RunningApiServer {
@@ -47,6 +56,8 @@ export interface RunningApiServer {
   readonly caCert: string | undefined;
   /** Kubeconfig YAML for this server. */
   kubeconfig(): string;
+  /** Open, active, shed, refused and expired connections. */
+  connectionStats(): ConnectionStats;
   close(): Promise<void>;
 }
 
@@ -96,8 +107,9 @@ export function renderKubeconfig(url: string, token: string, caCert?: string): s
   ].join('\n');
 }
 
+/** Writes the kubeconfig (it holds the token) 0600 through a temp file + rename. */
 export function writeKubeconfig(path: string, server: RunningApiServer): void {
-  writeFileSync(path, server.kubeconfig(), { mode: 0o600 });
+  writeSecretFile(path, server.kubeconfig());
 }
 
 function readPair(dir: string): ServingCert | undefined {
@@ -117,10 +129,38 @@ function servingCert(hosts: string[], dataDir: string | undefined): ServingCert 
   if (existing && certCovers(existing, hosts)) return existing;
   const pair = createServingCert(hosts);
   if (dataDir !== undefined) {
-    writeFileSync(join(dataDir, 'tls.key'), pair.key, { mode: 0o600 });
+    writeSecretFile(join(dataDir, 'tls.key'), pair.key);
     writeFileSync(join(dataDir, 'tls.crt'), pair.cert, { mode: 0o644 });
   }
   return pair;
+}
+
+/**
+ * The default connection cap: RLIMIT_NOFILE less a reserve, after raising the soft limit to
+ * the hard one as Go's runtime does (Node ≥ 20 already does so at start; prlimit is the
+ * fallback when something lowered it). Unreadable limits leave a cap of 10,000.
+ */
+async function connectionCap(): Promise<number> {
+  try {
+    const { after } = await raiseNoFileLimit(new RealExecer());
+    return defaultMaxConnections(after.soft);
+  } catch {
+    try {
+      return defaultMaxConnections((await readNoFileLimit()).soft);
+    } catch {
+      return 10_000;
+    }
+  }
+}
+
+/** net.core.somaxconn (what the kernel caps a listen backlog at); Node's 511 if unreadable. */
+function listenBacklog(): number {
+  try {
+    const n = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim());
+    return Number.isInteger(n) && n > 0 ? n : 511;
+  } catch {
+    return 511;
+  }
 }
 
 /** Starts an API server; resolves once it listens and the bootstrap objects exist. */
@@ -178,31 +218,41 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
         );
 
   let server: ServerType | undefined;
+  const maxRequestBytes = cfg.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
+  const connections = new ConnectionTracker({
+    maxConnections: cfg.maxConnections ?? (await connectionCap()),
+    firstRequestTimeoutMs: HANDSHAKE_TIMEOUT_MS,
+  });
+  const expectedToken = Buffer.from(token);
   const sockets = new Set<Socket>();
   const bound = await new Promise<AddressInfo>((resolve, reject) => {
     const app = createApiServer({
       store,
       token,
+      maxRequestBytes,
       ...(cfg.onRequest ? { onRequest: cfg.onRequest } : {}),
     });
-    server = serve(
-      {
-        fetch: app.fetch,
-        hostname: host,
-        port,
-        ...(tls
-          ? { createServer: createHttpsServer, serverOptions: { key: tls.key, cert: tls.cert } }
-          : {}),
-      },
-      (info) => {
-        resolve(info);
-      },
-    );
-    server.once('error', reject);
+    const s = createAdaptorServer({
+      fetch: app.fetch,
+      createServer: serverFactory({
+        maxRequestBytes,
+        connections,
+        authenticate: (h) => tokenMatches(expectedToken, h),
+        ...(tls ? { tls } : {}),
+      }),
+    });
+    server = s;
+    s.once('error', reject);
+    // The kernel's accept queue as large as allowed, as Go's net package does: a burst of
+    // connections (an attacker's, or many clients at once) must not drop a client's SYN,
+    // which costs it a 1 s retransmit.
+    s.listen({ port, host, backlog: listenBacklog() }, () => {
+      resolve(s.address() as AddressInfo);
+    });
     // Every raw socket, including TLS handshakes not yet seen by the HTTP layer, so close()
     // can end them all: closeAllConnections() misses a socket still in its handshake, which
     // then becomes a keep-alive watch connection that close() would wait on forever.
-    server.on('connection', (sock: Socket) => {
+    s.on('connection', (sock: Socket) => {
       sockets.add(sock);
       sock.once('close', () => sockets.delete(sock));
     });
@@ -224,6 +274,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
     services,
     caCert: tls?.cert,
     kubeconfig: () => renderKubeconfig(url, token, tls?.cert),
+    connectionStats: () => connections.stats(),
     close: () =>
       new Promise<void>((resolve) => {
         const s = server;

@@ -31,6 +31,13 @@ import {
   findResource,
   type ResourceType,
 } from './resources.js';
+import {
+  DEFAULT_MAX_REQUEST_BYTES,
+  checkJsonDepth,
+  checkValueDepth,
+  readLimitedBody,
+} from './limits.js';
+import { checkSchema, parseFieldValidation, schemaOf } from './schema.js';
 import { formatLabelSelectorObject } from './selectors.js';
 import { ApiError } from './status.js';
 import type { DeleteOptions, Store, WatchEvent, WatchHandle } from './store.js';
@@ -47,6 +54,8 @@ export interface ApiServerOptions {
   readonly heartbeatMs?: number;
   /** Interval of BOOKMARK events on watches that allow them. */
   readonly bookmarkMs?: number;
+  /** Largest request body accepted (413 past it); kube-apiserver's 3 MiB by default. */
+  readonly maxRequestBytes?: number;
   /** Called for every request after it is answered (logging). */
   readonly onRequest?: (info: { method: string; path: string; status: number; ms: number }) => void;
 }
@@ -176,7 +185,8 @@ function statusResponse(e: ApiError): Response {
   return json(e.toStatus(), e.status);
 }
 
-function tokenMatches(expected: Buffer, header: string | undefined): boolean {
+/** Whether an Authorization header carries the bearer token, compared in constant time. */
+export function tokenMatches(expected: Buffer, header: string | undefined): boolean {
   if (header === undefined) return false;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m) return false;
@@ -191,6 +201,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
   const expected = opts.token !== undefined ? Buffer.from(opts.token) : undefined;
   const heartbeatMs = opts.heartbeatMs ?? 20_000;
   const bookmarkMs = opts.bookmarkMs ?? 60_000;
+  const maxRequestBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
   const app = new Hono();
 
   app.use('*', async (c, next) => {
@@ -201,7 +212,11 @@ export function createApiServer(opts: ApiServerOptions): Hono {
       !tokenMatches(expected, c.req.header('authorization'))
     ) {
       c.res = json(new ApiError(401, 'Unauthorized', 'Unauthorized').toStatus(), 401);
-    } else await next();
+    } else {
+      await next();
+      for (const w of warnings.get(c) ?? [])
+        c.res.headers.append('Warning', `299 - ${JSON.stringify(w)}`);
+    }
     opts.onRequest?.({
       method: c.req.method,
       path: c.req.path,
@@ -270,26 +285,66 @@ export function createApiServer(opts: ApiServerOptions): Hono {
   app.all('/apis/*', (c) => handleResource(c));
   app.all('*', () => statusResponse(notFoundPath()));
 
+  /** Warnings for the answer to a request (`Warning: 299 - "..."` headers). */
+  const warnings = new WeakMap<object, string[]>();
+
+  /**
+   * Checks a body (or a patched object) against its kind's schema before the store sees it:
+   * a field of the wrong type is 422 naming it; unknown fields follow `fieldValidation`.
+   */
+  function checkBody(c: Context, rt: ResourceType, body: unknown): void {
+    const mode = parseFieldValidation(c.req.query('fieldValidation'));
+    if (mode === undefined)
+      throw ApiError.badRequest(
+        `fieldValidation: Unsupported value: ${JSON.stringify(c.req.query('fieldValidation'))}: supported values: "Ignore", "Strict", "Warn"`,
+      );
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+    const { causes, unknown } = checkSchema(body, schemaOf(rt));
+    if (causes.length > 0) {
+      const meta = (body as { metadata?: { name?: unknown } }).metadata;
+      const name = typeof meta?.name === 'string' ? meta.name : '';
+      throw ApiError.invalid(rt.group, rt.kind, name, causes);
+    }
+    if (unknown.length === 0 || mode === 'Ignore') return;
+    const lines = unknown.map((f) => `unknown field "${f}"`);
+    if (mode === 'Strict') throw ApiError.badRequest(`strict decoding error: ${lines.join(', ')}`);
+    warnings.set(c, [...(warnings.get(c) ?? []), ...lines]);
+  }
+
   function notFoundPath(): ApiError {
     return new ApiError(404, 'NotFound', 'the server could not find the requested resource');
   }
 
   async function readBody(c: Context, rt: ResourceType): Promise<unknown> {
     const ct = c.req.header('content-type') ?? JSON_TYPE;
-    const raw = new Uint8Array(await c.req.arrayBuffer());
+    // With a Content-Length within the limit (Node's parser holds the body to it), hono's
+    // direct read is the fast path; otherwise count while streaming.
+    const length = c.req.header('content-length');
+    const raw =
+      length !== undefined && /^\d+$/.test(length) && Number(length) <= maxRequestBytes
+        ? new Uint8Array(await c.req.arrayBuffer())
+        : await readLimitedBody(c.req.raw.body, length, maxRequestBytes);
     if (isProtobufContentType(ct)) return decodeProtobufObject(raw, rt);
-    const text = Buffer.from(raw).toString('utf8');
+    const text = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
     if (text.trim() === '') return undefined;
     const base = ct.split(';')[0]?.trim().toLowerCase() ?? '';
+    if (base !== 'application/yaml' && base !== 'application/apply-patch+yaml')
+      checkJsonDepth(text);
+    let value: unknown;
     try {
-      if (base === 'application/yaml' || base === 'application/apply-patch+yaml')
-        return parseYaml(text) as unknown;
-      return JSON.parse(text) as unknown;
+      // The yaml parser recurses: a deeply nested document fails here (stack overflow
+      // included) and is a 400 like any other undecodable body.
+      value =
+        base === 'application/yaml' || base === 'application/apply-patch+yaml'
+          ? (parseYaml(text) as unknown)
+          : (JSON.parse(text) as unknown);
     } catch (e) {
       throw ApiError.badRequest(
         `error decoding request body: ${e instanceof Error ? e.message : String(e)}`,
       );
     }
+    checkValueDepth(value);
+    return value;
   }
 
   function includeObject(q: (k: string) => string | undefined): IncludeObject {
@@ -330,6 +385,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
       }
       if (method === 'POST') {
         const body = await readBody(c, rt);
+        checkBody(c, rt, body);
         const created = store.create(rt, ns, body, { dryRun });
         return encode(c, rt, created, 201);
       }
@@ -362,6 +418,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
           return encode(c, rt, store.get(rt, ns, name));
         case 'PUT': {
           const body = await readBody(c, rt);
+          checkBody(c, rt, body);
           return encode(c, rt, store.update(rt, ns, name, body, { dryRun }));
         }
         case 'PATCH':
@@ -381,6 +438,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
       if (method === 'GET') return encode(c, rt, store.get(rt, ns, name));
       if (method === 'PUT') {
         const body = await readBody(c, rt);
+        checkBody(c, rt, body);
         return encode(c, rt, store.update(rt, ns, name, body, { subresource: 'status', dryRun }));
       }
       if (method === 'PATCH') return patchResponse(c, rt, ns, name, 'status', dryRun);
@@ -568,7 +626,10 @@ export function createApiServer(opts: ApiServerOptions): Hono {
   }
 
   async function deleteOptions(c: Context, rt: ResourceType): Promise<DeleteOptions> {
-    const body = await readBody(c, rt).catch(() => undefined);
+    const body = await readBody(c, rt).catch((e: unknown) => {
+      if (e instanceof ApiError && e.status === 413) throw e;
+      return undefined;
+    });
     const b = isPlainObject(body) ? body : {};
     const q = (k: string): string | undefined => c.req.query(k);
     const grace =
@@ -633,6 +694,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
         );
       if (!isPlainObject(body)) throw ApiError.badRequest('apply patch must be an object');
       if (current === undefined) {
+        checkBody(c, rt, body);
         const created = store.create(
           rt,
           ns,
@@ -642,6 +704,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
         return encode(c, rt, created, 201);
       }
       const merged = applyStrategicMergePatch(rt.kind, current, body);
+      checkBody(c, rt, merged);
       return encode(
         c,
         rt,
@@ -656,6 +719,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
     if (type === 'json') patched = applyJsonPatch(current, body);
     else if (type === 'merge') patched = applyMergePatch(current, body);
     else patched = applyStrategicMergePatch(rt.kind, current, body);
+    checkBody(c, rt, patched);
     return encode(
       c,
       rt,

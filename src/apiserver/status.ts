@@ -16,6 +16,7 @@ export type StatusReason =
   | 'MethodNotAllowed'
   | 'NotAcceptable'
   | 'UnsupportedMediaType'
+  | 'RequestEntityTooLarge'
   | 'Unauthorized'
   | 'Forbidden'
   | 'InternalError';
@@ -58,6 +59,7 @@ const CODES: Record<StatusReason, ErrorCode> = {
   MethodNotAllowed: 'UNSUPPORTED',
   NotAcceptable: 'UNSUPPORTED',
   UnsupportedMediaType: 'UNSUPPORTED',
+  RequestEntityTooLarge: 'INVALID_INPUT',
   Unauthorized: 'INVALID_INPUT',
   Forbidden: 'INVALID_INPUT',
   InternalError: 'INTERNAL',

@@ -6,6 +6,7 @@
 import type { FieldError } from '../errors.js';
 import type { EndpointSlice, Node } from '../kube/types.js';
 import { validateEndpointSlice, validateNode } from '../kube/validate.js';
+import { MAX_CONFIGMAP_DATA_BYTES, base64Length, checkObjectSize, utf8Length } from './limits.js';
 import { isPlainObject, type StoredObject } from './object.js';
 import {
   CONFIGMAPS,
@@ -29,6 +30,9 @@ import { causeFromFieldError, fieldCause, type StatusCause } from './status.js';
 import type { Strategy } from './store.js';
 
 type Loose = Record<string, unknown>;
+
+/** kube-apiserver's TotalAnnotationSizeLimitB. */
+const MAX_ANNOTATION_BYTES = 256 * 1024;
 
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -92,6 +96,17 @@ function validateMetadata(rt: ResourceType, o: StoredObject): StatusCause[] {
         ),
       );
   }
+  let annotationBytes = 0;
+  for (const [k, v] of Object.entries(o.metadata.annotations ?? {}))
+    annotationBytes += utf8Length(k) + (typeof v === 'string' ? utf8Length(v) : 0);
+  if (annotationBytes > MAX_ANNOTATION_BYTES)
+    causes.push(
+      fieldCause(
+        'FieldValueTooLong',
+        'metadata.annotations',
+        `must have at most ${MAX_ANNOTATION_BYTES} bytes`,
+      ),
+    );
   return causes;
 }
 
@@ -413,6 +428,31 @@ const endpointsStrategy: Strategy = {
   },
 };
 
+/**
+ * ConfigMap data and binaryData together at most 1 MiB, as kube-apiserver's
+ * ValidateConfigMap (which names the whole object; we name `data`, as the issue asks).
+ */
+const configMapStrategy: Strategy = {
+  validate(o) {
+    let total = 0;
+    const data = (o as Loose).data;
+    const binary = (o as Loose).binaryData;
+    if (isPlainObject(data))
+      for (const v of Object.values(data)) if (typeof v === 'string') total += utf8Length(v);
+    if (isPlainObject(binary))
+      for (const v of Object.values(binary)) if (typeof v === 'string') total += base64Length(v);
+    if (total > MAX_CONFIGMAP_DATA_BYTES)
+      return [
+        fieldCause(
+          'FieldValueTooLong',
+          'data',
+          `must have at most ${MAX_CONFIGMAP_DATA_BYTES} bytes (data and binaryData hold ${total})`,
+        ),
+      ];
+    return [];
+  },
+};
+
 function withMetadata(rt: ResourceType, s: Strategy): Strategy {
   return {
     ...s,
@@ -422,7 +462,10 @@ function withMetadata(rt: ResourceType, s: Strategy): Strategy {
     release: s.release?.bind(s),
     restore: s.restore?.bind(s),
     validate(o, old) {
-      return [...validateMetadata(rt, o), ...(s.validate?.(o, old) ?? [])];
+      const causes = [...validateMetadata(rt, o), ...(s.validate?.(o, old) ?? [])];
+      // Past the field checks (which name a too-long field), etcd's object size limit.
+      if (causes.length === 0) checkObjectSize(o);
+      return causes;
     },
   } as Strategy;
 }
@@ -436,7 +479,7 @@ export function buildStrategies(services: ServiceRegistry): Map<string, Strategy
     [SERVICES, services],
     [ENDPOINTS, endpointsStrategy],
     [EVENTS, {}],
-    [CONFIGMAPS, {}],
+    [CONFIGMAPS, configMapStrategy],
     [ENDPOINTSLICES, endpointSliceStrategy],
     [DEPLOYMENTS, deploymentStrategy],
     [REPLICASETS, replicaSetStrategy],

@@ -39,6 +39,8 @@ interface ApiServerFlags {
   v?: string;
   loggingFormat?: string;
   logLevel?: string;
+  maxRequestBytes?: string;
+  maxConnections?: string;
 }
 
 /** Registers `svcnet apiserver`. */
@@ -62,6 +64,14 @@ export function registerApiserverCommand(program: Command): void {
     .option(
       '--advertise-address <ip>',
       'address of the kubernetes Service endpoints (default: the listen address)',
+    )
+    .option(
+      '--max-request-bytes <n>',
+      'largest request body accepted; larger ones get 413 (default 3145728, as kube-apiserver)',
+    )
+    .option(
+      '--max-connections <n>',
+      'connections held at most; past it idle unauthenticated ones are shed first (default: open-file limit - 1024)',
     )
     .option('--log-requests', 'log every request')
     .option(
@@ -88,6 +98,24 @@ export function registerApiserverCommand(program: Command): void {
         !statSync(flags.dataDir).isDirectory()
       )
         throw new SvcnetError('INVALID_INPUT', `--data-dir ${flags.dataDir}: not a directory`);
+      let maxRequestBytes: number | undefined;
+      if (flags.maxRequestBytes !== undefined) {
+        maxRequestBytes = Number(flags.maxRequestBytes);
+        if (!/^\d+$/.test(flags.maxRequestBytes) || maxRequestBytes < 1024)
+          throw new SvcnetError(
+            'INVALID_INPUT',
+            `--max-request-bytes: want a number of bytes >= 1024, got ${JSON.stringify(flags.maxRequestBytes)}`,
+          );
+      }
+      let maxConnections: number | undefined;
+      if (flags.maxConnections !== undefined) {
+        maxConnections = Number(flags.maxConnections);
+        if (!/^\d+$/.test(flags.maxConnections) || maxConnections < 1)
+          throw new SvcnetError(
+            'INVALID_INPUT',
+            `--max-connections: want a positive number, got ${JSON.stringify(flags.maxConnections)}`,
+          );
+      }
       const log = daemonLogger('apiserver', flags);
       const server = await startApiServer({
         listen: flags.listen,
@@ -95,6 +123,8 @@ export function registerApiserverCommand(program: Command): void {
         nodePortRange: flags.serviceNodePortRange,
         ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
         ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
+        ...(maxRequestBytes !== undefined ? { maxRequestBytes } : {}),
+        ...(maxConnections !== undefined ? { maxConnections } : {}),
         ...(flags.token !== undefined ? { token: flags.token } : {}),
         ...(flags.advertiseAddress !== undefined
           ? { advertiseAddress: flags.advertiseAddress }

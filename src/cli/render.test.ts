@@ -185,3 +185,20 @@ test('the nfacct objects the rules use are listed as what must exist before the 
     ['a', 'b'],
   );
 });
+
+test('warns naming objects defined twice and the one that wins', async () => {
+  const svc = (ip: string) =>
+    `apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  clusterIP: ${ip}\n  ports: [{port: 80}]\n`;
+  const a = file('dup-a.yaml', `${svc('10.96.0.20')}---\n${svc('10.96.0.21')}`);
+  const b = file('dup-b.yaml', svc('10.96.0.22'));
+  const warnings: string[] = [];
+  const out = await runRender({ file: [a, b] }, warnings);
+  assert.deepEqual(warnings, [
+    `Service default/web is defined 3 times (${a} (document 1), ${a} (document 2), ${b}); the last, in ${b}, wins`,
+  ]);
+  assert.match(out, /-d 10\.96\.0\.22 --dport 80/);
+  assert.doesNotMatch(out, /10\.96\.0\.2[01]/);
+  const none: string[] = [];
+  await runRender({ file: [b] }, none);
+  assert.deepEqual(none, []);
+});

@@ -221,6 +221,7 @@ export async function runRender(opts: RenderOptions, warnings: string[]): Promis
     opts.mode !== undefined ? '--mode' : `${opts.config ?? ''}: mode`,
   );
   const set = parseManifests(await readSources(opts.file));
+  warnings.push(...set.duplicates);
   const node = pickNode(set, opts);
   const cidrs = clusterCIDRs(opts, cfg, notes);
   const families: IPFamily[] = hasFamily(set, 'IPv6') ? ['IPv4', 'IPv6'] : ['IPv4'];

@@ -285,3 +285,32 @@ test('dual-stack ptp ADD: one address per range set, IPv6 without DAD, forwardin
   assert.match(w.ip.dump(undefined), /route fd00:10:244:1::2\/128 dev veth[0-9a-f]{8} scope link/);
   assert.equal(w.sysctl.values.get('net.ipv6.conf.all.forwarding'), '1');
 });
+
+test('error results carry a cniVersion the runtime can read, for codes 4 and 6 too', async () => {
+  const w = world();
+  const cases: [string, string, number, string][] = [
+    ['bad JSON', '{"cniVersion": "1.0.0",', 6, '1.1.0'],
+    ['not JSON at all', 'hello', 6, '1.1.0'],
+    ['an unsupported version', JSON.stringify({ ...ptp, cniVersion: '9.9.9' }), 1, '1.1.0'],
+    ['no CNI_CONTAINERID', JSON.stringify({ ...ptp, cniVersion: '0.4.0' }), 4, '0.4.0'],
+    ['no CNI_CONTAINERID, bad JSON', '{', 4, '1.1.0'],
+  ];
+  for (const [what, stdin, code, version] of cases) {
+    const e = env('ADD', what.startsWith('no CNI_CONTAINERID') ? { CNI_CONTAINERID: '' } : {});
+    const out = await runPlugin(e, stdin, w.deps);
+    assert.equal(out.exitCode, 1, what);
+    const err = JSON.parse(out.stdout) as { cniVersion?: string; code: number };
+    assert.equal(err.code, code, what);
+    assert.equal(err.cniVersion, version, what);
+  }
+});
+
+test('CHECK fails when prevResult is an error result', async () => {
+  const w = world();
+  const prevResult = { cniVersion: '1.0.0', code: 7, msg: 'no IP addresses available' };
+  const out = await runPlugin(env('CHECK'), JSON.stringify({ ...ptp, prevResult }), w.deps);
+  assert.equal(out.exitCode, 1);
+  const err = errOf(out.stdout);
+  assert.equal(err.code, 7);
+  assert.match(err.msg, /prevResult is an error result \(code 7: no IP addresses available\)/);
+});

@@ -21,7 +21,7 @@ import {
   type ObservedState,
 } from './plan-link.js';
 import { CniError, CniErrorCode, type CniResult } from './types.js';
-import { SUPPORTED_VERSIONS, versionAtLeast } from './version.js';
+import { LATEST_VERSION, SUPPORTED_VERSIONS, versionAtLeast } from './version.js';
 
 export interface PluginDeps extends IpamDeps {
   readonly ip: Ip;
@@ -193,6 +193,13 @@ async function cmdCheck(c: Ctx): Promise<void> {
       CniErrorCode.invalidNetworkConfig,
       'CHECK needs prevResult (the ADD result) in the config',
     );
+  // An error result (`code`/`msg`) is not an attachment to check: the ADD failed.
+  const failed = prev as Partial<Record<'code' | 'msg', unknown>>;
+  if (typeof failed.code === 'number')
+    throw new CniError(
+      CniErrorCode.invalidNetworkConfig,
+      `CHECK: prevResult is an error result (code ${failed.code}${typeof failed.msg === 'string' ? `: ${failed.msg}` : ''}), not the result of an ADD`,
+    );
   const netns = c.req.netns ?? '';
   if (!(await deps.ip.netnsExists(netns)))
     throw new CniError(CniErrorCode.invalidNetns, `CNI_NETNS ${netns} does not exist`);
@@ -244,15 +251,16 @@ function versionReply(stdin: string): string {
  */
 export async function runPlugin(env: Env, stdin: string, deps: PluginDeps): Promise<PluginOutput> {
   let cniVersion: string | undefined;
+  // Read first, so that errors about the environment (code 4) carry it too.
+  try {
+    const raw = decodeJson(stdin, 'network configuration') as { cniVersion?: unknown } | null;
+    if (raw && typeof raw.cniVersion === 'string') cniVersion = raw.cniVersion;
+  } catch {
+    // parsePluginConfig reports it with the right code.
+  }
   try {
     const req = parseEnvironment(env);
     if (req.command === 'VERSION') return { stdout: versionReply(stdin), exitCode: 0 };
-    try {
-      const raw = decodeJson(stdin, 'network configuration') as { cniVersion?: unknown } | null;
-      if (raw && typeof raw.cniVersion === 'string') cniVersion = raw.cniVersion;
-    } catch {
-      // parsePluginConfig reports it with the right code.
-    }
     const cfg = parsePluginConfig(stdin, req.command);
     const c: Ctx = { req, cfg, env, stdin, deps, ipam: new Ipam(deps) };
     switch (req.command) {
@@ -274,6 +282,12 @@ export async function runPlugin(env: Env, stdin: string, deps: PluginDeps): Prom
     return { stdout: '', exitCode: 0 };
   } catch (e) {
     const err = e instanceof CniError ? e : new CniError(CniErrorCode.internal, errorText(e));
-    return { stdout: JSON.stringify(err.toJSON(cniVersion)), exitCode: 1 };
+    // Every error result carries a cniVersion the runtime can read: the config's when we
+    // support it, else ours (bad JSON, code 6; an unsupported version, code 4).
+    const version =
+      cniVersion !== undefined && SUPPORTED_VERSIONS.includes(cniVersion)
+        ? cniVersion
+        : LATEST_VERSION;
+    return { stdout: JSON.stringify(err.toJSON(version)), exitCode: 1 };
   }
 }

@@ -1,10 +1,12 @@
 // Tests of the server on loopback (port 0): UDP and TCP answers, truncation then TCP retry,
 // the encoded-answer cache following index changes, forwarding through FakeUpstream with the
 // cache, a dead or silent upstream giving a prompt SERVFAIL, and a short fuzz run after
-// which a valid query is still answered (the 100k-packet run is in test/integration).
+// which a valid query is still answered (the 100k-packet run is in test/integration), and
+// TCP connection shedding at the cap.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createConnection, type Socket } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import { DnsCache } from './cache.js';
 import { FakeUpstream } from './fake-upstream.js';
@@ -263,4 +265,51 @@ test('fuzz: random and mutated packets never crash or stall the server', async (
     dnsPacket.decode(out).answers?.map((a) => (a.type === 'OPT' ? '' : a.data)),
     ['10.96.0.20'],
   );
+});
+
+test('a new TCP connection at the cap sheds the one longest without a complete message', async () => {
+  const handler = new DnsHandler({ index, config: DEFAULT_RESOLVER_CONFIG, isSynced: () => true });
+  const small = new DnsServer(handler, { host: '127.0.0.1', port: 0, maxTcpConnections: 3 });
+  await small.listen();
+  const open = () =>
+    new Promise<Socket>((resolve) => {
+      const s = createConnection({ host: '127.0.0.1', port: small.port }, () => {
+        resolve(s);
+      });
+    });
+  const closed = (s: Socket) =>
+    new Promise<void>((resolve) => {
+      if (s.destroyed) resolve();
+      else
+        s.once('close', () => {
+          resolve();
+        });
+    });
+  try {
+    // A dripper (half a message), then a client that asked and stays, then an idle one.
+    const dripper = await open();
+    dripper.write(Buffer.from([0, 40, 1]));
+    const asker = await open();
+    const frame = q('web.default.svc.cluster.local');
+    const len = Buffer.alloc(2);
+    len.writeUInt16BE(frame.length);
+    const answered = new Promise<void>((resolve) =>
+      asker.once('data', () => {
+        resolve();
+      }),
+    );
+    asker.write(Buffer.concat([len, frame]));
+    await answered;
+    const idle = await open();
+    // At the cap: a fourth client is answered, and the dripper is the one closed.
+    const out = await tcp(small.port, q('web.default.svc.cluster.local', 'A', 9));
+    assert.equal(dnsPacket.decode(out).id, 9);
+    await closed(dripper);
+    assert.equal(small.tcpShed >= 1, true);
+    assert.equal(asker.destroyed, false);
+    asker.destroy();
+    idle.destroy();
+  } finally {
+    await small.close();
+  }
 });

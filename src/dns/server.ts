@@ -374,15 +374,29 @@ export interface ListenOptions {
   readonly host: string;
   /** 0 picks a free port (the same one for UDP and TCP). */
   readonly port: number;
+  /** A TCP connection with no message under way is closed after this long (CoreDNS: 10 s). */
   readonly tcpIdleTimeoutMs?: number;
+  /**
+   * A TCP message must arrive whole within this long of its first byte; the deadline is not
+   * moved by further bytes (CoreDNS's read timeout, 3 s), so a client dripping bytes is cut.
+   */
+  readonly tcpReadTimeoutMs?: number;
+  /** At the cap, the connection longest without a complete message is closed for a new one. */
   readonly maxTcpConnections?: number;
 }
+
+/** Defaults of CoreDNS's `timeouts` plugin for TCP. */
+const TCP_IDLE_TIMEOUT_MS = 10_000;
+const TCP_READ_TIMEOUT_MS = 3_000;
 
 /** UDP + TCP listeners on one address and port. */
 export class DnsServer {
   private udp: UdpSocket | undefined;
   private tcp: TcpServer | undefined;
-  private readonly conns = new Set<Socket>();
+  /** Open TCP connections, longest without a complete message first (Map insertion order). */
+  private readonly conns = new Map<Socket, true>();
+  /** TCP connections closed to make room for new ones, since start. */
+  tcpShed = 0;
   private boundPort = 0;
   private readonly handler: DnsHandler;
   private readonly opts: ListenOptions;
@@ -456,14 +470,34 @@ export class DnsServer {
   private onConnection(s: Socket): void {
     const max = this.opts.maxTcpConnections ?? 1000;
     if (this.conns.size >= max) {
-      s.destroy();
-      return;
+      // Shed the connection that has gone longest without a complete message (a slow or
+      // idle client), not the new one: a client that asks promptly is always served.
+      for (const victim of this.conns.keys()) {
+        this.conns.delete(victim);
+        victim.destroy();
+        this.tcpShed++;
+        break;
+      }
     }
-    this.conns.add(s);
+    this.conns.set(s, true);
     s.setNoDelay(true);
-    s.setTimeout(this.opts.tcpIdleTimeoutMs ?? 10_000, () => s.destroy());
     s.on('close', () => this.conns.delete(s));
     s.on('error', () => s.destroy());
+    const idleMs = this.opts.tcpIdleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
+    const readMs = this.opts.tcpReadTimeoutMs ?? TCP_READ_TIMEOUT_MS;
+    // One timer: the idle timeout while no message is under way, else the deadline of the
+    // message under way (armed at its first byte, never moved by later bytes).
+    let timer: NodeJS.Timeout | undefined;
+    let midMessage = false;
+    const arm = (ms: number): void => {
+      clearTimeout(timer);
+      timer = setTimeout(() => s.destroy(), ms);
+      timer.unref();
+    };
+    arm(idleMs);
+    s.on('close', () => {
+      clearTimeout(timer);
+    });
     let buf: Buffer = Buffer.alloc(0);
     const fam = s.remoteFamily === 'IPv6' ? '2' : '1';
     const send = (out: Buffer): void => {
@@ -474,6 +508,10 @@ export class DnsServer {
     };
     s.on('data', (chunk: Buffer) => {
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+      if (!midMessage) {
+        midMessage = true;
+        arm(readMs);
+      }
       while (buf.length >= 2) {
         const len = buf.readUInt16BE(0);
         if (buf.length < 2 + len) break;
@@ -483,6 +521,12 @@ export class DnsServer {
           s.destroy();
           return;
         }
+        // A complete message: this connection moves to the back of the shedding order, and
+        // the next message (if bytes of it are here already) gets a deadline of its own.
+        this.conns.delete(s);
+        this.conns.set(s, true);
+        midMessage = buf.length > 0;
+        arm(midMessage ? readMs : idleMs);
         const res = this.handler.handle(msg, 'tcp', fam);
         if (res === undefined) continue;
         if (res instanceof Promise) {
@@ -502,7 +546,7 @@ export class DnsServer {
   }
 
   async close(): Promise<void> {
-    for (const s of this.conns) s.destroy();
+    for (const s of this.conns.keys()) s.destroy();
     const udp = this.udp;
     const tcp = this.tcp;
     this.udp = undefined;

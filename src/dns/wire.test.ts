@@ -8,6 +8,7 @@ import * as dnsPacket from 'dns-packet';
 import {
   RCODE,
   TYPE,
+  encodeError,
   encodeResponse,
   parseQuery,
   scanQuery,
@@ -90,6 +91,17 @@ test('malformed queries: FORMERR with the ID, drops for responses and runts', ()
   notify[2] = ((notify[2] ?? 0) & 0x87) | (4 << 3);
   const r5 = parseQuery(notify);
   assert.ok(!r5.ok && !r5.drop && r5.rcode === RCODE.NOTIMP);
+  // The NOTIMP answer echoes the opcode (NOTIFY = 4, UPDATE = 5), as CoreDNS's do.
+  for (const opcode of [4, 5]) {
+    const msg = query('x.y');
+    msg[2] = ((msg[2] ?? 0) & 0x87) | (opcode << 3);
+    const r = parseQuery(msg);
+    assert.ok(!r.ok && !r.drop);
+    const out = encodeError(msg, r.questionEnd, r.rcode);
+    assert.equal(((out[2] ?? 0) >> 3) & 0xf, opcode);
+    assert.equal((out[3] ?? 0) & 0xf, RCODE.NOTIMP);
+    assert.equal((out[2] ?? 0) & 0x80, 0x80, 'QR set');
+  }
 });
 
 test('encodeResponse: dns-packet reads every record kind back; owner names point at the question', () => {

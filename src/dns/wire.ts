@@ -116,6 +116,7 @@ export type ParseResult =
   | { ok: false; drop: false; id: number; flags: number; rcode: number; questionEnd: number };
 
 const QR = 0x8000;
+const OPCODE_MASK = 0x7800;
 const AA = 0x0400;
 const TC = 0x0200;
 const RD = 0x0100;
@@ -618,8 +619,15 @@ export function encodeResponse(
     w.off += 11;
   }
   const qflags = ((queryBuf[2] ?? 0) << 8) | (queryBuf[3] ?? 0);
+  // The opcode is copied from the query (RFC 1035 §4.1.1), so a NOTIMP for an UPDATE or a
+  // NOTIFY says which operation is not implemented, as CoreDNS's answers do.
   const flags =
-    QR | (qflags & (RD | CD)) | RA | (parts.authoritative ? AA : 0) | (tc ? TC : 0) | (rcode & 0xf);
+    QR |
+    (qflags & (OPCODE_MASK | RD | CD)) |
+    RA |
+    (parts.authoritative ? AA : 0) |
+    (tc ? TC : 0) |
+    (rcode & 0xf);
   scratch[0] = queryBuf[0] ?? 0;
   scratch[1] = queryBuf[1] ?? 0;
   scratch.writeUInt16BE(flags, 2);

@@ -30,6 +30,11 @@ export interface ManifestSet {
   readonly others: KubeObject[];
   /** Every object, in input order. */
   readonly all: KubeObject[];
+  /**
+   * Warnings for objects defined more than once (same kind, namespace and name), naming
+   * every place and the one that wins: the last, as a later `kubectl apply` would.
+   */
+  readonly duplicates: string[];
 }
 
 /** Kinds svcnet understands in manifests, with their API group/version and scope. */
@@ -315,14 +320,26 @@ export function parseManifests(sources: readonly ManifestSource[]): ManifestSet 
     pods: [],
     others: [],
     all: [],
+    duplicates: [],
   };
+  const seen = new Map<string, string[]>();
   for (const { where, obj } of objects) {
     const found: FieldError[] = [];
+    const before = set.all.length;
     addObject(where, obj, set, found);
+    if (set.all.length > before) {
+      const id = describeObject(obj);
+      seen.set(id, [...(seen.get(id) ?? []), where]);
+    }
     // Every problem names the file (and document) first, then the object and field.
     for (const e of found)
       errors.push(e.object.startsWith(where) ? e : { ...e, object: `${where}: ${e.object}` });
   }
   if (errors.length > 0) throw new ValidationError(errors);
+  for (const [id, places] of seen)
+    if (places.length > 1)
+      set.duplicates.push(
+        `${id} is defined ${places.length} times (${places.join(', ')}); the last, in ${places.at(-1) ?? ''}, wins`,
+      );
   return set;
 }

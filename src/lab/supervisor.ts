@@ -25,6 +25,7 @@ import { startComponents, stopComponents, type RunningComponent } from './run-co
 import { startForwarder, type Forwarder } from './forward.js';
 import { applyObjects } from './apply.js';
 import { dnsAddon } from './addons.js';
+import { writeSecretFile } from '../util/secret-file.js';
 
 export interface LabState {
   /** The run that wrote this state (run.json's runId); a reader trusts no other. */
@@ -185,7 +186,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     const port = 'port' in forwarder.listening ? forwarder.listening.port : 0;
     const apiServer = `https://127.0.0.1:${String(port)}`;
     const kubeconfig = join(stateDir, HOST_KUBECONFIG);
-    writeFileSync(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name), { mode: 0o600 });
+    writeSecretFile(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name));
     await applyObjects(loadKubeConfig(kubeconfig), dnsAddon(plan));
     ready = { apiServer, kubeconfig, apiServerCA };
     log(`components started; API server ${apiServer}`);
