@@ -1,6 +1,7 @@
 // `svcnet apiserver`: the embedded Kubernetes-compatible API server as a daemon. It listens
 // only where told (default 127.0.0.1:6443, plain HTTP with a bearer token), writes a
-// kubeconfig for kubectl and client-node when asked, and with --data-dir survives restarts.
+// kubeconfig for kubectl and client-node when asked, and with --data-dir survives restarts
+// (SQLite storage with bounded history and a quota).
 // Runs until SIGINT/SIGTERM.
 
 import type { Command } from 'commander';
@@ -20,6 +21,34 @@ interface ApiServerFlags {
   advertiseAddress?: string;
   logRequests?: boolean;
   insecureHttp?: boolean;
+  quotaBackendBytes: string;
+  historyRevisions: string;
+  historyAge: string;
+  historyBytes: string;
+}
+
+const UNITS: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
+
+/** `2147483648`, `128Mi`, `2Gi`. */
+function parseBytes(flag: string, text: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(text.trim());
+  if (!m)
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `${flag}: want bytes (e.g. 2Gi), got ${JSON.stringify(text)}`,
+    );
+  return Number(m[1]) * (UNITS[m[2] ?? ''] ?? 1);
+}
+
+/** `300`, `300s`, `5m`, `1h` -> milliseconds. */
+function parseDuration(flag: string, text: string): number {
+  const m = /^(\d+)(s|m|h)?$/.exec(text.trim());
+  if (!m)
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `${flag}: want a duration (e.g. 5m), got ${JSON.stringify(text)}`,
+    );
+  return Number(m[1]) * ({ s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? 's'] ?? 1000);
 }
 
 /** Registers `svcnet apiserver`. */
@@ -29,7 +58,23 @@ export function registerApiserverCommand(program: Command): void {
     .description('run the embedded Kubernetes-compatible API server (lab default)')
     .option('--listen <addr:port>', 'address and port to listen on', '127.0.0.1:6443')
     .option('--write-kubeconfig <file>', 'write a kubeconfig (server URL and token) to FILE')
-    .option('--data-dir <dir>', 'persist objects in DIR (survives restarts)')
+    .option('--data-dir <dir>', 'keep objects in DIR/storage.db (SQLite; survives restarts)')
+    .option(
+      '--quota-backend-bytes <bytes>',
+      'with --data-dir: past this size only deletions are accepted (507)',
+      '2Gi',
+    )
+    .option(
+      '--history-revisions <n>',
+      'revisions kept for watches to resume from, at least',
+      '10000',
+    )
+    .option(
+      '--history-age <duration>',
+      'with --data-dir: also keep revisions younger than this',
+      '5m',
+    )
+    .option('--history-bytes <bytes>', 'with --data-dir: at most this much history', '128Mi')
     .option(
       '--service-cluster-ip-range <cidr>',
       'Service IP range(s), comma-separated for dual-stack',
@@ -63,12 +108,29 @@ export function registerApiserverCommand(program: Command): void {
             'INVALID_INPUT',
             `--service-node-port-range: want A-B, got ${JSON.stringify(flags.serviceNodePortRange)}`,
           );
+        const revisions = Number(flags.historyRevisions);
+        if (!Number.isInteger(revisions) || revisions < 1)
+          throw new SvcnetError(
+            'INVALID_INPUT',
+            `--history-revisions: want a positive integer, got ${JSON.stringify(flags.historyRevisions)}`,
+          );
+        const history = {
+          revisions,
+          ageMs: parseDuration('--history-age', flags.historyAge),
+          bytes: parseBytes('--history-bytes', flags.historyBytes),
+        };
+        const quota = parseBytes('--quota-backend-bytes', flags.quotaBackendBytes);
         const log = pino({ base: null }, pino.destination(2));
         const server = await startApiServer({
           listen: flags.listen,
           serviceCIDRs: cidrs,
           nodePortRange: flags.serviceNodePortRange,
           ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
+          history,
+          quotaBackendBytes: quota,
+          warn: (message) => {
+            log.warn({ message }, 'Storage');
+          },
           ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
           ...(flags.token !== undefined ? { token: flags.token } : {}),
           ...(flags.advertiseAddress !== undefined

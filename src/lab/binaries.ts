@@ -61,8 +61,9 @@ export async function ensureLabBinaries(root = packageRoot()): Promise<LabBinari
         outdir: out,
         outExtension: { '.js': '.mjs' },
         banner: { js: REQUIRE_BANNER },
-        // esbuild itself (used only here) stays a runtime import.
-        external: ['esbuild'],
+        // esbuild itself (used only here) stays a runtime import, and so does better-sqlite3,
+        // a native module (loaded only with --data-dir) that esbuild cannot bundle.
+        external: ['esbuild', 'better-sqlite3'],
         logLevel: 'warning',
       }),
       esbuild.build({
