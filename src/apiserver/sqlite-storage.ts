@@ -47,15 +47,8 @@ export interface LoadedStorage {
   readonly revisions: LoadedRevision[];
 }
 
-interface Row {
-  rv: number;
-  resource: string;
-  name: string;
-  type: number;
-  superseded: number | null;
-  created: number;
-  value: string;
-}
+/** A row as `raw()` gives it: rv, resource, name, type, superseded, created, value. */
+type Row = [number, string, string, number, number | null, number, string];
 
 type Database = BetterSqlite3.Database;
 type Statement = BetterSqlite3.Statement;
@@ -249,39 +242,40 @@ export class SqliteStorage implements StoreBackend {
       .prepare(
         'SELECT rv, resource, name, type, superseded, created, value FROM revisions ORDER BY rv',
       )
+      .raw(true)
       .iterate() as IterableIterator<Row>;
-    for (const row of rows) {
+    for (const [rowRV, resource, name, typeCode, superseded, created, value] of rows) {
       let object: StoredObject;
       try {
-        object = JSON.parse(row.value) as StoredObject;
+        object = JSON.parse(value) as StoredObject;
       } catch (e) {
         throw new SvcnetError(
           'INVALID_INPUT',
-          `${join(this.dir, DB_FILE)}: revision ${row.rv} (${row.resource} ${row.name}): value is not JSON`,
+          `${join(this.dir, DB_FILE)}: revision ${rowRV} (${resource} ${name}): value is not JSON`,
           { cause: e },
         );
       }
-      const k = `${row.resource}\u0000${row.name}`;
-      const type = TYPES[row.type] ?? 'MODIFIED';
-      if (row.rv > this.floor)
+      const k = `${resource}\u0000${name}`;
+      const type = TYPES[typeCode] ?? 'MODIFIED';
+      if (rowRV > this.floor)
         revisions.push({
-          rv: row.rv,
-          resource: row.resource,
-          key: row.name,
+          rv: rowRV,
+          resource,
+          key: name,
           type,
           object,
           prev: last.get(k),
-          bytes: row.value.length,
-          at: row.created,
+          bytes: value.length,
+          at: created,
         });
       if (type === 'DELETED') {
         last.delete(k);
         objects.delete(k);
       } else {
         last.set(k, object);
-        if (row.superseded === null) objects.set(k, { resource: row.resource, object });
+        if (superseded === null) objects.set(k, { resource, object });
       }
-      rv = Math.max(rv, row.rv);
+      if (rowRV > rv) rv = rowRV;
     }
     return { rv, floor: this.floor, objects: [...objects.values()], revisions };
   }
