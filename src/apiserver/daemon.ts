@@ -246,6 +246,10 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
       sockets.add(sock);
       sock.once('close', () => sockets.delete(sock));
     });
+  }).catch((e: unknown) => {
+    // Not listening (address in use): the database is not left open.
+    storage?.close();
+    throw e;
   });
   const urlAddr = bound.address === '0.0.0.0' || bound.address === '::' ? advertise : bound.address;
   const urlHost = urlAddr.includes(':') ? `[${urlAddr}]` : urlAddr;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { CONFIGMAPS, PODS, SERVICES } from './resources.js';
+import { createApiServer } from './server.js';
 import { SqliteStorage } from './sqlite-storage.js';
 import { ApiError } from './status.js';
 import type { HistoryLimits, WatchEvent } from './store.js';
@@ -140,6 +141,38 @@ describe('SQLite storage', () => {
     assert.equal(b.store.tryGet(CONFIGMAPS, 'default', 'after-close'), undefined);
     assert.ok(b.store.tryGet(SERVICES, 'default', 's'));
     assert.equal(b.store.resourceVersion, rv0 + 1);
+  });
+
+  it('answers a request only once its write is durable, and 507 when the commit fails', async () => {
+    const a = await start();
+    const app = createApiServer({ store: a.store });
+    const post = (name: string, v: string): Promise<Response> =>
+      Promise.resolve(
+        app.request('/api/v1/namespaces/default/configmaps', {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ metadata: { name }, data: { v } }),
+        }),
+      );
+    const ok = await post('fine', 'x');
+    assert.equal(ok.status, 201);
+    const rows = a.storage.db
+      .prepare("SELECT count(*) AS n FROM revisions WHERE name = 'default/fine'")
+      .get() as { n: number };
+    assert.equal(rows.n, 1, 'on disk when answered');
+    const pages = Number(a.storage.db.pragma('page_count', { simple: true }));
+    a.storage.db.pragma(`max_page_count = ${pages}`);
+    const [r1, r2] = await Promise.all([post('big', 'y'.repeat(300_000)), post('small', 'z')]);
+    assert.equal(r1.status, 507);
+    assert.equal(r2.status, 507, 'committed together, failed together');
+    const body = (await r1.json()) as { reason: string; message: string };
+    assert.equal(body.reason, 'InsufficientStorage');
+    const list = await app.request('/api/v1/namespaces/default/configmaps');
+    const items = ((await list.json()) as { items: { metadata: { name: string } }[] }).items;
+    assert.deepEqual(
+      items.map((o) => o.metadata.name),
+      ['fine'],
+    );
   });
 
   it('refuses writes past the quota with 507 and keeps serving reads and deletions', async () => {
