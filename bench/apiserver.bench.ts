@@ -1,15 +1,33 @@
-// `npm run bench -- apiserver`: the embedded API server over HTTPS with its bearer token
-// (server and clients in this one process): create 10k Services and 30k Pods with 64 requests
-// in flight, while 10 cluster-wide pod watchers measure event latency (request sent ->
-// ADDED line received); then a full LIST. Prints throughput, latency percentiles and memory.
+// `npm run bench -- apiserver [--json]`: the embedded API server over HTTPS with its bearer
+// token (server and clients in this one process): create 10k Services and 30k Pods with 64
+// requests in flight, while 10 cluster-wide pod watchers measure event latency (request sent
+// -> ADDED line received); then a full LIST. Run twice: in memory, and on a --data-dir
+// (SQLite, synchronous=FULL, group commit: every 201 is durable). Then a data dir of 100k
+// objects is restarted. Prints throughput, latency percentiles, memory and restart time;
+// with --json one line per figure.
 
+import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startApiServer } from '../src/apiserver/daemon.js';
+import { PODS as POD_RESOURCE } from '../src/apiserver/resources.js';
+import { SqliteStorage } from '../src/apiserver/sqlite-storage.js';
+import { newTestApi } from '../src/apiserver/testing.js';
 
 const SERVICES = Number(process.env.BENCH_SERVICES ?? 10_000);
 const PODS = Number(process.env.BENCH_PODS ?? 30_000);
 const IN_FLIGHT = 64;
 const WATCHERS = 10;
+const RESTART_OBJECTS = Number(process.env.BENCH_RESTART_OBJECTS ?? 100_000);
+const JSON_OUT = process.argv.includes('--json');
+
+function figure(name: string, value: number, unit: string, target?: number): void {
+  if (!JSON_OUT) return;
+  process.stdout.write(
+    `${JSON.stringify({ bench: 'apiserver', figure: name, value: Number(value.toFixed(3)), unit, ...(target !== undefined ? { target } : {}) })}\n`,
+  );
+}
 
 function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
@@ -24,7 +42,60 @@ function pct(sorted: number[], p: number): number {
 }
 
 export async function run(): Promise<void> {
-  const server = await startApiServer({ listen: '127.0.0.1:0', historySize: 5000 });
+  const memory = await createRun(undefined);
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-bench-apiserver-'));
+  try {
+    const durable = await createRun(join(dir, 'creates'));
+    const restart = await restartRun(join(dir, 'restart'));
+    figure('create_per_s', durable.podsPerS, '1/s', 3000);
+    figure('create_per_s_memory', memory.podsPerS, '1/s');
+    figure('service_create_per_s', durable.svcPerS, '1/s');
+    figure('service_create_per_s_memory', memory.svcPerS, '1/s');
+    figure('restart_s', restart, 's', 5);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Fills a data dir with RESTART_OBJECTS pods, then times a server start on it. */
+async function restartRun(dataDir: string): Promise<number> {
+  const storage = new SqliteStorage(dataDir);
+  const api = newTestApi({ backend: storage });
+  await api.store.durable();
+  for (let i = 0; i < RESTART_OBJECTS; i++) {
+    api.store.create(POD_RESOURCE, 'default', {
+      metadata: { name: `pod-${i}`, labels: { app: `app-${i % 100}` } },
+      spec: {
+        nodeName: `node-${i % 50}`,
+        containers: [{ name: 'c', image: 'registry.k8s.io/e2e-test-images/agnhost:2.53' }],
+      },
+    });
+    if (i % 5000 === 4999) api.store.flush();
+  }
+  api.store.flush();
+  storage.close();
+  gc();
+  const start = performance.now();
+  const server = await startApiServer({ listen: '127.0.0.1:0', dataDir });
+  const seconds = (performance.now() - start) / 1000;
+  const pods = server.store.count(POD_RESOURCE);
+  await server.close();
+  if (pods !== RESTART_OBJECTS) throw new Error(`restart: ${pods} pods, want ${RESTART_OBJECTS}`);
+  if (!JSON_OUT)
+    process.stdout.write(
+      `restart:          ${RESTART_OBJECTS} pods in the data dir, ready in ${seconds.toFixed(2)} s\n`,
+    );
+  return seconds;
+}
+
+async function createRun(
+  dataDir: string | undefined,
+): Promise<{ podsPerS: number; svcPerS: number }> {
+  const server = await startApiServer({
+    listen: '127.0.0.1:0',
+    historySize: 5000,
+    ...(dataDir !== undefined ? { dataDir } : {}),
+  });
   const ca = server.caCert ?? '';
   const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT + WATCHERS + 4, ca });
   const auth = `Bearer ${server.token}`;
@@ -155,14 +226,18 @@ export async function run(): Promise<void> {
   const mem = process.memoryUsage();
   latencies.sort((a, b) => a - b);
   const lines = [
+    dataDir !== undefined
+      ? `-- on a data dir (SQLite, synchronous=FULL, group commit)`
+      : `-- in memory`,
     `services created: ${SERVICES} in ${(svcMs / 1000).toFixed(2)} s = ${Math.round(SERVICES / (svcMs / 1000))}/s (HTTPS, ${IN_FLIGHT} in flight)`,
     `pods created:     ${PODS} in ${(podMs / 1000).toFixed(2)} s = ${Math.round(PODS / (podMs / 1000))}/s (while ${WATCHERS} watchers stream every event)`,
     `watch events:     ${received}/${PODS * WATCHERS} delivered; latency request->event p50 ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms, max ${(latencies[latencies.length - 1] ?? NaN).toFixed(1)} ms`,
     `list all pods:    ${(big.text.length / 1024 / 1024).toFixed(1)} MiB JSON in ${listMs.toFixed(0)} ms`,
     `memory:           heap ${mb(mem.heapUsed)} (+${mb(mem.heapUsed - heapBefore)} for ${SERVICES + PODS} objects), rss ${mb(mem.rss)}`,
   ];
-  process.stdout.write(`${lines.join('\n')}\n`);
+  if (!JSON_OUT) process.stdout.write(`${lines.join('\n')}\n`);
   for (const r of watchReqs) r.destroy();
   agent.destroy();
   await server.close();
+  return { podsPerS: PODS / (podMs / 1000), svcPerS: SERVICES / (svcMs / 1000) };
 }

@@ -7,12 +7,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const dir = dirname(fileURLToPath(import.meta.url));
-const filters = process.argv.slice(2);
+const json = process.argv.includes('--json');
+const filters = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 for (const file of readdirSync(dir)
   .filter((f) => f.endsWith('.bench.ts'))
   .sort()) {
   if (filters.length > 0 && !filters.some((f) => file.includes(f))) continue;
-  process.stdout.write(`\n## ${file}\n`);
+  if (!json) process.stdout.write(`\n## ${file}\n`);
   const mod = (await import(pathToFileURL(join(dir, file)).href)) as { run: () => Promise<void> };
   await mod.run();
 }

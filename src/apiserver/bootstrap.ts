@@ -1,11 +1,14 @@
 // What kube-apiserver creates for itself at start-up: the system namespaces and the
 // `default/kubernetes` Service (first address of the service range, port 443 named https)
 // with its Endpoints and EndpointSlice pointing at the API server's advertised address,
-// reconciled on every start so a new address or port replaces the old one. Store calls only.
+// reconciled on every start so a new address or port replaces the old one, and again every
+// few seconds by `startBootstrapLoop` so a deleted one comes back (as kube-apiserver's
+// bootstrap controller does). Store calls and timers from an injected clock only.
 
 import { LABEL_MANAGED_BY, LABEL_SERVICE_NAME } from '../kube/names.js';
 import { clone, deepEqual, type StoredObject } from './object.js';
 import { ENDPOINTS, ENDPOINTSLICES, NAMESPACES, SERVICES, type ResourceType } from './resources.js';
+import type { Clock, TimerHandle } from '../proxy/clock.js';
 import type { Store } from './store.js';
 
 export const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
@@ -47,11 +50,57 @@ function ensure(
   if (changed) store.update(rt, ns, name, next);
 }
 
-/** Creates or repairs the objects kube-apiserver owns. */
+/**
+ * Creates or repairs the objects kube-apiserver owns. Each step runs even when an earlier one
+ * failed (a namespace still terminating, a storage error); the first error is thrown at the end.
+ */
 export function bootstrap(store: Store, cfg: BootstrapConfig): void {
+  const errors: unknown[] = [];
+  const step = (fn: () => void): void => {
+    try {
+      fn();
+    } catch (e) {
+      errors.push(e);
+    }
+  };
   for (const name of SYSTEM_NAMESPACES)
-    if (!store.tryGet(NAMESPACES, undefined, name))
-      store.create(NAMESPACES, undefined, { metadata: { name } });
+    step(() => {
+      if (!store.tryGet(NAMESPACES, undefined, name))
+        store.create(NAMESPACES, undefined, { metadata: { name } });
+    });
+  step(() => {
+    ensureKubernetesService(store, cfg);
+  });
+  const family = cfg.advertiseAddress.includes(':') ? 'IPv6' : 'IPv4';
+  step(() => {
+    ensure(store, ENDPOINTS, 'default', {
+      metadata: {
+        name: 'kubernetes',
+        labels: { 'endpointslice.kubernetes.io/skip-mirror': 'true' },
+      },
+      subsets: [
+        {
+          addresses: [{ ip: cfg.advertiseAddress }],
+          ports: [{ name: 'https', port: cfg.port, protocol: 'TCP' }],
+        },
+      ],
+    });
+  });
+  step(() => {
+    ensure(store, ENDPOINTSLICES, 'default', {
+      metadata: {
+        name: 'kubernetes',
+        labels: { [LABEL_SERVICE_NAME]: 'kubernetes', [LABEL_MANAGED_BY]: 'kube-apiserver' },
+      },
+      addressType: family,
+      endpoints: [{ addresses: [cfg.advertiseAddress], conditions: { ready: true } }],
+      ports: [{ name: 'https', port: cfg.port, protocol: 'TCP' }],
+    });
+  });
+  if (errors.length > 0) throw errors[0];
+}
+
+function ensureKubernetesService(store: Store, cfg: BootstrapConfig): void {
   const labels = { component: 'apiserver', provider: 'kubernetes' };
   const svc = store.tryGet(SERVICES, 'default', 'kubernetes');
   const port = { name: 'https', port: 443, protocol: 'TCP', targetPort: cfg.port };
@@ -68,23 +117,38 @@ export function bootstrap(store: Store, cfg: BootstrapConfig): void {
       store.update(SERVICES, 'default', 'kubernetes', next);
     }
   }
-  const family = cfg.advertiseAddress.includes(':') ? 'IPv6' : 'IPv4';
-  ensure(store, ENDPOINTS, 'default', {
-    metadata: { name: 'kubernetes', labels: { 'endpointslice.kubernetes.io/skip-mirror': 'true' } },
-    subsets: [
-      {
-        addresses: [{ ip: cfg.advertiseAddress }],
-        ports: [{ name: 'https', port: cfg.port, protocol: 'TCP' }],
-      },
-    ],
-  });
-  ensure(store, ENDPOINTSLICES, 'default', {
-    metadata: {
-      name: 'kubernetes',
-      labels: { [LABEL_SERVICE_NAME]: 'kubernetes', [LABEL_MANAGED_BY]: 'kube-apiserver' },
+}
+
+export interface BootstrapLoop {
+  stop(): void;
+}
+
+/**
+ * Runs `bootstrap` every `intervalMs` (default 5 s, so a deleted system object is back within
+ * 10 s); failures go to onError and the loop goes on.
+ */
+export function startBootstrapLoop(
+  store: Store,
+  cfg: BootstrapConfig,
+  opts: { clock: Clock; intervalMs?: number; onError?: (e: unknown) => void },
+): BootstrapLoop {
+  const interval = opts.intervalMs ?? 5000;
+  let handle: TimerHandle | undefined;
+  let stopped = false;
+  const tick = (): void => {
+    if (stopped) return;
+    try {
+      bootstrap(store, cfg);
+    } catch (e) {
+      opts.onError?.(e);
+    }
+    handle = opts.clock.setTimer(interval, tick);
+  };
+  handle = opts.clock.setTimer(interval, tick);
+  return {
+    stop: () => {
+      stopped = true;
+      if (handle) opts.clock.clearTimer(handle);
     },
-    addressType: family,
-    endpoints: [{ addresses: [cfg.advertiseAddress], conditions: { ready: true } }],
-    ports: [{ name: 'https', port: cfg.port, protocol: 'TCP' }],
-  });
+  };
 }

@@ -1,25 +1,27 @@
-// Wiring of a running API server: allocators and strategies, the store (optionally on a data
-// dir), the bootstrap objects, the hono app on @hono/node-server listening only where told,
-// and the kubeconfig with the bearer token. Used by `svcnet apiserver`, tests and the bench.
+// Wiring of a running API server: allocators and strategies, the store (in memory, or on
+// SQLite storage in a data dir), the bootstrap objects and their reconcile loop, the hono app
+// on @hono/node-server listening only where told, and the kubeconfig with the bearer token.
+// Used by `svcnet apiserver`, tests and the bench.
 
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { createAdaptorServer, type ServerType } from '@hono/node-server';
 import { SvcnetError } from '../errors.js';
-import { bootstrap } from './bootstrap.js';
+import { createRealClock, type Clock } from '../proxy/clock.js';
+import { bootstrap, startBootstrapLoop, type BootstrapConfig } from './bootstrap.js';
 import { RealExecer } from '../os/exec.js';
 import { raiseNoFileLimit, readNoFileLimit } from '../os/rlimit.js';
 import { writeSecretFile } from '../util/secret-file.js';
 import { ConnectionTracker, defaultMaxConnections, type ConnectionStats } from './connections.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from './limits.js';
 import { HANDSHAKE_TIMEOUT_MS, serverFactory } from './listener.js';
-import { DataDir } from './persist.js';
 import { createApiServer, tokenMatches } from './server.js';
 import { ServiceRegistry } from './services.js';
-import { Store } from './store.js';
+import { SqliteStorage } from './sqlite-storage.js';
+import { Store, type HistoryLimits } from './store.js';
 import { buildStrategies } from './strategies.js';
 import { certCovers, createServingCert, type ServingCert } from './x509.js';
 
@@ -32,7 +34,20 @@ export interface ApiServerConfig {
   readonly token?: string;
   /** Address put in the `kubernetes` Endpoints; defaults to the listen address. */
   readonly advertiseAddress?: string;
+  /** Revisions kept for watches at least (default 10,000); see `history`. */
   readonly historySize?: number;
+  /** Bounds of the watch window / stored history (defaults: 10,000 revisions, 5 min, 128 MiB). */
+  readonly history?: HistoryLimits;
+  /** With dataDir: past this many bytes only deletions are accepted (default 2 GiB). */
+  readonly quotaBackendBytes?: number;
+  /** With dataDir: SQLite's synchronous setting (default FULL). */
+  readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
+  /** Warnings of the storage (a dropped torn record, a migration) and the bootstrap loop. */
+  readonly warn?: (message: string) => void;
+  /** Timers of the bootstrap reconcile loop (tests). */
+  readonly clock?: Clock;
+  /** How often the bootstrap objects are reconciled (default 5 s). */
+  readonly bootstrapIntervalMs?: number;
   /**
    * Serve plain HTTP instead of HTTPS. kubectl never sends a bearer token over plain HTTP,
    * so this is for clients that do (client-node) and for tests.
@@ -107,6 +122,20 @@ export function renderKubeconfig(url: string, token: string, caCert?: string): s
   ].join('\n');
 }
 
+/** The stored token of a data dir, or the given one written there for next time. */
+function storedToken(dir: string, generate: () => string): string {
+  const path = join(dir, 'token');
+  try {
+    const cur = readFileSync(path, 'utf8').trim();
+    if (cur !== '') return cur;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  const t = generate();
+  writeSecretFile(path, `${t}\n`);
+  return t;
+}
+
 /** Writes the kubeconfig (it holds the token) 0600 through a temp file + rename. */
 export function writeKubeconfig(path: string, server: RunningApiServer): void {
   writeSecretFile(path, server.kubeconfig());
@@ -177,25 +206,36 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
       cause: e,
     });
   }
-  const dataDir = cfg.dataDir !== undefined ? new DataDir(cfg.dataDir) : undefined;
-  const store = new Store({
-    strategies: buildStrategies(services),
-    ...(cfg.historySize !== undefined ? { historySize: cfg.historySize } : {}),
-    ...(dataDir
-      ? {
-          onCommit: (c) => {
-            dataDir.append(c);
-          },
-        }
-      : {}),
-  });
-  if (dataDir) {
-    const state = dataDir.load();
-    store.load(state.objects, state.rv);
-    dataDir.open();
+  const warn = cfg.warn ?? (() => undefined);
+  if (cfg.dataDir !== undefined) mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
+  const storage =
+    cfg.dataDir !== undefined
+      ? new SqliteStorage(cfg.dataDir, {
+          warn,
+          ...(cfg.quotaBackendBytes !== undefined ? { quotaBytes: cfg.quotaBackendBytes } : {}),
+          ...(cfg.synchronous !== undefined ? { synchronous: cfg.synchronous } : {}),
+        })
+      : undefined;
+  let store: Store;
+  try {
+    store = new Store({
+      strategies: buildStrategies(services),
+      ...(cfg.historySize !== undefined ? { historySize: cfg.historySize } : {}),
+      // Without a data dir the history is bounded by count only (no serialised sizes).
+      history: storage ? { ageMs: 5 * 60_000, ...cfg.history } : { ...cfg.history },
+      ...(storage ? { backend: storage } : {}),
+    });
+    if (storage) {
+      const state = storage.load();
+      store.load(state.objects, state.rv, { floor: state.floor, revisions: state.revisions });
+    }
+  } catch (e) {
+    storage?.close();
+    throw e;
   }
   const generate = (): string => randomBytes(24).toString('base64url');
-  const token = cfg.token ?? dataDir?.token(generate) ?? generate();
+  const token =
+    cfg.token ?? (cfg.dataDir !== undefined ? storedToken(cfg.dataDir, generate) : generate());
 
   const advertise = cfg.advertiseAddress ?? pickAdvertise(host);
   const tls =
@@ -256,14 +296,27 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
       sockets.add(sock);
       sock.once('close', () => sockets.delete(sock));
     });
+  }).catch((e: unknown) => {
+    // Not listening (address in use): the database is not left open.
+    storage?.close();
+    throw e;
   });
   const urlAddr = bound.address === '0.0.0.0' || bound.address === '::' ? advertise : bound.address;
   const urlHost = urlAddr.includes(':') ? `[${urlAddr}]` : urlAddr;
   const url = `${tls ? 'https' : 'http'}://${urlHost}:${bound.port}`;
-  bootstrap(store, {
+  const boot: BootstrapConfig = {
     advertiseAddress: advertise,
     port: bound.port,
     serviceIP: services.kubernetesServiceIP,
+  };
+  bootstrap(store, boot);
+  await store.durable();
+  const loop = startBootstrapLoop(store, boot, {
+    clock: cfg.clock ?? createRealClock(),
+    ...(cfg.bootstrapIntervalMs !== undefined ? { intervalMs: cfg.bootstrapIntervalMs } : {}),
+    onError: (e) => {
+      warn(`bootstrap: ${e instanceof Error ? e.message : String(e)}`);
+    },
   });
   return {
     url,
@@ -277,15 +330,19 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
     connectionStats: () => connections.stats(),
     close: () =>
       new Promise<void>((resolve) => {
+        loop.stop();
         const s = server;
-        if (!s) {
+        const finish = (): void => {
+          // Whatever is staged is committed (or fails) before the database closes.
+          store.flush();
+          storage?.close();
           resolve();
+        };
+        if (!s) {
+          finish();
           return;
         }
-        s.close(() => {
-          dataDir?.close();
-          resolve();
-        });
+        s.close(finish);
         // After close() no new connection is accepted, so this ends every one there is.
         for (const sock of sockets) sock.destroy();
       }),

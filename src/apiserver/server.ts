@@ -281,8 +281,8 @@ export function createApiServer(opts: ApiServerOptions): Hono {
     return json(doc, 200, { 'Cache-Control': 'public, immutable' });
   });
 
-  app.all('/api/*', (c) => handleResource(c));
-  app.all('/apis/*', (c) => handleResource(c));
+  app.all('/api/*', (c) => durably(handleResource(c)));
+  app.all('/apis/*', (c) => durably(handleResource(c)));
   app.all('*', () => statusResponse(notFoundPath()));
 
   /** Warnings for the answer to a request (`Warning: 299 - "..."` headers). */
@@ -362,6 +362,17 @@ export function createApiServer(opts: ApiServerOptions): Hono {
         status,
       );
     return json(obj, status);
+  }
+
+  /**
+   * Answers only once every write made so far (this request's, and any it may have read) is
+   * durable; if their commit failed, the request fails with the storage error instead.
+   */
+  async function durably(res: Promise<Response>): Promise<Response> {
+    const out = await res;
+    const pending = store.durable();
+    if (pending) await pending;
+    return out;
   }
 
   async function handleResource(c: Context): Promise<Response> {
@@ -572,7 +583,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
         },
       );
     } catch (e) {
-      if (!(e instanceof ApiError) || e.status !== 410) throw e;
+      if (!(e instanceof ApiError) || (e.status !== 410 && e.status !== 504)) throw e;
       // As kube-apiserver's watch cache: a 200 stream carrying one ERROR event, then EOF.
       const body = `${JSON.stringify({ type: 'ERROR', object: e.toStatus() })}\n`;
       return new Response(body, { status: 200, headers: { 'Content-Type': JSON_TYPE } });

@@ -13,6 +13,8 @@ export type StatusReason =
   | 'BadRequest'
   | 'Expired'
   | 'Gone'
+  | 'Timeout'
+  | 'InsufficientStorage'
   | 'MethodNotAllowed'
   | 'NotAcceptable'
   | 'UnsupportedMediaType'
@@ -24,7 +26,7 @@ export type StatusReason =
 export type CauseType = FieldErrorType;
 
 export interface StatusCause {
-  readonly reason: CauseType;
+  readonly reason: CauseType | 'ResourceVersionTooLarge';
   readonly message: string;
   readonly field: string;
 }
@@ -56,6 +58,8 @@ const CODES: Record<StatusReason, ErrorCode> = {
   BadRequest: 'INVALID_INPUT',
   Expired: 'CONFLICT',
   Gone: 'CONFLICT',
+  Timeout: 'TIMEOUT',
+  InsufficientStorage: 'INTERNAL',
   MethodNotAllowed: 'UNSUPPORTED',
   NotAcceptable: 'UNSUPPORTED',
   UnsupportedMediaType: 'UNSUPPORTED',
@@ -144,6 +148,30 @@ export class ApiError extends SvcnetError {
 
   static gone(message: string): ApiError {
     return new ApiError(410, 'Expired', message);
+  }
+
+  /** A watch or list from a resourceVersion the server has not reached (kube-apiserver: 504). */
+  static tooLargeResourceVersion(requested: number, current: number): ApiError {
+    return new ApiError(
+      504,
+      'Timeout',
+      `Too large resource version: ${requested}, current: ${current}`,
+      {
+        causes: [
+          {
+            reason: 'ResourceVersionTooLarge',
+            message: 'Too large resource version',
+            field: '',
+          },
+        ],
+        retryAfterSeconds: 1,
+      },
+    );
+  }
+
+  /** Storage past its quota (etcd's NOSPACE alarm): writes refused, reads served. */
+  static insufficientStorage(message: string): ApiError {
+    return new ApiError(507, 'InsufficientStorage', message);
   }
 
   static methodNotAllowed(message: string): ApiError {

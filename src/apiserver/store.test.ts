@@ -348,3 +348,20 @@ describe('store deletion', () => {
     assert.match(e.message, /Precondition failed: UID in precondition: other/);
   });
 });
+
+describe('store watch window', () => {
+  it('answers 504 Too large resource version for a watch from the future', () => {
+    const { store } = newTestApi();
+    const future = store.resourceVersion + 10;
+    const e = apiError(() =>
+      store.watch(PODS, undefined, { resourceVersion: String(future) }, () => undefined),
+    );
+    assert.equal(e.status, 504);
+    assert.equal(e.reason, 'Timeout');
+    assert.equal(
+      e.message,
+      `Too large resource version: ${future}, current: ${store.resourceVersion}`,
+    );
+    assert.equal(e.details?.causes?.[0]?.reason, 'ResourceVersionTooLarge');
+  });
+});

@@ -2,11 +2,14 @@
 // counter, create/get/list/update/delete with the metadata rules of kube-apiserver (uid,
 // creationTimestamp, generation, generateName, optimistic concurrency, finalizers and
 // deletionTimestamp, graceful pod deletion, namespace existence and teardown, owner-reference
-// garbage collection), and watches with per-resource event history (410 Expired when a watch
-// starts before it), label/field selectors with ADDED/DELETED on selector transitions, and
-// synthetic initial events. Per-kind defaulting, validation and allocation come from injected
-// strategies (strategies.ts). Persistence is a commit hook (persist.ts writes it to disk);
-// HTTP is server.ts.
+// garbage collection), and watches over a bounded window of recent revisions (410 Expired
+// before it, 504 past the current resourceVersion), label/field selectors with ADDED/DELETED
+// on selector transitions, and synthetic initial events. Per-kind defaulting, validation and
+// allocation come from injected strategies (strategies.ts). Durability is an injected backend
+// (sqlite-storage.ts): each write operation is staged with an undo log, the staged operations
+// of one turn of the event loop are committed by the backend together (group commit), and
+// only then are they applied to what reads see and sent to watchers; a failed commit undoes
+// them all. HTTP is server.ts.
 
 import type { ObjectMeta, OwnerReference } from '../kube/types.js';
 import { clone, deepEqual, formatTime, storeKey, type StoredObject } from './object.js';
@@ -38,16 +41,47 @@ export interface WatchEvent {
   readonly object: StoredObject;
 }
 
-/** What the store tells the persistence layer after every committed change. */
-export type Commit =
-  | {
-      readonly op: 'put';
-      readonly resource: string;
-      readonly key: string;
-      readonly rv: number;
-      readonly object: StoredObject;
-    }
-  | { readonly op: 'delete'; readonly resource: string; readonly key: string; readonly rv: number };
+/** One revision: what a write operation changed, as the storage backend persists it. */
+export interface Revision {
+  readonly rv: number;
+  /** `resourceKey()` of the resource. */
+  readonly resource: string;
+  /** `storeKey()`: `ns/name` or `name`. */
+  readonly key: string;
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  /** The object as written (for DELETED: as it was removed). */
+  readonly object: StoredObject;
+}
+
+/**
+ * Where committed revisions go (sqlite-storage.ts). `admit` runs at the end of every write
+ * operation, before it is staged, and may refuse it (507 past the quota): it returns the
+ * bytes the revisions will take. `commit` makes a batch durable in one transaction, or
+ * throws and stores none of it; `floor` is the compaction point (revisions a watch can no
+ * longer resume from).
+ */
+export interface StoreBackend {
+  admit(revisions: readonly Revision[], deletion: boolean): number[];
+  commit(revisions: readonly Revision[], floor: number): void;
+}
+
+/** A retained revision loaded from storage, so watches resume across a restart. */
+export interface LoadedRevision extends Revision {
+  readonly prev: StoredObject | undefined;
+  readonly bytes: number;
+  /** When it was written (ms since the epoch). */
+  readonly at: number;
+}
+
+/** Bounds of the watch history (and, with a backend, of the stored revisions). */
+export interface HistoryLimits {
+  /** Revisions kept at least, unless `bytes` is exceeded. Default 10,000. */
+  readonly revisions?: number;
+  /** Revisions younger than this are kept beyond `revisions` (ms; default 0). */
+  readonly ageMs?: number;
+  /** Serialised size of the window, at most (default 128 MiB; counted only with a backend). */
+  readonly bytes?: number;
+}
 
 export interface StrategyContext {
   readonly now: number;
@@ -78,10 +112,12 @@ export interface StoreOptions {
   readonly uid?: () => string;
   /** Uniform in [0,1): generateName suffixes. */
   readonly random?: () => number;
-  /** Events retained per resource for watches that resume from a resourceVersion. */
+  /** Revisions retained for watches that resume from a resourceVersion (history.revisions). */
   readonly historySize?: number;
+  readonly history?: HistoryLimits;
   readonly strategies?: ReadonlyMap<string, Strategy>;
-  readonly onCommit?: (c: Commit) => void;
+  /** Durable storage; without it every write is applied at once (in memory only). */
+  readonly backend?: StoreBackend;
 }
 
 export interface ListOptions {
@@ -135,45 +171,95 @@ interface Watcher {
 
 interface HistoryEntry {
   readonly rv: number;
+  readonly resource: string;
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
   readonly object: StoredObject;
   readonly prev: StoredObject | undefined;
+  readonly bytes: number;
+  readonly at: number;
 }
 
-/** Ring buffer of one resource's recent events. */
+/**
+ * The window of recent revisions of all resources, oldest first, as etcd's compaction keeps
+ * it: at least `revisions` (or everything younger than `ageMs`), never more than `bytes`.
+ * Watches may resume from any resourceVersion >= floor.
+ */
 class History {
-  private readonly buf: (HistoryEntry | undefined)[];
-  private start = 0;
-  private size = 0;
-  /** Watches may resume from any resourceVersion >= floor. */
+  private items: HistoryEntry[] = [];
+  private head = 0;
+  private bytes = 0;
   floor: number;
+  private readonly maxRevisions: number;
+  private readonly maxBytes: number;
+  private readonly ageMs: number;
 
-  constructor(capacity: number, floor: number) {
-    this.buf = new Array<HistoryEntry | undefined>(capacity);
+  constructor(limits: Required<HistoryLimits>, floor: number) {
+    this.maxRevisions = limits.revisions;
+    this.maxBytes = limits.bytes;
+    this.ageMs = limits.ageMs;
     this.floor = floor;
   }
 
-  push(e: HistoryEntry): void {
-    const cap = this.buf.length;
-    if (this.size === cap) {
-      const old = this.buf[this.start];
-      if (old) this.floor = old.rv;
-      this.buf[this.start] = e;
-      this.start = (this.start + 1) % cap;
-    } else {
-      this.buf[(this.start + this.size) % cap] = e;
-      this.size++;
+  get size(): number {
+    return this.items.length - this.head;
+  }
+
+  push(e: HistoryEntry, now: number): void {
+    this.items.push(e);
+    this.bytes += e.bytes;
+    this.trim(now);
+  }
+
+  private trim(now: number): void {
+    while (this.size > 0) {
+      const e = this.items[this.head];
+      if (!e) break;
+      const tooMany = this.size > this.maxRevisions && now - e.at >= this.ageMs;
+      if (!tooMany && this.bytes <= this.maxBytes) break;
+      this.items[this.head] = undefined as unknown as HistoryEntry;
+      this.head++;
+      this.bytes -= e.bytes;
+      this.floor = e.rv;
+    }
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
     }
   }
 
-  since(rv: number): HistoryEntry[] {
+  since(resource: string, rv: number): HistoryEntry[] {
     const out: HistoryEntry[] = [];
-    for (let i = 0; i < this.size; i++) {
-      const e = this.buf[(this.start + i) % this.buf.length];
-      if (e && e.rv > rv) out.push(e);
+    for (let i = this.items.length - 1; i >= this.head; i--) {
+      const e = this.items[i];
+      if (!e || e.rv <= rv) break;
+      if (e.resource === resource) out.push(e);
     }
-    return out;
+    return out.reverse();
   }
+}
+
+/** A write operation in progress, or a batch of them waiting for the backend. */
+interface Staged {
+  readonly undo: (() => void)[];
+  readonly events: { readonly rt: ResourceType; readonly entry: HistoryEntry }[];
+}
+
+interface Batch extends Staged {
+  readonly done: Promise<void>;
+  resolve(): void;
+  reject(e: unknown): void;
+}
+
+function newBatch(): Batch {
+  let resolve: () => void = () => undefined;
+  let reject: (e: unknown) => void = () => undefined;
+  const done = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Nobody may be waiting (bootstrap writes): a failure must not become an unhandled rejection.
+  done.catch(() => undefined);
+  return { undo: [], events: [], done, resolve, reject };
 }
 
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
@@ -200,9 +286,15 @@ function isTerminalPod(o: StoredObject): boolean {
 
 /** The in-memory object store; see the file header for the semantics it implements. */
 export class Store {
+  /** The working resourceVersion: what the next write builds on (staged writes included). */
   private rvCounter = 0;
+  /** The resourceVersion reads and watches see: everything up to it is durable. */
+  private committedRV = 0;
+  /** Working state: what write operations read and change. */
   private readonly data = new Map<string, Map<string, StoredObject>>();
-  private readonly histories = new Map<string, History>();
+  /** Committed state for lists and watches; the same maps as `data` without a backend. */
+  private readonly view = new Map<string, Map<string, StoredObject>>();
+  private readonly hist: History;
   private readonly watchers = new Map<string, Set<Watcher>>();
   /** owner uid -> dependents as `resourceKey\u0000storeKey`. */
   private readonly dependents = new Map<string, Set<string>>();
@@ -212,26 +304,43 @@ export class Store {
   private readonly now: () => number;
   private readonly uid: () => string;
   private readonly random: () => number;
-  private readonly historySize: number;
   private readonly strategies: ReadonlyMap<string, Strategy>;
-  private readonly onCommit: ((c: Commit) => void) | undefined;
+  private readonly backend: StoreBackend | undefined;
+  /** The write operation running now (nested store calls join it). */
+  private op: (Staged & { deletion: boolean }) | undefined;
+  /** Operations staged since the last commit. */
+  private staged: Batch | undefined;
+  private flushScheduled = false;
 
   constructor(opts: StoreOptions = {}) {
     this.now = opts.now ?? Date.now;
     this.uid = opts.uid ?? defaultUid;
     this.random = opts.random ?? Math.random;
-    this.historySize = opts.historySize ?? 2000;
     this.strategies = opts.strategies ?? new Map();
-    this.onCommit = opts.onCommit;
+    this.backend = opts.backend;
+    this.hist = new History(
+      {
+        revisions: opts.history?.revisions ?? opts.historySize ?? 10_000,
+        ageMs: opts.history?.ageMs ?? 0,
+        bytes: opts.history?.bytes ?? 128 * 1024 * 1024,
+      },
+      0,
+    );
     for (const rt of RESOURCES) {
-      this.data.set(resourceKey(rt), new Map());
-      this.histories.set(resourceKey(rt), new History(this.historySize, 0));
+      const t = new Map<string, StoredObject>();
+      this.data.set(resourceKey(rt), t);
+      this.view.set(resourceKey(rt), this.backend ? new Map<string, StoredObject>() : t);
     }
   }
 
-  /** Current resourceVersion of the whole store. */
+  /** Current resourceVersion of the whole store (of what is committed). */
   get resourceVersion(): number {
-    return this.rvCounter;
+    return this.committedRV;
+  }
+
+  /** Oldest resourceVersion a watch may resume from. */
+  get compactedResourceVersion(): number {
+    return this.hist.floor;
   }
 
   private table(rt: ResourceType): Map<string, StoredObject> {
@@ -240,14 +349,10 @@ export class Store {
     return t;
   }
 
-  private history(rt: ResourceType): History {
-    const k = resourceKey(rt);
-    let h = this.histories.get(k);
-    if (!h) {
-      h = new History(this.historySize, this.rvCounter);
-      this.histories.set(k, h);
-    }
-    return h;
+  private committed(rt: ResourceType): Map<string, StoredObject> {
+    const t = this.view.get(resourceKey(rt));
+    if (!t) throw ApiError.internal(`no storage for ${resourceKey(rt)}`);
+    return t;
   }
 
   private strategy(rt: ResourceType): Strategy {
@@ -256,33 +361,72 @@ export class Store {
 
   /** Number of stored objects of a resource (all namespaces). */
   count(rt: ResourceType): number {
-    return this.table(rt).size;
+    return this.committed(rt).size;
   }
 
   /**
-   * Loads objects from disk: no events, no defaulting; allocators are rebuilt through the
-   * strategies' restore hooks. Watch history starts empty at `rv`.
+   * Loads objects from storage: no events, no defaulting; allocators are rebuilt through the
+   * strategies' restore hooks. The watch window starts at `floor` with the given retained
+   * revisions (oldest first), so watches from a retained resourceVersion resume.
    */
-  load(objects: readonly { resource: string; object: StoredObject }[], rv: number): void {
+  load(
+    objects: Iterable<{ resource: string; object: StoredObject }>,
+    rv: number,
+    history: { floor: number; revisions: Iterable<LoadedRevision> } = {
+      floor: rv,
+      revisions: [],
+    },
+  ): void {
     for (const { resource, object } of objects) {
       const rt = this.byKey.get(resource);
       if (!rt) continue;
-      this.table(rt).set(storeKey(object.metadata.namespace, object.metadata.name ?? ''), object);
+      const key = storeKey(object.metadata.namespace, object.metadata.name ?? '');
+      this.table(rt).set(key, object);
+      this.committed(rt).set(key, object);
       this.indexOwners(rt, object, undefined);
       this.strategy(rt).restore?.(object);
     }
     this.rvCounter = Math.max(this.rvCounter, rv);
-    for (const h of this.histories.values()) h.floor = this.rvCounter;
+    this.committedRV = this.rvCounter;
+    this.hist.floor = Math.min(Math.max(this.hist.floor, history.floor), this.rvCounter);
+    const now = this.now();
+    for (const r of history.revisions)
+      if (r.rv > this.hist.floor && this.byKey.has(r.resource))
+        this.hist.push(
+          {
+            rv: r.rv,
+            resource: r.resource,
+            type: r.type,
+            object: r.object,
+            prev: r.prev,
+            bytes: r.bytes,
+            at: r.at,
+          },
+          now,
+        );
   }
 
-  /** Every stored object (for snapshots). */
+  /** Every stored object (committed state). */
   *entries(): Generator<{ resource: string; key: string; object: StoredObject }> {
-    for (const [resource, t] of this.data)
+    for (const [resource, t] of this.view)
       for (const [key, object] of t) yield { resource, key, object };
+  }
+
+  /**
+   * Settles once every write made so far is durable and visible (rejects with the storage
+   * error if their commit failed, in which case none of them happened). Undefined when
+   * nothing is waiting: always without a backend.
+   */
+  durable(): Promise<void> | undefined {
+    return this.staged?.done;
   }
 
   // ---- reads ----
 
+  /**
+   * One object as the next write would see it (staged writes included); the HTTP edge answers
+   * only once those are durable (`durable()`).
+   */
   get(rt: ResourceType, ns: string | undefined, name: string): StoredObject {
     const o = this.table(rt).get(storeKey(rt.namespaced ? ns : undefined, name));
     if (!o) throw ApiError.notFound(rt.group, rt.plural, name);
@@ -298,23 +442,24 @@ export class Store {
     const fields = parseFieldSelector(opts.fieldSelector ?? '');
     checkFieldSelector(fields, supportedFields(rt));
     const rv = parseRV(opts.resourceVersion);
-    if (opts.resourceVersionMatch === 'Exact' && rv !== undefined && rv !== this.rvCounter)
-      throw ApiError.gone(`too old resource version: ${rv} (${this.rvCounter})`);
+    if (opts.resourceVersionMatch === 'Exact' && rv !== undefined && rv !== this.committedRV)
+      throw ApiError.gone(`too old resource version: ${rv} (${this.committedRV})`);
     let start = '';
-    let listRV = this.rvCounter;
+    let listRV = this.committedRV;
     if (opts.continue !== undefined && opts.continue !== '') {
       const token = decodeContinue(opts.continue);
       start = token.start;
       listRV = token.rv;
     }
-    const keys = [...this.table(rt).keys()].sort();
+    const table = this.committed(rt);
+    const keys = [...table.keys()].sort();
     const items: StoredObject[] = [];
     const limit = opts.limit !== undefined && opts.limit > 0 ? opts.limit : Infinity;
     let next: string | undefined;
     let remaining = 0;
     for (const key of keys) {
       if (start !== '' && key <= start) continue;
-      const o = this.table(rt).get(key);
+      const o = table.get(key);
       if (!o || !this.matches(rt, o, ns, labels, fields)) continue;
       if (items.length >= limit) {
         remaining++;
@@ -348,8 +493,9 @@ export class Store {
   // ---- watch ----
 
   /**
-   * Starts a watch; events are delivered synchronously to sink. Resuming from a
-   * resourceVersion older than the retained history throws 410 Expired.
+   * Starts a watch; events are delivered synchronously to sink once committed. Resuming from
+   * a resourceVersion older than the retained window throws 410 Expired; from one the server
+   * has not reached, 504 Too large resource version.
    */
   watch(
     rt: ResourceType,
@@ -365,10 +511,10 @@ export class Store {
     const initial = opts.sendInitialEvents === true || rv === undefined || rv === 0;
     let replay: HistoryEntry[] = [];
     if (!initial) {
-      const h = this.history(rt);
-      if (rv < h.floor || rv > this.rvCounter)
-        throw ApiError.gone(`too old resource version: ${rv} (${h.floor + 1})`);
-      replay = h.since(rv);
+      if (rv > this.committedRV) throw ApiError.tooLargeResourceVersion(rv, this.committedRV);
+      if (rv < this.hist.floor)
+        throw ApiError.gone(`too old resource version: ${rv} (${this.hist.floor + 1})`);
+      replay = this.hist.since(resourceKey(rt), rv);
     }
     let set = this.watchers.get(resourceKey(rt));
     if (!set) {
@@ -377,9 +523,10 @@ export class Store {
     }
     set.add(w);
     if (initial) {
-      const keys = [...this.table(rt).keys()].sort();
+      const table = this.committed(rt);
+      const keys = [...table.keys()].sort();
       for (const k of keys) {
-        const o = this.table(rt).get(k);
+        const o = table.get(k);
         if (o && this.matches(rt, o, ns, labels, fields)) sink({ type: 'ADDED', object: o });
       }
       if (opts.sendInitialEvents === true && opts.allowWatchBookmarks === true)
@@ -398,7 +545,7 @@ export class Store {
       kind: rt.kind,
       apiVersion: apiVersionOf(rt),
       metadata: {
-        resourceVersion: String(this.rvCounter),
+        resourceVersion: String(this.committedRV),
         ...(initialEventsEnd ? { annotations: { [INITIAL_EVENTS_END]: 'true' } } : {}),
       },
     };
@@ -414,23 +561,134 @@ export class Store {
     } else if (cur) w.sink({ type: e.type, object: e.object });
   }
 
+  /** Records a revision of the running write operation; delivered once committed. */
   private emit(
     rt: ResourceType,
     type: 'ADDED' | 'MODIFIED' | 'DELETED',
     object: StoredObject,
     prev: StoredObject | undefined,
   ): void {
+    const op = this.op;
+    if (!op) throw ApiError.internal('store: a change outside a write operation');
     const rv = Number(object.metadata.resourceVersion);
-    const entry: HistoryEntry = { rv, type, object, prev };
-    this.history(rt).push(entry);
-    const key = storeKey(object.metadata.namespace, object.metadata.name ?? '');
-    this.onCommit?.(
-      type === 'DELETED'
-        ? { op: 'delete', resource: resourceKey(rt), key, rv }
-        : { op: 'put', resource: resourceKey(rt), key, rv, object },
-    );
-    const set = this.watchers.get(resourceKey(rt));
-    if (set) for (const w of [...set]) this.deliver(w, entry);
+    op.events.push({
+      rt,
+      entry: { rv, resource: resourceKey(rt), type, object, prev, bytes: 0, at: 0 },
+    });
+  }
+
+  // ---- transactions ----
+
+  /**
+   * Runs one write operation: its changes to the working state are recorded with an undo
+   * log; on an exception they are undone. Without a backend the revisions are applied and
+   * delivered at once; with one they are admitted (quota) and staged for the next group
+   * commit. Nested store calls (cascades) join the running operation.
+   */
+  private write<T>(deletion: boolean, fn: () => T): T {
+    if (this.op) return fn();
+    const op = { undo: [] as (() => void)[], events: [] as Staged['events'], deletion };
+    const rv0 = this.rvCounter;
+    this.op = op;
+    try {
+      const out = fn();
+      if (this.backend && op.events.length > 0) {
+        const bytes = this.backend.admit(
+          op.events.map((e) => toRevision(e.entry)),
+          deletion,
+        );
+        op.events.forEach((e, i) => {
+          (e.entry as { bytes: number }).bytes = bytes[i] ?? 0;
+        });
+      }
+      this.op = undefined;
+      if (op.events.length > 0) this.stage(op);
+      return out;
+    } catch (e) {
+      this.op = undefined;
+      for (let i = op.undo.length - 1; i >= 0; i--) op.undo[i]?.();
+      this.rvCounter = rv0;
+      throw e;
+    }
+  }
+
+  private stage(op: Staged): void {
+    if (!this.backend) {
+      this.apply(op.events);
+      return;
+    }
+    this.staged ??= newBatch();
+    for (const u of op.undo) this.staged.undo.push(u);
+    for (const e of op.events) this.staged.events.push(e);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flush();
+      });
+    }
+  }
+
+  /**
+   * Group commit: every operation staged since the last flush goes to the backend in one
+   * transaction; then it becomes visible and watchers hear of it. A failed commit undoes all
+   * of them and rejects their `durable()` promise.
+   */
+  flush(): void {
+    this.flushScheduled = false;
+    const batch = this.staged;
+    const backend = this.backend;
+    if (!batch || !backend) return;
+    this.staged = undefined;
+    const revisions = batch.events.map((e) => toRevision(e.entry));
+    try {
+      backend.commit(revisions, this.hist.floor);
+    } catch (e) {
+      for (let i = batch.undo.length - 1; i >= 0; i--) batch.undo[i]?.();
+      this.rvCounter = this.committedRV;
+      batch.reject(e);
+      return;
+    }
+    this.apply(batch.events);
+    batch.resolve();
+  }
+
+  /** Makes committed revisions visible: committed state, history, watchers. */
+  private apply(events: Staged['events']): void {
+    const now = this.now();
+    const separate = this.backend !== undefined;
+    for (const { rt, entry } of events) {
+      if (separate) {
+        const view = this.committed(rt);
+        const key = storeKey(entry.object.metadata.namespace, entry.object.metadata.name ?? '');
+        if (entry.type === 'DELETED') view.delete(key);
+        else view.set(key, entry.object);
+      }
+      (entry as { at: number }).at = now;
+      this.hist.push(entry, now);
+      if (entry.rv > this.committedRV) this.committedRV = entry.rv;
+      const set = this.watchers.get(resourceKey(rt));
+      if (set) for (const w of [...set]) this.deliver(w, entry);
+    }
+    if (!separate) this.committedRV = this.rvCounter;
+  }
+
+  /** Sets a key of the working state, remembering how to undo it. */
+  private put(rt: ResourceType, key: string, obj: StoredObject): void {
+    const t = this.table(rt);
+    const prev = t.get(key);
+    t.set(key, obj);
+    this.op?.undo.push(() => {
+      if (prev === undefined) t.delete(key);
+      else t.set(key, prev);
+    });
+  }
+
+  private drop(rt: ResourceType, key: string): void {
+    const t = this.table(rt);
+    const prev = t.get(key);
+    if (prev === undefined) return;
+    t.delete(key);
+    this.op?.undo.push(() => t.set(key, prev));
   }
 
   // ---- writes ----
@@ -484,6 +742,15 @@ export class Store {
     input: unknown,
     opts: WriteOptions = {},
   ): StoredObject {
+    return this.write(false, () => this.doCreate(rt, ns, input, opts));
+  }
+
+  private doCreate(
+    rt: ResourceType,
+    ns: string | undefined,
+    input: unknown,
+    opts: WriteOptions,
+  ): StoredObject {
     const obj = normalizeInput(rt, input);
     const meta = obj.metadata;
     if (rt.namespaced) {
@@ -528,8 +795,9 @@ export class Store {
       meta.resourceVersion = String(this.rvCounter);
       return obj;
     }
+    if (undo) this.op?.undo.push(undo);
     meta.resourceVersion = String(this.nextRV());
-    this.table(rt).set(key, obj);
+    this.put(rt, key, obj);
     this.indexOwners(rt, obj, undefined);
     this.emit(rt, 'ADDED', obj, undefined);
     return obj;
@@ -546,6 +814,16 @@ export class Store {
     name: string,
     input: unknown,
     opts: WriteOptions = {},
+  ): StoredObject {
+    return this.write(false, () => this.doUpdate(rt, ns, name, input, opts));
+  }
+
+  private doUpdate(
+    rt: ResourceType,
+    ns: string | undefined,
+    name: string,
+    input: unknown,
+    opts: WriteOptions,
   ): StoredObject {
     const old = this.get(rt, ns, name);
     const incoming = normalizeInput(rt, input);
@@ -611,18 +889,19 @@ export class Store {
       undo?.();
       return obj;
     }
+    if (undo) this.op?.undo.push(undo);
     const finalizersGone =
       obj.metadata.deletionTimestamp !== undefined && (obj.metadata.finalizers ?? []).length === 0;
     // As kube-apiserver: an update that leaves a terminating object without finalizers and
     // with no grace period left removes it (a pod still in its grace period stays).
     if (finalizersGone && (obj.metadata.deletionGracePeriodSeconds ?? 0) === 0) {
       obj.metadata.resourceVersion = String(this.nextRV());
-      this.table(rt).set(storeKey(obj.metadata.namespace, name), obj);
+      this.put(rt, storeKey(obj.metadata.namespace, name), obj);
       this.remove(rt, obj);
       return obj;
     }
     obj.metadata.resourceVersion = String(this.nextRV());
-    this.table(rt).set(storeKey(obj.metadata.namespace, name), obj);
+    this.put(rt, storeKey(obj.metadata.namespace, name), obj);
     this.indexOwners(rt, obj, old);
     this.emit(rt, 'MODIFIED', obj, old);
     return obj;
@@ -638,6 +917,15 @@ export class Store {
     ns: string | undefined,
     name: string,
     opts: DeleteOptions = {},
+  ): StoredObject {
+    return this.write(true, () => this.doDelete(rt, ns, name, opts));
+  }
+
+  private doDelete(
+    rt: ResourceType,
+    ns: string | undefined,
+    name: string,
+    opts: DeleteOptions,
   ): StoredObject {
     const old = this.get(rt, ns, name);
     const pre = opts.preconditions;
@@ -705,13 +993,13 @@ export class Store {
 
   private bump(rt: ResourceType, obj: StoredObject, _old: StoredObject): StoredObject {
     obj.metadata.resourceVersion = String(this.nextRV());
-    this.table(rt).set(storeKey(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
+    this.put(rt, storeKey(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
     return obj;
   }
 
   private commitModified(rt: ResourceType, obj: StoredObject, old: StoredObject): StoredObject {
     obj.metadata.resourceVersion = String(this.nextRV());
-    this.table(rt).set(storeKey(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
+    this.put(rt, storeKey(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
     this.emit(rt, 'MODIFIED', obj, old);
     return obj;
   }
@@ -748,9 +1036,13 @@ export class Store {
   /** Final removal: DELETED event, allocator release, garbage collection of dependents. */
   private remove(rt: ResourceType, obj: StoredObject): StoredObject {
     const key = storeKey(obj.metadata.namespace, obj.metadata.name ?? '');
-    this.table(rt).delete(key);
+    this.drop(rt, key);
     this.unindexOwners(rt, obj);
-    this.strategy(rt).release?.(obj);
+    const strategy = this.strategy(rt);
+    if (strategy.release) {
+      strategy.release(obj);
+      this.op?.undo.push(() => strategy.restore?.(obj));
+    }
     this.emit(rt, 'DELETED', obj, undefined);
     this.deleteDependents(obj);
     for (const uid of ownerUids(obj)) this.maybeFinishForeground(uid);
@@ -770,7 +1062,13 @@ export class Store {
         s = new Set();
         this.dependents.set(uid, s);
       }
+      if (s.has(ref)) continue;
       s.add(ref);
+      const set = s;
+      this.op?.undo.push(() => {
+        set.delete(ref);
+        if (set.size === 0 && this.dependents.get(uid) === set) this.dependents.delete(uid);
+      });
     }
   }
 
@@ -778,9 +1076,17 @@ export class Store {
     const ref = `${resourceKey(rt)}\u0000${storeKey(obj.metadata.namespace, obj.metadata.name ?? '')}`;
     for (const uid of ownerUids(obj)) {
       const s = this.dependents.get(uid);
-      if (!s) continue;
+      if (!s?.has(ref)) continue;
       s.delete(ref);
       if (s.size === 0) this.dependents.delete(uid);
+      this.op?.undo.push(() => {
+        let back = this.dependents.get(uid);
+        if (!back) {
+          back = new Set();
+          this.dependents.set(uid, back);
+        }
+        back.add(ref);
+      });
     }
   }
 
@@ -911,4 +1217,14 @@ function decodeContinue(token: string): { rv: number; start: string } {
     // fall through
   }
   throw ApiError.badRequest('continue key is not valid: invalid format');
+}
+
+function toRevision(e: HistoryEntry): Revision {
+  return {
+    rv: e.rv,
+    resource: e.resource,
+    key: storeKey(e.object.metadata.namespace, e.object.metadata.name ?? ''),
+    type: e.type,
+    object: e.object,
+  };
 }

@@ -33,7 +33,10 @@ export function newTestApi(
     serviceCIDRs?: string[];
     nodePortRange?: string;
     historySize?: number;
-    onCommit?: StoreOptions['onCommit'];
+    history?: StoreOptions['history'];
+    backend?: StoreOptions['backend'];
+    /** Fills the store (from storage) before the bootstrap objects are reconciled. */
+    load?: (store: Store) => void;
   } = {},
 ): TestApi {
   const clock = { now: Date.parse('2026-01-01T00:00:00Z') };
@@ -50,8 +53,10 @@ export function newTestApi(
     random,
     strategies: buildStrategies(services),
     ...(opts.historySize !== undefined ? { historySize: opts.historySize } : {}),
-    ...(opts.onCommit !== undefined ? { onCommit: opts.onCommit } : {}),
+    ...(opts.history !== undefined ? { history: opts.history } : {}),
+    ...(opts.backend !== undefined ? { backend: opts.backend } : {}),
   });
+  opts.load?.(store);
   bootstrap(store, {
     advertiseAddress: '172.18.0.2',
     port: 6443,

@@ -1,6 +1,7 @@
 // `svcnet apiserver`: the embedded Kubernetes-compatible API server as a daemon. It listens
 // only where told (default 127.0.0.1:6443, plain HTTP with a bearer token), writes a
-// kubeconfig for kubectl and client-node when asked, and with --data-dir survives restarts.
+// kubeconfig for kubectl and client-node when asked, and with --data-dir survives restarts
+// (SQLite storage with bounded history and a quota).
 // Runs until SIGINT/SIGTERM. Bad flags exit 2; a --listen address that cannot be bound exits
 // 1 with one line naming it, before anything serves.
 
@@ -41,6 +42,34 @@ interface ApiServerFlags {
   logLevel?: string;
   maxRequestBytes?: string;
   maxConnections?: string;
+  quotaBackendBytes: string;
+  historyRevisions: string;
+  historyAge: string;
+  historyBytes: string;
+}
+
+const UNITS: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
+
+/** `2147483648`, `128Mi`, `2Gi`. */
+function parseBytes(flag: string, text: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(text.trim());
+  if (!m)
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `${flag}: want bytes (e.g. 2Gi), got ${JSON.stringify(text)}`,
+    );
+  return Number(m[1]) * (UNITS[m[2] ?? ''] ?? 1);
+}
+
+/** `300`, `300s`, `5m`, `1h` -> milliseconds. */
+function parseDuration(flag: string, text: string): number {
+  const m = /^(\d+)(s|m|h)?$/.exec(text.trim());
+  if (!m)
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `${flag}: want a duration (e.g. 5m), got ${JSON.stringify(text)}`,
+    );
+  return Number(m[1]) * ({ s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? 's'] ?? 1000);
 }
 
 /** Registers `svcnet apiserver`. */
@@ -50,7 +79,23 @@ export function registerApiserverCommand(program: Command): void {
     .description('run the embedded Kubernetes-compatible API server (lab default)')
     .option('--listen <addr:port>', 'address and port to listen on', '127.0.0.1:6443')
     .option('--write-kubeconfig <file>', 'write a kubeconfig (server URL and token) to FILE')
-    .option('--data-dir <dir>', 'persist objects in DIR (survives restarts)')
+    .option('--data-dir <dir>', 'keep objects in DIR/storage.db (SQLite; survives restarts)')
+    .option(
+      '--quota-backend-bytes <bytes>',
+      'with --data-dir: past this size only deletions are accepted (507)',
+      '2Gi',
+    )
+    .option(
+      '--history-revisions <n>',
+      'revisions kept for watches to resume from, at least',
+      '10000',
+    )
+    .option(
+      '--history-age <duration>',
+      'with --data-dir: also keep revisions younger than this',
+      '5m',
+    )
+    .option('--history-bytes <bytes>', 'with --data-dir: at most this much history', '128Mi')
     .option(
       '--service-cluster-ip-range <cidr>',
       'Service IP range(s), comma-separated for dual-stack',
@@ -116,12 +161,29 @@ export function registerApiserverCommand(program: Command): void {
             `--max-connections: want a positive number, got ${JSON.stringify(flags.maxConnections)}`,
           );
       }
+      const revisions = Number(flags.historyRevisions);
+      if (!Number.isInteger(revisions) || revisions < 1)
+        throw new SvcnetError(
+          'INVALID_INPUT',
+          `--history-revisions: want a positive integer, got ${JSON.stringify(flags.historyRevisions)}`,
+        );
+      const history = {
+        revisions,
+        ageMs: parseDuration('--history-age', flags.historyAge),
+        bytes: parseBytes('--history-bytes', flags.historyBytes),
+      };
+      const quota = parseBytes('--quota-backend-bytes', flags.quotaBackendBytes);
       const log = daemonLogger('apiserver', flags);
       const server = await startApiServer({
         listen: flags.listen,
         serviceCIDRs: cidrs,
         nodePortRange: flags.serviceNodePortRange,
         ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
+        history,
+        quotaBackendBytes: quota,
+        warn: (message) => {
+          log.warn({ message }, 'Storage');
+        },
         ...(flags.insecureHttp === true ? { insecureHttp: true } : {}),
         ...(maxRequestBytes !== undefined ? { maxRequestBytes } : {}),
         ...(maxConnections !== undefined ? { maxConnections } : {}),
