@@ -50,15 +50,21 @@ interface ApiServerFlags {
 
 const UNITS: Record<string, number> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
 
-/** `2147483648`, `128Mi`, `2Gi`. */
+/** A count or size: `2147483648`, `128Mi`, `2Gi`. */
 function parseBytes(flag: string, text: string): number {
   const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(text.trim());
   if (!m)
     throw new SvcnetError(
       'INVALID_INPUT',
-      `${flag}: want bytes (e.g. 2Gi), got ${JSON.stringify(text)}`,
+      `${flag}: want a whole number, optionally with Ki, Mi or Gi (e.g. 2Gi), got ${JSON.stringify(text)}`,
     );
   return Number(m[1]) * (UNITS[m[2] ?? ''] ?? 1);
+}
+
+/** `n` when it is at least `min`; else INVALID_INPUT naming the flag. */
+function atLeast(flag: string, n: number, min: number): number {
+  if (n < min) throw new SvcnetError('INVALID_INPUT', `${flag}: must be at least ${min}, got ${n}`);
+  return n;
 }
 
 /** `300`, `300s`, `5m`, `1h` -> milliseconds. */
@@ -143,30 +149,23 @@ export function registerApiserverCommand(program: Command): void {
         !statSync(flags.dataDir).isDirectory()
       )
         throw new SvcnetError('INVALID_INPUT', `--data-dir ${flags.dataDir}: not a directory`);
-      let maxRequestBytes: number | undefined;
-      if (flags.maxRequestBytes !== undefined) {
-        maxRequestBytes = Number(flags.maxRequestBytes);
-        if (!/^\d+$/.test(flags.maxRequestBytes) || maxRequestBytes < 1024)
-          throw new SvcnetError(
-            'INVALID_INPUT',
-            `--max-request-bytes: want a number of bytes >= 1024, got ${JSON.stringify(flags.maxRequestBytes)}`,
-          );
-      }
-      let maxConnections: number | undefined;
-      if (flags.maxConnections !== undefined) {
-        maxConnections = Number(flags.maxConnections);
-        if (!/^\d+$/.test(flags.maxConnections) || maxConnections < 1)
-          throw new SvcnetError(
-            'INVALID_INPUT',
-            `--max-connections: want a positive number, got ${JSON.stringify(flags.maxConnections)}`,
-          );
-      }
-      const revisions = Number(flags.historyRevisions);
-      if (!Number.isInteger(revisions) || revisions < 1)
-        throw new SvcnetError(
-          'INVALID_INPUT',
-          `--history-revisions: want a positive integer, got ${JSON.stringify(flags.historyRevisions)}`,
-        );
+      const maxRequestBytes =
+        flags.maxRequestBytes === undefined
+          ? undefined
+          : atLeast(
+              '--max-request-bytes',
+              parseBytes('--max-request-bytes', flags.maxRequestBytes),
+              1024,
+            );
+      const maxConnections =
+        flags.maxConnections === undefined
+          ? undefined
+          : atLeast('--max-connections', parseBytes('--max-connections', flags.maxConnections), 1);
+      const revisions = atLeast(
+        '--history-revisions',
+        parseBytes('--history-revisions', flags.historyRevisions),
+        1,
+      );
       const history = {
         revisions,
         ageMs: parseDuration('--history-age', flags.historyAge),
