@@ -20,6 +20,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hasTool, missingToolsReason, skipOrFail } from './lib/prereq.js';
+import { readRunRecord } from '../../src/lab/run.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 /** What scripts/install-deps.sh checks for the lab, plus git for the clone. */
@@ -145,7 +146,9 @@ test(
       /\$ svcnet lab exec client -- dig \+short nginx-svc\.default\.svc\.cluster\.local\n10\.\d+\.\d+\.\d+\n/,
     );
 
-    const pid = Number(readFileSync(join(labRoot, 'svcnet', 'unshare.pid'), 'utf8').trim());
+    // The lab's run record names its sandbox (the supervisor's `unshare`) by pid.
+    const pid = readRunRecord(join(labRoot, 'svcnet'))?.supervisor?.pid;
+    assert.ok(pid !== undefined, 'the run record names the lab supervisor');
     assert.ok(processesMentioning(clone).length > 0, 'the lab runs from the clone');
     const down = sh('npm run -s svcnet -- lab down');
     assert.equal(down.status, 0, down.stderr);
