@@ -177,7 +177,7 @@ describe('SQLite storage', () => {
 
   it('refuses writes past the quota with 507 and keeps serving reads and deletions', async () => {
     const a = await start({ quotaBytes: 400_000 });
-    a.store.create(CONFIGMAPS, 'default', cm('one', { v: 'x'.repeat(100_000) }));
+    a.store.create(CONFIGMAPS, 'default', cm('one', { v: 'x'.repeat(300_000) }));
     await a.store.durable();
     const refused = (() => {
       try {
@@ -193,7 +193,7 @@ describe('SQLite storage', () => {
     assert.equal(a.store.tryGet(CONFIGMAPS, 'default', 'two'), undefined);
     // refused after the work was done: the Service's ClusterIP reservation is undone too
     const svc = {
-      metadata: { name: 'big', annotations: { a: 'x'.repeat(400_000) } },
+      metadata: { name: 'big', annotations: { a: 'x'.repeat(200_000) } },
       spec: { clusterIP: '10.96.100.100', ports: [{ port: 80 }] },
     };
     assert.throws(
@@ -265,8 +265,16 @@ describe('SQLite storage', () => {
     });
     const tricky = api.store.create(CONFIGMAPS, 'default', {
       metadata: { name: 'tricky' },
-      data: { braces: '}]{["\\"', unicode: 'naïve ☃ 𝄞', big: 'z'.repeat(3 * 1024 * 1024) },
+      data: { braces: '}]{["\\"', unicode: 'naïve ☃ 𝄞', big: 'z'.repeat(1000 * 1024) },
     });
+    // Objects stay under the 1 MiB ConfigMap limit; together they make a multi-MiB snapshot
+    // whose entries cross the reader's 1 MiB chunk boundaries.
+    for (const i of [1, 2, 3])
+      api.store.create(
+        CONFIGMAPS,
+        'default',
+        cm(`fill-${String(i)}`, { v: 'f'.repeat(900_000 + i) }),
+      );
     const objects = [...api.store.entries()].map(({ resource, object }) => ({ resource, object }));
     writeFileSync(
       join(dir, 'snapshot.json'),

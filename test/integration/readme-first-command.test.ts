@@ -20,7 +20,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hasTool, missingToolsReason, skipOrFail } from './lib/prereq.js';
-import { readRunRecord } from '../../src/lab/run.js';
+import { processStartTime, readRunRecord } from '../../src/lab/run.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 /** What scripts/install-deps.sh checks for the lab, plus git for the clone. */
@@ -94,7 +94,7 @@ test('the README names bash scripts/lab-demo.sh first', () => {
 test(
   "a fresh clone: the README's first command, as root without sudo, answers the curls; lab down leaves nothing",
   { skip, timeout: 600_000 },
-  (t) => {
+  async (t) => {
     const tmp = mkdtempSync(join(tmpdir(), 'svcnet-readme-'));
     const clone = join(tmp, 'svcnet');
     const labRoot = join(tmp, 'lab');
@@ -154,7 +154,10 @@ test(
     assert.equal(down.status, 0, down.stderr);
     assert.match(down.stdout, /lab svcnet removed/);
     assert.deepEqual(readdirSync(labRoot), [], 'no lab state left');
-    assert.ok(!existsSync(`/proc/${String(pid)}`), 'the lab supervisor is gone');
+    // Dead or a zombie not yet reaped by PID 1 (no start time): the supervisor is gone.
+    const gone = (): boolean => processStartTime(pid) === undefined;
+    for (let i = 0; i < 50 && !gone(); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(gone(), 'the lab supervisor is gone');
     assert.deepEqual(processesMentioning(clone), [], 'no process of the lab is left');
   },
 );
