@@ -3,23 +3,12 @@
 // least-loaded scheduler, and optionally a fake kubelet). Wires real informers and the
 // client-node KubeClient into the ControllerManager, logs to stderr (text on a terminal, JSON
 // otherwise), serves /healthz on --healthz-bind-address when given (bound before anything
-// else starts: a taken port exits 1 with one line), and runs until SIGINT/SIGTERM.
+// else starts, the client library included: a taken port exits 1 with one line at once), and
+// runs until SIGINT/SIGTERM.
 
 import { createServer } from 'node:http';
 import type { Command } from 'commander';
 import { SvcnetError } from '../errors.js';
-import { ClientNodeKubeClient } from '../kube/api-client.js';
-import {
-  createInformer,
-  DEPLOYMENTS,
-  ENDPOINT_SLICES,
-  ENDPOINTS,
-  NODES,
-  PODS,
-  REPLICA_SETS,
-  SERVICES,
-  STATEFUL_SETS,
-} from '../kube/client.js';
 import type {
   Deployment,
   EndpointSlice,
@@ -30,8 +19,8 @@ import type {
   Service,
   StatefulSet,
 } from '../kube/types.js';
-import type { ControllerKind } from '../controllers/manager.js';
-import { CONTROLLER_KINDS, ControllerManager } from '../controllers/manager.js';
+import type { ControllerKind } from '../controllers/kinds.js';
+import { CONTROLLER_KINDS } from '../controllers/kinds.js';
 import { parseBindAddress } from '../proxy/listen.js';
 import { closeQuietly } from '../util/close.js';
 import { listenFailed } from '../util/listen-error.js';
@@ -84,12 +73,27 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
     );
   const controllers = parseControllers(opts.controllers);
   const log = daemonLogger('controller', opts);
-  const kc = await daemonKubeConfig(opts.kubeconfig);
+  // /healthz is bound before the client library loads (seconds), so a taken port exits 1 at
+  // once; it answers 503 until the controllers run. A failure after this ends the process.
   let running = false;
   const healthz =
     opts.healthzBindAddress === ''
       ? undefined
       : await listenHealthz(opts.healthzBindAddress, () => running);
+  const kc = await daemonKubeConfig(opts.kubeconfig);
+  const { ClientNodeKubeClient } = await import('../kube/api-client.js');
+  const {
+    createInformer,
+    DEPLOYMENTS,
+    ENDPOINT_SLICES,
+    ENDPOINTS,
+    NODES,
+    PODS,
+    REPLICA_SETS,
+    SERVICES,
+    STATEFUL_SETS,
+  } = await import('../kube/client.js');
+  const { ControllerManager } = await import('../controllers/manager.js');
   const manager = new ControllerManager({
     client: new ClientNodeKubeClient(kc),
     informers: {

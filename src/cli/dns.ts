@@ -11,6 +11,7 @@ import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
 import { buildDnsConfig } from '../dns/config.js';
 import { parseUpstream, type UpstreamAddress } from '../dns/forward.js';
 import { parseResolvConf } from '../dns/resolvconf.js';
+import { holdListenAddresses } from '../util/listen-hold.js';
 import { addLogFlags, daemonAction, daemonKubeConfig, daemonLogger } from './daemon.js';
 import { collect, readInput } from './run.js';
 
@@ -63,6 +64,14 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
         'No upstream nameservers; non-cluster names get SERVFAIL',
       );
   }
+  // Held while the client library loads (seconds), so a taken port exits 1 at once; the
+  // daemon binds them for real (whole or not at all) once the hold is released.
+  const hold = await holdListenAddresses([
+    { what: 'DNS', ...config.listen, flag: '--listen', udp: true },
+    ...(config.health ? [{ what: '/health', ...config.health, flag: '--health-listen' }] : []),
+    ...(config.ready ? [{ what: '/ready', ...config.ready, flag: '--ready-listen' }] : []),
+    ...(config.metrics ? [{ what: '/metrics', ...config.metrics, flag: '--metrics-listen' }] : []),
+  ]);
   const kc = await daemonKubeConfig(opts.kubeconfig);
   // The daemon and the client library load only once the flags and files are known good.
   const { createInformer, ENDPOINT_SLICES, NAMESPACES, PODS, SERVICES } =
@@ -80,6 +89,7 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
     registry,
     log,
   });
+  await hold.release();
   await daemon.start();
   await new Promise<void>((resolve) => {
     const stop = (): void => {

@@ -15,6 +15,8 @@ import { createRealClock } from '../proxy/clock.js';
 import type { DetectLocalMode, ProxyDaemonConfig } from '../proxy/daemon.js';
 import { parseDuration } from '../proxy/config.js';
 import { isHostNetns } from '../proxy/host-netns.js';
+import { parseBindAddress } from '../proxy/listen.js';
+import { holdListenAddresses } from '../util/listen-hold.js';
 import { parseCIDRSloppy, formatCIDR } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import { addLogFlags, daemonAction, daemonKubeConfig, daemonLogger } from './daemon.js';
@@ -272,6 +274,31 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
       `${flags.config ?? ''}: mode: only iptables is served by this daemon, got ${JSON.stringify(file.mode)}`,
     );
   const cfg = resolveProxyConfig(flags, file, hostname().toLowerCase());
+  // Held while the daemon and the client library load (seconds), so a taken port exits 1 at
+  // once; released just before the daemon binds them for real (whole or not at all).
+  const hold =
+    flags.cleanup === true
+      ? undefined
+      : await holdListenAddresses([
+          ...(cfg.healthzBindAddress !== ''
+            ? [
+                {
+                  what: '/healthz',
+                  ...parseBindAddress(cfg.healthzBindAddress, '--healthz-bind-address'),
+                  flag: '--healthz-bind-address',
+                },
+              ]
+            : []),
+          ...(cfg.metricsBindAddress !== ''
+            ? [
+                {
+                  what: '/metrics',
+                  ...parseBindAddress(cfg.metricsBindAddress, '--metrics-bind-address'),
+                  flag: '--metrics-bind-address',
+                },
+              ]
+            : []),
+        ]);
   // The daemon, the kernel seams and the client library load once flags and files are good.
   const {
     ENDPOINT_SLICE_LABEL_SELECTOR,
@@ -317,6 +344,7 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
     }),
     nodes: createInformer<Node>(kc, NODES, { fieldSelector: `metadata.name=${cfg.nodeName}` }),
   };
+  await hold?.release();
   const daemon = await startProxyDaemon(cfg, {
     execer,
     sysctl: new RealSysctl(),

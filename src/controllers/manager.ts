@@ -28,6 +28,7 @@ import type {
 } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import { applyOperations } from './apply.js';
+import type { ControllerKind } from './kinds.js';
 import { Expectations } from './expectations.js';
 import type { Operation } from './operations.js';
 import { describeOperation } from './operations.js';
@@ -77,18 +78,6 @@ export interface ControllerManagerOptions {
   /** Which controllers run (all when absent); the fake kubelet is governed by fakeKubelet. */
   readonly controllers?: ReadonlySet<ControllerKind>;
 }
-
-/** Controllers that can be switched on and off (`--controllers`). */
-export const CONTROLLER_KINDS = [
-  'endpointslice',
-  'endpoints',
-  'mirroring',
-  'deployment',
-  'replicaset',
-  'statefulset',
-  'scheduler',
-] as const;
-export type ControllerKind = (typeof CONTROLLER_KINDS)[number];
 
 type ControllerName =
   'endpoints' | 'deployment' | 'replicaset' | 'statefulset' | 'scheduler' | 'kubelet';

@@ -2,7 +2,15 @@
 // dns`, `proxy`, `apiserver` and `controller` each exit 1 with one line naming the address
 // and the flag to change, before serving anything, and leave nothing listening (the DNS
 // port they had bound is free again). No root needed: the proxy binds its listeners before
-// it touches the kernel. The time to exit is printed (target 2 s), not asserted.
+// it touches the kernel.
+//
+// And they say so at once: the addresses are bound (held) before the Kubernetes client
+// library loads, which alone costs 1.3 s on an idle machine and 3-5 s on a loaded one. The
+// issue's figure is 2 s from process start; as the machine may be shared, the bound asserted
+// is relative to it instead: 2.5 times the cheapest failure of the same command (a bad
+// --listen, refused before any socket or library; the slower of two runs). Binding first
+// takes 1-1.5 times that; loading the client library first takes 3-4 times. Every figure, the
+// bound and the 2 s verdict are printed.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,11 +29,23 @@ writeFileSync(
 );
 let taken: Server;
 let port = 0;
+/** Seconds an exit may take: 2.5 times the start-up reference (see the header). */
+let bound = 2;
 
 before(async () => {
   taken = createServer();
   await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
   port = (taken.address() as { port: number }).port;
+  let ref = 0;
+  for (let i = 0; i < 2; i++) {
+    const r = await runCli(['dns', '--listen', 'nope'], { timeoutMs: 60_000 });
+    assert.equal(r.code, 2, r.stderr);
+    ref = Math.max(ref, r.seconds);
+  }
+  bound = 2.5 * ref;
+  process.stdout.write(
+    `# reference (dns --listen nope): exit 2 after ${ref.toFixed(2)} s; bound ${bound.toFixed(2)} s\n`,
+  );
 });
 after(() => {
   taken.close();
@@ -194,9 +214,15 @@ for (const c of CASES)
     const run = await runCli([...c.args(dnsPort), '--logging-format', 'json'], {
       timeoutMs: 60_000,
     });
-    process.stdout.write(`# ${c.name}: exit ${run.code} after ${run.seconds.toFixed(2)} s\n`);
+    process.stdout.write(
+      `# ${c.name}: exit ${run.code} after ${run.seconds.toFixed(2)} s (${run.seconds <= 2 ? 'within' : 'over'} 2 s)\n`,
+    );
     const errs = lines(run.stderr).filter((l) => l.startsWith('svcnet '));
     assert.equal(run.code, 1, run.stderr);
+    assert.ok(
+      run.seconds <= bound,
+      `exit after ${run.seconds.toFixed(2)} s, more than ${bound.toFixed(2)} s`,
+    );
     assert.deepEqual(errs, [
       `svcnet ${c.name.split(' ')[0] ?? ''}: cannot listen on 127.0.0.1:${port} (${c.what}): address already in use; change ${c.flag}`,
     ]);

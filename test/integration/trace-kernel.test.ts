@@ -5,10 +5,16 @@
 // arranged as a pod, the node itself and an external client reach servers in one namespace
 // per endpoint, which answer with their address and the client address they saw. Whatever
 // the kernel did — which endpoint answered, whether the source was masqueraded, refused or
-// dropped — must be one of the traced outcomes.
+// dropped — must be one of the traced outcomes. The last test does the same per node of a
+// three-node manifest, through `svcnet render --node` and `svcnet trace -f --node`.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runRender } from '../../src/cli/render.js';
+import { runTrace } from '../../src/cli/trace.js';
 import { parseManifests } from '../../src/kube/manifest.js';
 import { parseDocument } from '../../src/netfilter/iptables/parse.js';
 import { renderDocument } from '../../src/netfilter/iptables/render.js';
@@ -35,7 +41,7 @@ import {
   sweepStale,
   type Observation,
 } from './lib/trace-netns.js';
-import { skipOrFail } from './lib/prereq.js';
+import { missingToolsReason, skipOrFail } from './lib/prereq.js';
 
 const skip = skipOrFail(missingPrerequisite());
 
@@ -583,5 +589,149 @@ test(
         `later connection: ${describe(ob)}`,
       );
     }
+  },
+);
+
+// One node model, checked against the kernel on every node: for each Node of a three-node
+// manifest, `svcnet render --node N`'s output is loaded as its text says (the nfacct objects,
+// iptables-restore --noflush, then the jumps kube-proxy ensures) into a fresh node namespace
+// holding that Node's InternalIP, a real connection goes from an external client to
+// <InternalIP>:<nodePort>, and what the kernel did must be one of the outcomes of `svcnet
+// trace -f … --node N`. Two NodePorts: examples/nodeport.yaml's (policy Cluster: either
+// endpoint, masqueraded, on every node) and one with externalTrafficPolicy Local (only the
+// node's own endpoint, source kept; dropped on the node without one), so a trace that took
+// the wrong node or node IP disagrees with the kernel.
+
+const skipNodes = skip || skipOrFail(missingToolsReason(['nfacct']));
+const NODES_DIR = mkdtempSync(join(tmpdir(), 'svcnet-trace-kernel-nodes-'));
+const LOCAL_NODEPORT = join(NODES_DIR, 'local.yaml');
+writeFileSync(
+  LOCAL_NODEPORT,
+  `apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: demo}
+spec:
+  type: NodePort
+  clusterIP: 10.96.7.7
+  externalTrafficPolicy: Local
+  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30777, protocol: TCP}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, namespace: demo, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.1.21], nodeName: svcnet-worker, conditions: {ready: true}}
+- {addresses: [10.244.2.21], nodeName: svcnet-worker2, conditions: {ready: true}}
+`,
+);
+const NODE_FILES = ['examples/nodes.yaml', 'examples/nodeport.yaml', LOCAL_NODEPORT];
+/** Every endpoint of NODE_FILES; one namespace per node stands for all of them. */
+const NODE_ENDPOINTS = ['10.244.1.12', '10.244.2.9', '10.244.1.21', '10.244.2.21'];
+const EXTERNAL_CLIENT = '172.18.0.100';
+const PER_NODE: { name: string; ip: string; local: string[] }[] = [
+  { name: 'svcnet-control-plane', ip: '172.18.0.2', local: [] },
+  { name: 'svcnet-worker', ip: '172.18.0.3', local: ['10.244.1.21:8080'] },
+  { name: 'svcnet-worker2', ip: '172.18.0.4', local: ['10.244.2.21:8080'] },
+];
+
+after(() => {
+  rmSync(NODES_DIR, { recursive: true, force: true });
+});
+
+/** A node namespace with `nodeIP`, an external client beside it and the endpoints behind it. */
+async function nodeWithClient(
+  short: string,
+  nodeIP: string,
+): Promise<{ node: string; ext: Client }> {
+  const node = addNs(`${short}-node`);
+  const ext = addNs(`${short}-ext`);
+  sh('ip', [
+    '-n',
+    node,
+    'link',
+    'add',
+    'eth0',
+    'type',
+    'veth',
+    'peer',
+    'name',
+    'eth0',
+    'netns',
+    ext,
+  ]);
+  sh('ip', ['-n', node, 'addr', 'add', `${nodeIP}/24`, 'dev', 'eth0']);
+  sh('ip', ['-n', ext, 'addr', 'add', `${EXTERNAL_CLIENT}/24`, 'dev', 'eth0']);
+  sh('ip', ['-n', node, 'link', 'set', 'eth0', 'up']);
+  sh('ip', ['-n', ext, 'link', 'set', 'eth0', 'up']);
+  inNs(node, 'sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
+  const pods = addNs(`${short}-pods`);
+  const [first = '', ...more] = NODE_ENDPOINTS;
+  linkPod(node, pods, first, more);
+  await startServer(pods, first, [5678, 8080], []);
+  return { node, ext: new Client(ext) };
+}
+
+/** Loads `svcnet render` output into `ns` the way its own comments say to. */
+function loadRendered(ns: string, rendered: string): void {
+  const lines = rendered.split('\n');
+  const ensured = lines.findIndex((l) => l.includes('also ensured by kube-proxy outside'));
+  assert.ok(ensured > 0, 'render lists what kube-proxy ensures outside the restore');
+  const commands = lines.slice(ensured + 1).map((l) => /^# {3}(.*)$/.exec(l)?.[1]);
+  for (const c of commands) if (c?.startsWith('nfacct add ')) inNs(ns, 'sh', ['-c', c]);
+  inNs(ns, 'iptables-restore', ['--noflush', '--counters'], rendered);
+  for (const c of commands) if (c?.startsWith('iptables ')) inNs(ns, 'sh', ['-c', c]);
+}
+
+test(
+  'a NodePort on every node of a three-node manifest: render --node loaded into the kernel does one of trace --node’s outcomes',
+  { skip: skipNodes },
+  async () => {
+    const failures: string[] = [];
+    for (const [i, n] of PER_NODE.entries()) {
+      const { node, ext } = await nodeWithClient(`n${i}`, n.ip);
+      const rendered = await runRender({ file: NODE_FILES, node: n.name }, []);
+      loadRendered(node, rendered);
+      for (const [port, attempts] of [
+        [30080, 3],
+        [30777, n.local.length === 0 ? 1 : 2],
+      ] as const) {
+        const traced = (
+          JSON.parse(
+            await runTrace({
+              filename: NODE_FILES,
+              node: n.name,
+              src: EXTERNAL_CLIENT,
+              dst: `${n.ip}:${port}`,
+              fromExternal: true,
+              ctState: 'NEW',
+              mode: 'kernel',
+              assumeHooks: true,
+              json: true,
+            }),
+          ) as { outcomes: Outcome[] }
+        ).outcomes;
+        // What each NodePort is about on this node, so agreement is not with a wrong trace.
+        if (port === 30080) masq(true, '10.244.1.12:5678', '10.244.2.9:5678')(traced);
+        else if (n.local.length === 0) only('drop')(traced);
+        else masq(false, ...n.local)(traced);
+        const dropExpected = traced.every((o) => o.verdict === 'drop');
+        for (let a = 0; a < attempts; a++) {
+          const ob = await ext.send({
+            proto: 'tcp',
+            dst: n.ip,
+            port,
+            timeoutMs: dropExpected ? 1500 : 8000,
+          });
+          process.stdout.write(`# ${n.name} ${n.ip}:${port}: ${describe(ob)}\n`);
+          if (!traced.some((o) => agrees(o, ob, EXTERNAL_CLIENT)))
+            failures.push(
+              `${n.name} ${n.ip}:${port}: kernel: ${describe(ob)}; traced: ${traced.map((o) => `${o.verdict} ${o.dnat ?? ''} masq=${o.masquerade}`).join(' | ')}`,
+            );
+        }
+      }
+    }
+    assert.deepEqual(failures, []);
   },
 );

@@ -73,8 +73,15 @@ let linkSeq = 0;
 /**
  * Connects a pod namespace to the node namespace the way the CNI ptp plugin does: a veth
  * whose node end carries the gateway 169.254.1.1/32 and a /32 route to the pod address.
+ * `moreIPs` puts further addresses (each with its /32 route) on the same namespace, so one
+ * server there can stand for several endpoints.
  */
-export function linkPod(node: string, pod: string, podIP: string): void {
+export function linkPod(
+  node: string,
+  pod: string,
+  podIP: string,
+  moreIPs: readonly string[] = [],
+): void {
   const host = `vtr${linkSeq++}`;
   sh('ip', ['-n', node, 'link', 'add', host, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', pod]);
   sh('ip', ['-n', node, 'addr', 'add', '169.254.1.1/32', 'dev', host]);
@@ -84,6 +91,10 @@ export function linkPod(node: string, pod: string, podIP: string): void {
   sh('ip', ['-n', pod, 'link', 'set', 'eth0', 'up']);
   sh('ip', ['-n', pod, 'route', 'add', '169.254.1.1', 'dev', 'eth0', 'scope', 'link']);
   sh('ip', ['-n', pod, 'route', 'add', 'default', 'via', '169.254.1.1', 'dev', 'eth0']);
+  for (const ip of moreIPs) {
+    sh('ip', ['-n', pod, 'addr', 'add', `${ip}/32`, 'dev', 'eth0']);
+    sh('ip', ['-n', node, 'route', 'add', `${ip}/32`, 'dev', host]);
+  }
 }
 
 // A TCP server learns the (DNATed) local address from the socket; a UDP server on 0.0.0.0
