@@ -11,33 +11,10 @@ import { join } from 'node:path';
 import { runRender } from './render.js';
 import { runTrace, type TraceFlags } from './trace.js';
 
+// examples/nodeport-local.yaml has externalTrafficPolicy Local: each node forwards its NodePort
+// only to its own endpoints, so a trace with the wrong node (or node IP) answers differently.
 const dir = mkdtempSync(join(tmpdir(), 'svcnet-trace-nodes-'));
-const LOCAL = join(dir, 'local.yaml');
-// externalTrafficPolicy Local: each node forwards its NodePort only to its own endpoints, so
-// a trace with the wrong node (or the wrong node IP) gives a visibly different answer.
-writeFileSync(
-  LOCAL,
-  `apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: demo}
-spec:
-  type: NodePort
-  clusterIP: 10.96.7.7
-  externalTrafficPolicy: Local
-  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30777, protocol: TCP}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: web-1, namespace: demo, labels: {kubernetes.io/service-name: web}}
-addressType: IPv4
-ports: [{name: http, port: 8080, protocol: TCP}]
-endpoints:
-- {addresses: [10.244.1.21], nodeName: svcnet-worker, conditions: {ready: true}}
-- {addresses: [10.244.2.21], nodeName: svcnet-worker2, conditions: {ready: true}}
-- {addresses: [10.244.2.22], nodeName: svcnet-worker2, conditions: {ready: true}}
-`,
-);
-const FILES = ['examples/nodes.yaml', 'examples/nodeport.yaml', LOCAL];
+const FILES = ['examples/nodes.yaml', 'examples/nodeport.yaml', 'examples/nodeport-local.yaml'];
 const NODES = [
   { name: 'svcnet-control-plane', ip: '172.18.0.2', local: [] as string[] },
   { name: 'svcnet-worker', ip: '172.18.0.3', local: ['10.244.1.21:8080'] },

@@ -10,9 +10,6 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { runRender } from '../../src/cli/render.js';
 import { runTrace } from '../../src/cli/trace.js';
 import { parseManifests } from '../../src/kube/manifest.js';
@@ -603,42 +600,19 @@ test(
 // the wrong node or node IP disagrees with the kernel.
 
 const skipNodes = skip || skipOrFail(missingToolsReason(['nfacct']));
-const NODES_DIR = mkdtempSync(join(tmpdir(), 'svcnet-trace-kernel-nodes-'));
-const LOCAL_NODEPORT = join(NODES_DIR, 'local.yaml');
-writeFileSync(
-  LOCAL_NODEPORT,
-  `apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: demo}
-spec:
-  type: NodePort
-  clusterIP: 10.96.7.7
-  externalTrafficPolicy: Local
-  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30777, protocol: TCP}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: web-1, namespace: demo, labels: {kubernetes.io/service-name: web}}
-addressType: IPv4
-ports: [{name: http, port: 8080, protocol: TCP}]
-endpoints:
-- {addresses: [10.244.1.21], nodeName: svcnet-worker, conditions: {ready: true}}
-- {addresses: [10.244.2.21], nodeName: svcnet-worker2, conditions: {ready: true}}
-`,
-);
-const NODE_FILES = ['examples/nodes.yaml', 'examples/nodeport.yaml', LOCAL_NODEPORT];
+const NODE_FILES = [
+  'examples/nodes.yaml',
+  'examples/nodeport.yaml',
+  'examples/nodeport-local.yaml',
+];
 /** Every endpoint of NODE_FILES; one namespace per node stands for all of them. */
-const NODE_ENDPOINTS = ['10.244.1.12', '10.244.2.9', '10.244.1.21', '10.244.2.21'];
+const NODE_ENDPOINTS = ['10.244.1.12', '10.244.2.9', '10.244.1.21', '10.244.2.21', '10.244.2.22'];
 const EXTERNAL_CLIENT = '172.18.0.100';
 const PER_NODE: { name: string; ip: string; local: string[] }[] = [
   { name: 'svcnet-control-plane', ip: '172.18.0.2', local: [] },
   { name: 'svcnet-worker', ip: '172.18.0.3', local: ['10.244.1.21:8080'] },
-  { name: 'svcnet-worker2', ip: '172.18.0.4', local: ['10.244.2.21:8080'] },
+  { name: 'svcnet-worker2', ip: '172.18.0.4', local: ['10.244.2.21:8080', '10.244.2.22:8080'] },
 ];
-
-after(() => {
-  rmSync(NODES_DIR, { recursive: true, force: true });
-});
 
 /** A node namespace with `nodeIP`, an external client beside it and the endpoints behind it. */
 async function nodeWithClient(
