@@ -18,8 +18,8 @@ import { createRealClock } from '../src/proxy/clock.js';
 import { ProxyHealth } from '../src/proxy/healthz.js';
 import { DEFAULT_OPTIONS } from '../src/proxy/iptables/options.js';
 import { ProxyMetrics } from '../src/proxy/metrics.js';
-import { IptablesProxier } from '../src/proxy/proxier.js';
-import type { ProxierIptables, SyncReport } from '../src/proxy/proxier.js';
+import { IptablesProxier } from '../src/proxy/iptables/proxier.js';
+import type { ProxierIptables, SyncReport } from '../src/proxy/iptables/proxier.js';
 
 const NODE = 'bench-node';
 

@@ -22,7 +22,7 @@ import type { Nfacct } from '../os/nfacct.js';
 import type { Sysctl } from '../os/sysctl.js';
 import type { IPFamily } from '../util/ip.js';
 import { cidrContains, formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
-import { CanaryMonitor } from './canary.js';
+import { CanaryMonitor } from './iptables/canary.js';
 import type { Clock } from './clock.js';
 import { ServiceHealthServers } from './healthcheck-nodeports.js';
 import { ProxyHealth, healthzHandler } from './healthz.js';
@@ -35,8 +35,8 @@ import { metricsHandler } from './metrics-server.js';
 import { NFACCT_METRICS, ProxyMetrics } from './metrics.js';
 import { applySysctls, planSysctls, readTcpBeLiberal } from './node-setup.js';
 import type { ConntrackSettings } from './node-setup.js';
-import { planCleanup } from './plan-cleanup.js';
-import { IptablesProxier } from './proxier.js';
+import { planCleanup } from './iptables/plan-cleanup.js';
+import { IptablesProxier } from './iptables/proxier.js';
 import { SvcnetError } from '../errors.js';
 
 /** Services the proxy watches: not claimed by another proxy, not headless (kube-proxy's selector). */

@@ -3,8 +3,8 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeIptables } from '../netfilter/iptables/fake.js';
-import { parseDocument } from '../netfilter/iptables/parse.js';
+import { FakeIptables } from '../../netfilter/iptables/fake.js';
+import { parseDocument } from '../../netfilter/iptables/parse.js';
 import { planCleanup } from './plan-cleanup.js';
 
 test('cleanup removes KUBE chains and their jumps, keeps foreign rules', async () => {

@@ -6,16 +6,16 @@
 // flushed (`-F`) and refilled with its other rules in their order, `-X` deletes the
 // proxy's chains — atomically, so a failure leaves everything as it was.
 
-import type { IptablesDocument, IptablesTableName } from '../netfilter/iptables/model.js';
-import { argValue } from '../netfilter/iptables/model.js';
-import { quoteArg } from '../netfilter/iptables/render.js';
+import type { IptablesDocument, IptablesTableName } from '../../netfilter/iptables/model.js';
+import { argValue } from '../../netfilter/iptables/model.js';
+import { quoteArg } from '../../netfilter/iptables/render.js';
 import {
   FILTER_FIXED_CHAINS,
   KUBE_FIREWALL,
   KUBE_PROXY_CANARY,
   NAT_FIXED_CHAINS,
   isServiceChainName,
-} from './iptables/names.js';
+} from './names.js';
 
 /** Whether the iptables proxier owns `chain` in `table`. */
 export function isOwnedChain(table: IptablesTableName, chain: string): boolean {

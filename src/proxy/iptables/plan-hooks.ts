@@ -10,10 +10,10 @@ import type {
   IptablesTableName,
   Rule,
   TableDoc,
-} from '../netfilter/iptables/model.js';
-import { BUILTIN_CHAINS, argValue, isTableName } from '../netfilter/iptables/model.js';
-import { splitArgs } from '../netfilter/iptables/parse.js';
-import type { JumpRule } from './iptables/plan.js';
+} from '../../netfilter/iptables/model.js';
+import { BUILTIN_CHAINS, argValue, isTableName } from '../../netfilter/iptables/model.js';
+import { splitArgs } from '../../netfilter/iptables/parse.js';
+import type { JumpRule } from './plan.js';
 
 /** What a dump says exists. */
 export interface KernelState {

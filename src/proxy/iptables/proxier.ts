@@ -8,35 +8,35 @@
 // Bad objects are skipped, logged and counted; they never stop the daemon.
 
 import type { Logger } from 'pino';
-import type { EndpointSlice, Node, Service } from '../kube/types.js';
-import { describeObject, objectKey } from '../kube/types.js';
-import { validateEndpointSlice, validateService } from '../kube/validate.js';
-import { formatFieldError } from '../errors.js';
-import type { IptablesTableName } from '../netfilter/iptables/model.js';
-import { renderDocument } from '../netfilter/iptables/render.js';
-import type { Conntrack } from '../os/conntrack.js';
-import type { IPFamily } from '../util/ip.js';
-import { categorizeEndpoints } from './model/categorize.js';
-import { EndpointsChangeTracker, localReadyEndpoints } from './model/endpoints-change-tracker.js';
-import type { EndpointsMap } from './model/endpoints-change-tracker.js';
-import { ServiceChangeTracker } from './model/service-change-tracker.js';
-import type { ServicePortMap } from './model/service-change-tracker.js';
-import { takeSnapshot } from './model/snapshot.js';
-import type { IptablesProxierOptions } from './iptables/options.js';
-import { planIptables } from './iptables/plan.js';
-import type { IptablesPlan, JumpRule, PlanState } from './iptables/plan.js';
-import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
-import type { Clock } from './clock.js';
-import type { ConntrackServicePort, ConntrackView } from './conntrack-cleanup.js';
-import { planConntrackCleanup } from './conntrack-cleanup.js';
-import type { ServiceHealthServers } from './healthcheck-nodeports.js';
-import type { ProxyHealth } from './healthz.js';
-import type { ProxyMetrics } from './metrics.js';
-import { BoundedFrequencyRunner } from './runner.js';
+import type { EndpointSlice, Node, Service } from '../../kube/types.js';
+import { describeObject, objectKey } from '../../kube/types.js';
+import { validateEndpointSlice, validateService } from '../../kube/validate.js';
+import { formatFieldError } from '../../errors.js';
+import type { IptablesTableName } from '../../netfilter/iptables/model.js';
+import { renderDocument } from '../../netfilter/iptables/render.js';
+import type { Conntrack } from '../../os/conntrack.js';
+import type { IPFamily } from '../../util/ip.js';
+import { categorizeEndpoints } from '../model/categorize.js';
+import { EndpointsChangeTracker, localReadyEndpoints } from '../model/endpoints-change-tracker.js';
+import type { EndpointsMap } from '../model/endpoints-change-tracker.js';
+import { ServiceChangeTracker } from '../model/service-change-tracker.js';
+import type { ServicePortMap } from '../model/service-change-tracker.js';
+import { takeSnapshot } from '../model/snapshot.js';
+import type { IptablesProxierOptions } from './options.js';
+import { planIptables } from './plan.js';
+import type { IptablesPlan, JumpRule, PlanState } from './plan.js';
+import { LABEL_TOPOLOGY_ZONE } from '../../kube/names.js';
+import type { Clock } from '../clock.js';
+import type { ConntrackServicePort, ConntrackView } from '../conntrack-cleanup.js';
+import { planConntrackCleanup } from '../conntrack-cleanup.js';
+import type { ServiceHealthServers } from '../healthcheck-nodeports.js';
+import type { ProxyHealth } from '../healthz.js';
+import type { ProxyMetrics } from '../metrics.js';
+import { BoundedFrequencyRunner } from '../runner.js';
 import { canaryChecks } from './canary.js';
 import { addHooks, scanKernelState } from './plan-hooks.js';
 import type { CanaryCheck } from './canary.js';
-import type { Informer } from '../kube/informer.js';
+import type { Informer } from '../../kube/informer.js';
 
 /** The iptables operations a sync uses (the `Iptables` seam; real or Fake). */
 export interface ProxierIptables {

@@ -5,9 +5,9 @@
 // tables — flushing a table (`-F`) empties chains without deleting them, which a chain
 // check alone would miss — and the mangle canary chain. It polls on an injected clock.
 
-import type { IptablesTableName } from '../netfilter/iptables/model.js';
-import type { IPFamily } from '../util/ip.js';
-import type { Clock, TimerHandle } from './clock.js';
+import type { IptablesTableName } from '../../netfilter/iptables/model.js';
+import type { IPFamily } from '../../util/ip.js';
+import type { Clock, TimerHandle } from '../clock.js';
 
 /** What the monitor probes; `ruleExists` is optional (the Fake iptables may lack it). */
 export interface CanaryProbe {

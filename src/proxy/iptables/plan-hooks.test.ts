@@ -4,9 +4,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeIptables } from '../netfilter/iptables/fake.js';
-import { renderDocument } from '../netfilter/iptables/render.js';
-import { jumpRules } from './iptables/plan-fixed.js';
+import { FakeIptables } from '../../netfilter/iptables/fake.js';
+import { renderDocument } from '../../netfilter/iptables/render.js';
+import { jumpRules } from './plan-fixed.js';
 import { addHooks, scanKernelState } from './plan-hooks.js';
 
 const canaries = (['mangle', 'nat', 'filter'] as const).map((table) => ({
