@@ -37,7 +37,11 @@ function functionName(node: ts.Node, file: ts.SourceFile): string {
   if (named.name) return named.name.getText(file);
   if (ts.isConstructorDeclaration(node)) return 'constructor';
   const parent = node.parent;
-  if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent) || ts.isPropertyDeclaration(parent))
+  if (
+    ts.isVariableDeclaration(parent) ||
+    ts.isPropertyAssignment(parent) ||
+    ts.isPropertyDeclaration(parent)
+  )
     return parent.name.getText(file);
   return '(anonymous)';
 }
@@ -75,8 +79,10 @@ if (process.argv.includes('--report')) {
 
 const bigFiles = allFiles.filter((m) => m.lines > MAX_FILE_LINES);
 const bigFunctions = allFunctions.filter((m) => m.lines > MAX_FUNCTION_LINES);
-for (const m of bigFiles) console.error(`${m.where}: ${m.lines} lines (limit ${MAX_FILE_LINES} for a non-test file)`);
-for (const m of bigFunctions) console.error(`${m.where}: ${m.lines} lines (limit ${MAX_FUNCTION_LINES} for a function)`);
+for (const m of bigFiles)
+  console.error(`${m.where}: ${m.lines} lines (limit ${MAX_FILE_LINES} for a non-test file)`);
+for (const m of bigFunctions)
+  console.error(`${m.where}: ${m.lines} lines (limit ${MAX_FUNCTION_LINES} for a function)`);
 if (bigFiles.length + bigFunctions.length > 0) process.exit(1);
 console.log(
   `check-size: ${allFiles.length} files ≤ ${MAX_FILE_LINES} lines, ${allFunctions.length} functions ≤ ${MAX_FUNCTION_LINES} lines`,
