@@ -159,10 +159,6 @@ test('golden: a kitchen-sink full sync, and where its packets go', () => {
   });
   const p = plan([web, webSlice, lb, lbSlice, dns]);
   assertApplies(p);
-  const file = join(import.meta.dirname, 'testdata', 'kitchen-sink.golden');
-  if (process.env.UPDATE_GOLDEN === '1') writeFileSync(file, sortIptablesText(p.text));
-  assertRulesEqual(readFileSync(file, 'utf8'), p);
-
   const remoteSep = endpointChainName('shop/checkout:https', 'TCP', '10.244.2.4:8443');
   assertFlows(
     p,
@@ -260,6 +256,9 @@ test('golden: a kitchen-sink full sync, and where its packets go', () => {
     ],
     node(),
   );
+  const file = join(import.meta.dirname, 'testdata', 'kitchen-sink.golden');
+  if (process.env.UPDATE_GOLDEN === '1') writeFileSync(file, sortIptablesText(p.text));
+  assertRulesEqual(readFileSync(file, 'utf8'), p);
 });
 
 test('ClusterIP: whole ruleset; spread by probability, masquerade of off-cluster sources, hairpin', () => {
@@ -793,6 +792,42 @@ test('NodePorts: localhost, nodePortAddresses, and KUBE-SERVICES sending node ad
 
   const off = plan(objs, { ...addrs, localhostNodePorts: false });
   assertApplies(off);
+  // No localhost rules, no KUBE-FIREWALL, and 127.0.0.0/8 is not handed to KUBE-NODEPORTS.
+  assertRulesEqual(
+    `*filter
+    :KUBE-NODEPORTS - [0:0]
+    :KUBE-SERVICES - [0:0]
+    :KUBE-EXTERNAL-SERVICES - [0:0]
+    :KUBE-FORWARD - [0:0]
+    :KUBE-PROXY-FIREWALL - [0:0]
+    -A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP
+    -A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT
+    -A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+    COMMIT
+    *nat
+    :KUBE-NODEPORTS - [0:0]
+    :KUBE-SERVICES - [0:0]
+    :KUBE-EXT-DCQOGJK4QZZOVIJ6 - [0:0]
+    :KUBE-MARK-MASQ - [0:0]
+    :KUBE-POSTROUTING - [0:0]
+    :KUBE-SEP-IG4PNSYLRW77OAXR - [0:0]
+    :KUBE-SVC-DCQOGJK4QZZOVIJ6 - [0:0]
+    -A KUBE-NODEPORTS -m comment --comment shop/np:http -m tcp -p tcp --dport 30091 -j KUBE-EXT-DCQOGJK4QZZOVIJ6
+    -A KUBE-SERVICES -m comment --comment "shop/np:http cluster IP" -m tcp -p tcp -d 10.96.0.91 --dport 80 -j KUBE-SVC-DCQOGJK4QZZOVIJ6
+    -A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL ! -d 127.0.0.0/8 -j KUBE-NODEPORTS
+    -A KUBE-EXT-DCQOGJK4QZZOVIJ6 -m comment --comment "masquerade traffic for shop/np:http external destinations" -j KUBE-MARK-MASQ
+    -A KUBE-EXT-DCQOGJK4QZZOVIJ6 -j KUBE-SVC-DCQOGJK4QZZOVIJ6
+    -A KUBE-MARK-MASQ -j MARK --or-mark 0x4000
+    -A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN
+    -A KUBE-POSTROUTING -j MARK --xor-mark 0x4000
+    -A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE
+    -A KUBE-SEP-IG4PNSYLRW77OAXR -m comment --comment shop/np:http -s 10.244.1.2 -j KUBE-MARK-MASQ
+    -A KUBE-SEP-IG4PNSYLRW77OAXR -m comment --comment shop/np:http -m tcp -p tcp -j DNAT --to-destination 10.244.1.2:8080
+    -A KUBE-SVC-DCQOGJK4QZZOVIJ6 -m comment --comment "shop/np:http cluster IP" -m tcp -p tcp -d 10.96.0.91 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
+    -A KUBE-SVC-DCQOGJK4QZZOVIJ6 -m comment --comment "shop/np:http -> 10.244.1.2:8080" -j KUBE-SEP-IG4PNSYLRW77OAXR
+    COMMIT`,
+    off,
+  );
   assertFlows(
     off,
     [

@@ -91,14 +91,14 @@ function diffLines(a: readonly string[], b: readonly string[]): DiffLine[] {
         i++;
         j++;
       } else if (
-        j < m &&
-        (i >= n || (lcs[i * (m + 1) + j + 1] ?? 0) >= (lcs[(i + 1) * (m + 1) + j] ?? 0))
+        i < n &&
+        (j >= m || (lcs[(i + 1) * (m + 1) + j] ?? 0) >= (lcs[i * (m + 1) + j + 1] ?? 0))
       ) {
-        middle.push(['+', bm[j] ?? '']);
-        j++;
-      } else {
         middle.push(['-', am[i] ?? '']);
         i++;
+      } else {
+        middle.push(['+', bm[j] ?? '']);
+        j++;
       }
     }
   }
