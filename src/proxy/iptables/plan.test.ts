@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EndpointSlice, Service } from '../../kube/types.js';
+import type { EndpointSlice, Service, ServiceSpec } from '../../kube/types.js';
 import type { IPFamily } from '../../util/ip.js';
 import { FakeIptables } from '../../netfilter/iptables/fake.js';
 import { ServiceChangeTracker } from '../model/service-change-tracker.js';
@@ -109,30 +109,68 @@ function natRules(p: IptablesPlan): number {
   return p.document.tables.find((t) => t.name === 'nat')?.rules.length ?? 0;
 }
 
-// The fixed part of every full IPv4 sync with OPTS, in any order (assertRulesEqual sorts).
-const FILTER_FIXED = `
+// What every full sync with OPTS writes besides the Services' rules (assertRulesEqual sorts, so
+// these pieces may stand anywhere in their table).
+/** filter: the chains and KUBE-FORWARD. */
+const FILTER_BASE = `
   :KUBE-NODEPORTS - [0:0]
   :KUBE-SERVICES - [0:0]
   :KUBE-EXTERNAL-SERVICES - [0:0]
-  :KUBE-FIREWALL - [0:0]
   :KUBE-FORWARD - [0:0]
   :KUBE-PROXY-FIREWALL - [0:0]
-  -A KUBE-FIREWALL -m comment --comment "block incoming localnet connections" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
   -A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP
   -A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT
   -A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
 `;
-const NAT_FIXED = `
+/** filter: FILTER_BASE and, with localhost NodePorts (IPv4), the localnet guard. */
+const FILTER_FIXED = `${FILTER_BASE}
+  :KUBE-FIREWALL - [0:0]
+  -A KUBE-FIREWALL -m comment --comment "block incoming localnet connections" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
+`;
+/** nat: the chains, KUBE-MARK-MASQ and KUBE-POSTROUTING. */
+const NAT_BASE = `
   :KUBE-NODEPORTS - [0:0]
   :KUBE-SERVICES - [0:0]
   :KUBE-MARK-MASQ - [0:0]
   :KUBE-POSTROUTING - [0:0]
-  -A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS
   -A KUBE-MARK-MASQ -j MARK --or-mark 0x4000
   -A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN
   -A KUBE-POSTROUTING -j MARK --xor-mark 0x4000
   -A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE
 `;
+/** nat: the last KUBE-SERVICES rule, handing `match` (node addresses) to KUBE-NODEPORTS. */
+function nodePortsLast(match: string): string {
+  return `-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" ${match} -j KUBE-NODEPORTS`;
+}
+/** nat: NAT_BASE and the last KUBE-SERVICES rule for every local address. */
+const NAT_FIXED = `${NAT_BASE}
+  ${nodePortsLast('-m addrtype --dst-type LOCAL')}
+`;
+
+/** Restore text of a filter and a nat table. */
+function tables(filter: string, nat: string): string {
+  return `*filter\n${filter}\nCOMMIT\n*nat\n${nat}\nCOMMIT\n`;
+}
+
+/** A full sync's rules with OPTS: the fixed ones plus the Services' `filter` and `nat` lines. */
+function fullSync(services: { filter?: string; nat?: string }): string {
+  return tables(`${FILTER_FIXED}${services.filter ?? ''}`, `${NAT_FIXED}${services.nat ?? ''}`);
+}
+
+/** A NodePort Service `key` with port http 80 on `nodePort`, plus `spec`. */
+function nodePortSvc(
+  key: string,
+  clusterIP: string,
+  nodePort: number,
+  spec: Partial<ServiceSpec> = {},
+): Service {
+  return svc(key, {
+    type: 'NodePort',
+    clusterIP,
+    ports: [{ name: 'http', port: 80, nodePort }],
+    ...spec,
+  });
+}
 
 const web = svc('shop/web', { clusterIP: '10.96.0.20', ports: [{ name: 'http', port: 80 }] });
 const webSlice = slice('shop/web', [
@@ -273,23 +311,21 @@ test('ClusterIP: whole ruleset; spread by probability, masquerade of off-cluster
   const p = plan([web, webSlice]);
   assertApplies(p);
   assertRulesEqual(
-    `*filter
-    ${FILTER_FIXED}
-    COMMIT
-    *nat
-    ${NAT_FIXED}
-    :KUBE-SEP-34ZZ2QFGO32YYXXO - [0:0]
-    :KUBE-SEP-HKXOLWSZBDAEWUDR - [0:0]
-    :KUBE-SVC-67NZLRHBNDSAWJRO - [0:0]
-    -A KUBE-SERVICES -m comment --comment "shop/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO
-    -A KUBE-SEP-34ZZ2QFGO32YYXXO -m comment --comment shop/web:http -s 10.244.1.5 -j KUBE-MARK-MASQ
-    -A KUBE-SEP-34ZZ2QFGO32YYXXO -m comment --comment shop/web:http -m tcp -p tcp -j DNAT --to-destination 10.244.1.5:8080
-    -A KUBE-SEP-HKXOLWSZBDAEWUDR -m comment --comment shop/web:http -s 10.244.0.7 -j KUBE-MARK-MASQ
-    -A KUBE-SEP-HKXOLWSZBDAEWUDR -m comment --comment shop/web:http -m tcp -p tcp -j DNAT --to-destination 10.244.0.7:8080
-    -A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment "shop/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
-    -A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment "shop/web:http -> 10.244.0.7:8080" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-HKXOLWSZBDAEWUDR
-    -A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment "shop/web:http -> 10.244.1.5:8080" -j KUBE-SEP-34ZZ2QFGO32YYXXO
-    COMMIT`,
+    fullSync({
+      nat: `
+      :KUBE-SEP-34ZZ2QFGO32YYXXO - [0:0]
+      :KUBE-SEP-HKXOLWSZBDAEWUDR - [0:0]
+      :KUBE-SVC-67NZLRHBNDSAWJRO - [0:0]
+      -A KUBE-SERVICES -m comment --comment "shop/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO
+      -A KUBE-SEP-34ZZ2QFGO32YYXXO -m comment --comment shop/web:http -s 10.244.1.5 -j KUBE-MARK-MASQ
+      -A KUBE-SEP-34ZZ2QFGO32YYXXO -m comment --comment shop/web:http -m tcp -p tcp -j DNAT --to-destination 10.244.1.5:8080
+      -A KUBE-SEP-HKXOLWSZBDAEWUDR -m comment --comment shop/web:http -s 10.244.0.7 -j KUBE-MARK-MASQ
+      -A KUBE-SEP-HKXOLWSZBDAEWUDR -m comment --comment shop/web:http -m tcp -p tcp -j DNAT --to-destination 10.244.0.7:8080
+      -A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment "shop/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
+      -A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment "shop/web:http -> 10.244.0.7:8080" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-HKXOLWSZBDAEWUDR
+      -A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment "shop/web:http -> 10.244.1.5:8080" -j KUBE-SEP-34ZZ2QFGO32YYXXO
+      `,
+    }),
     p,
   );
   assertFlows(
@@ -351,24 +387,17 @@ test('ClusterIP: three endpoints get one third each (probabilities 1/3, 1/2, the
 });
 
 test('no endpoints: whole ruleset; REJECT for every way in, and no nat chains', () => {
-  const s = svc('shop/empty', {
-    type: 'NodePort',
-    clusterIP: '10.96.0.40',
-    externalIPs: ['192.0.2.40'],
-    ports: [{ name: 'http', port: 80, nodePort: 30040 }],
-  });
+  const s = nodePortSvc('shop/empty', '10.96.0.40', 30040, { externalIPs: ['192.0.2.40'] });
   const p = plan([s]);
   assertApplies(p);
   assertRulesEqual(
-    `*filter
-    ${FILTER_FIXED}
-    -A KUBE-SERVICES -m comment --comment "shop/empty:http has no endpoints" -m tcp -p tcp -d 10.96.0.40 --dport 80 -j REJECT
-    -A KUBE-EXTERNAL-SERVICES -m comment --comment "shop/empty:http has no endpoints" -m tcp -p tcp -d 192.0.2.40 --dport 80 -j REJECT
-    -A KUBE-EXTERNAL-SERVICES -m comment --comment "shop/empty:http has no endpoints" -m addrtype --dst-type LOCAL -m tcp -p tcp --dport 30040 -j REJECT
-    COMMIT
-    *nat
-    ${NAT_FIXED}
-    COMMIT`,
+    fullSync({
+      filter: `
+      -A KUBE-SERVICES -m comment --comment "shop/empty:http has no endpoints" -m tcp -p tcp -d 10.96.0.40 --dport 80 -j REJECT
+      -A KUBE-EXTERNAL-SERVICES -m comment --comment "shop/empty:http has no endpoints" -m tcp -p tcp -d 192.0.2.40 --dport 80 -j REJECT
+      -A KUBE-EXTERNAL-SERVICES -m comment --comment "shop/empty:http has no endpoints" -m addrtype --dst-type LOCAL -m tcp -p tcp --dport 30040 -j REJECT
+      `,
+    }),
     p,
   );
   assertFlows(
@@ -390,12 +419,7 @@ test('no endpoints: whole ruleset; REJECT for every way in, and no nat chains', 
 });
 
 test('externalTrafficPolicy Local: short-circuits, local endpoints only, DROP without them', () => {
-  const s = svc('shop/np', {
-    type: 'NodePort',
-    clusterIP: '10.96.0.50',
-    externalTrafficPolicy: 'Local',
-    ports: [{ name: 'http', port: 80, nodePort: 30050 }],
-  });
+  const s = nodePortSvc('shop/np', '10.96.0.50', 30050, { externalTrafficPolicy: 'Local' });
   const remoteOnly = plan([s, slice('shop/np', [ep('10.244.1.1', { nodeName: 'node-b' })])]);
   assertApplies(remoteOnly);
   assertFlows(
@@ -595,25 +619,23 @@ test('ClientIP affinity: whole ruleset; a recorded client sticks to its endpoint
   assertApplies(p);
   // Recent checks come first, then the random split; each endpoint's DNAT records the client.
   assertRulesEqual(
-    `*filter
-    ${FILTER_FIXED}
-    COMMIT
-    *nat
-    ${NAT_FIXED}
-    :KUBE-SEP-DKHO6RAX5YQM26XJ - [0:0]
-    :KUBE-SEP-JDWHRCOGT6RUZDWI - [0:0]
-    :KUBE-SVC-25FJTMN2OLOPNGWS - [0:0]
-    -A KUBE-SERVICES -m comment --comment "shop/sticky:http cluster IP" -m tcp -p tcp -d 10.96.0.80 --dport 80 -j KUBE-SVC-25FJTMN2OLOPNGWS
-    -A KUBE-SEP-DKHO6RAX5YQM26XJ -m comment --comment shop/sticky:http -s 10.244.1.1 -j KUBE-MARK-MASQ
-    -A KUBE-SEP-DKHO6RAX5YQM26XJ -m comment --comment shop/sticky:http -m recent --name KUBE-SEP-DKHO6RAX5YQM26XJ --set -m tcp -p tcp -j DNAT --to-destination 10.244.1.1:8080
-    -A KUBE-SEP-JDWHRCOGT6RUZDWI -m comment --comment shop/sticky:http -s 10.244.1.2 -j KUBE-MARK-MASQ
-    -A KUBE-SEP-JDWHRCOGT6RUZDWI -m comment --comment shop/sticky:http -m recent --name KUBE-SEP-JDWHRCOGT6RUZDWI --set -m tcp -p tcp -j DNAT --to-destination 10.244.1.2:8080
-    -A KUBE-SVC-25FJTMN2OLOPNGWS -m comment --comment "shop/sticky:http cluster IP" -m tcp -p tcp -d 10.96.0.80 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
-    -A KUBE-SVC-25FJTMN2OLOPNGWS -m comment --comment "shop/sticky:http -> 10.244.1.1:8080" -m recent --name KUBE-SEP-DKHO6RAX5YQM26XJ --rcheck --seconds 10800 --reap -j KUBE-SEP-DKHO6RAX5YQM26XJ
-    -A KUBE-SVC-25FJTMN2OLOPNGWS -m comment --comment "shop/sticky:http -> 10.244.1.2:8080" -m recent --name KUBE-SEP-JDWHRCOGT6RUZDWI --rcheck --seconds 10800 --reap -j KUBE-SEP-JDWHRCOGT6RUZDWI
-    -A KUBE-SVC-25FJTMN2OLOPNGWS -m comment --comment "shop/sticky:http -> 10.244.1.1:8080" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-DKHO6RAX5YQM26XJ
-    -A KUBE-SVC-25FJTMN2OLOPNGWS -m comment --comment "shop/sticky:http -> 10.244.1.2:8080" -j KUBE-SEP-JDWHRCOGT6RUZDWI
-    COMMIT`,
+    fullSync({
+      nat: `
+      :KUBE-SEP-DKHO6RAX5YQM26XJ - [0:0]
+      :KUBE-SEP-JDWHRCOGT6RUZDWI - [0:0]
+      :KUBE-SVC-25FJTMN2OLOPNGWS - [0:0]
+      -A KUBE-SERVICES -m comment --comment "shop/sticky:http cluster IP" -m tcp -p tcp -d 10.96.0.80 --dport 80 -j KUBE-SVC-25FJTMN2OLOPNGWS
+      -A KUBE-SEP-DKHO6RAX5YQM26XJ -m comment --comment shop/sticky:http -s 10.244.1.1 -j KUBE-MARK-MASQ
+      -A KUBE-SEP-DKHO6RAX5YQM26XJ -m comment --comment shop/sticky:http -m recent --name KUBE-SEP-DKHO6RAX5YQM26XJ --set -m tcp -p tcp -j DNAT --to-destination 10.244.1.1:8080
+      -A KUBE-SEP-JDWHRCOGT6RUZDWI -m comment --comment shop/sticky:http -s 10.244.1.2 -j KUBE-MARK-MASQ
+      -A KUBE-SEP-JDWHRCOGT6RUZDWI -m comment --comment shop/sticky:http -m recent --name KUBE-SEP-JDWHRCOGT6RUZDWI --set -m tcp -p tcp -j DNAT --to-destination 10.244.1.2:8080
+      -A KUBE-SVC-25FJTMN2OLOPNGWS -m comment --comment "shop/sticky:http cluster IP" -m tcp -p tcp -d 10.96.0.80 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
+      -A KUBE-SVC-25FJTMN2OLOPNGWS -m comment --comment "shop/sticky:http -> 10.244.1.1:8080" -m recent --name KUBE-SEP-DKHO6RAX5YQM26XJ --rcheck --seconds 10800 --reap -j KUBE-SEP-DKHO6RAX5YQM26XJ
+      -A KUBE-SVC-25FJTMN2OLOPNGWS -m comment --comment "shop/sticky:http -> 10.244.1.2:8080" -m recent --name KUBE-SEP-JDWHRCOGT6RUZDWI --rcheck --seconds 10800 --reap -j KUBE-SEP-JDWHRCOGT6RUZDWI
+      -A KUBE-SVC-25FJTMN2OLOPNGWS -m comment --comment "shop/sticky:http -> 10.244.1.1:8080" -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-DKHO6RAX5YQM26XJ
+      -A KUBE-SVC-25FJTMN2OLOPNGWS -m comment --comment "shop/sticky:http -> 10.244.1.2:8080" -j KUBE-SEP-JDWHRCOGT6RUZDWI
+      `,
+    }),
     p,
   );
   const second = endpointChainName('shop/sticky:http', 'TCP', '10.244.1.2:8080');
@@ -649,12 +671,7 @@ test('ClientIP affinity: whole ruleset; a recorded client sticks to its endpoint
 });
 
 test('local-traffic detectors and masqueradeAll decide which sources are masqueraded and short-circuited', () => {
-  const s = svc('shop/np', {
-    type: 'NodePort',
-    clusterIP: '10.96.0.90',
-    externalTrafficPolicy: 'Local',
-    ports: [{ name: 'http', port: 80, nodePort: 30090 }],
-  });
+  const s = nodePortSvc('shop/np', '10.96.0.90', 30090, { externalTrafficPolicy: 'Local' });
   const objs = [
     s,
     slice('shop/np', [
@@ -742,11 +759,7 @@ test('local-traffic detectors and masqueradeAll decide which sources are masquer
 });
 
 test('NodePorts: localhost, nodePortAddresses, and KUBE-SERVICES sending node addresses last', () => {
-  const s = svc('shop/np', {
-    type: 'NodePort',
-    clusterIP: '10.96.0.91',
-    ports: [{ name: 'http', port: 80, nodePort: 30091 }],
-  });
+  const s = nodePortSvc('shop/np', '10.96.0.91', 30091);
   const objs = [s, slice('shop/np', [ep('10.244.1.2')])];
   const ep2 = '10.244.1.2:8080';
   // A second node address, outside the nodePortAddresses below.
@@ -804,38 +817,23 @@ test('NodePorts: localhost, nodePortAddresses, and KUBE-SERVICES sending node ad
   assertApplies(off);
   // No localhost rules, no KUBE-FIREWALL, and 127.0.0.0/8 is not handed to KUBE-NODEPORTS.
   assertRulesEqual(
-    `*filter
-    :KUBE-NODEPORTS - [0:0]
-    :KUBE-SERVICES - [0:0]
-    :KUBE-EXTERNAL-SERVICES - [0:0]
-    :KUBE-FORWARD - [0:0]
-    :KUBE-PROXY-FIREWALL - [0:0]
-    -A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP
-    -A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT
-    -A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
-    COMMIT
-    *nat
-    :KUBE-NODEPORTS - [0:0]
-    :KUBE-SERVICES - [0:0]
-    :KUBE-EXT-DCQOGJK4QZZOVIJ6 - [0:0]
-    :KUBE-MARK-MASQ - [0:0]
-    :KUBE-POSTROUTING - [0:0]
-    :KUBE-SEP-IG4PNSYLRW77OAXR - [0:0]
-    :KUBE-SVC-DCQOGJK4QZZOVIJ6 - [0:0]
-    -A KUBE-NODEPORTS -m comment --comment shop/np:http -m tcp -p tcp --dport 30091 -j KUBE-EXT-DCQOGJK4QZZOVIJ6
-    -A KUBE-SERVICES -m comment --comment "shop/np:http cluster IP" -m tcp -p tcp -d 10.96.0.91 --dport 80 -j KUBE-SVC-DCQOGJK4QZZOVIJ6
-    -A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL ! -d 127.0.0.0/8 -j KUBE-NODEPORTS
-    -A KUBE-EXT-DCQOGJK4QZZOVIJ6 -m comment --comment "masquerade traffic for shop/np:http external destinations" -j KUBE-MARK-MASQ
-    -A KUBE-EXT-DCQOGJK4QZZOVIJ6 -j KUBE-SVC-DCQOGJK4QZZOVIJ6
-    -A KUBE-MARK-MASQ -j MARK --or-mark 0x4000
-    -A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN
-    -A KUBE-POSTROUTING -j MARK --xor-mark 0x4000
-    -A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE
-    -A KUBE-SEP-IG4PNSYLRW77OAXR -m comment --comment shop/np:http -s 10.244.1.2 -j KUBE-MARK-MASQ
-    -A KUBE-SEP-IG4PNSYLRW77OAXR -m comment --comment shop/np:http -m tcp -p tcp -j DNAT --to-destination 10.244.1.2:8080
-    -A KUBE-SVC-DCQOGJK4QZZOVIJ6 -m comment --comment "shop/np:http cluster IP" -m tcp -p tcp -d 10.96.0.91 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
-    -A KUBE-SVC-DCQOGJK4QZZOVIJ6 -m comment --comment "shop/np:http -> 10.244.1.2:8080" -j KUBE-SEP-IG4PNSYLRW77OAXR
-    COMMIT`,
+    tables(
+      FILTER_BASE,
+      `${NAT_BASE}
+      :KUBE-EXT-DCQOGJK4QZZOVIJ6 - [0:0]
+      :KUBE-SEP-IG4PNSYLRW77OAXR - [0:0]
+      :KUBE-SVC-DCQOGJK4QZZOVIJ6 - [0:0]
+      -A KUBE-NODEPORTS -m comment --comment shop/np:http -m tcp -p tcp --dport 30091 -j KUBE-EXT-DCQOGJK4QZZOVIJ6
+      -A KUBE-SERVICES -m comment --comment "shop/np:http cluster IP" -m tcp -p tcp -d 10.96.0.91 --dport 80 -j KUBE-SVC-DCQOGJK4QZZOVIJ6
+      ${nodePortsLast('-m addrtype --dst-type LOCAL ! -d 127.0.0.0/8')}
+      -A KUBE-EXT-DCQOGJK4QZZOVIJ6 -m comment --comment "masquerade traffic for shop/np:http external destinations" -j KUBE-MARK-MASQ
+      -A KUBE-EXT-DCQOGJK4QZZOVIJ6 -j KUBE-SVC-DCQOGJK4QZZOVIJ6
+      -A KUBE-SEP-IG4PNSYLRW77OAXR -m comment --comment shop/np:http -s 10.244.1.2 -j KUBE-MARK-MASQ
+      -A KUBE-SEP-IG4PNSYLRW77OAXR -m comment --comment shop/np:http -m tcp -p tcp -j DNAT --to-destination 10.244.1.2:8080
+      -A KUBE-SVC-DCQOGJK4QZZOVIJ6 -m comment --comment "shop/np:http cluster IP" -m tcp -p tcp -d 10.96.0.91 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
+      -A KUBE-SVC-DCQOGJK4QZZOVIJ6 -m comment --comment "shop/np:http -> 10.244.1.2:8080" -j KUBE-SEP-IG4PNSYLRW77OAXR
+      `,
+    ),
     off,
   );
   assertFlows(
@@ -909,12 +907,7 @@ test('NodePorts: localhost, nodePortAddresses, and KUBE-SERVICES sending node ad
 });
 
 test('IPv6: whole ruleset; bracketed endpoints, ::1 is not a NodePort, no localhost rules', () => {
-  const s = svc('shop/v6', {
-    type: 'NodePort',
-    clusterIP: 'fd00:96::5',
-    clusterIPs: ['fd00:96::5'],
-    ports: [{ name: 'http', port: 80, nodePort: 30095 }],
-  });
+  const s = nodePortSvc('shop/v6', 'fd00:96::5', 30095, { clusterIPs: ['fd00:96::5'] });
   const options: IptablesProxierOptions = {
     ...OPTS,
     nodeIP: 'fc00::2',
@@ -925,38 +918,23 @@ test('IPv6: whole ruleset; bracketed endpoints, ::1 is not a NodePort, no localh
   const p = h.sync();
   assertApplies(p, 'IPv6');
   assertRulesEqual(
-    `*filter
-    :KUBE-NODEPORTS - [0:0]
-    :KUBE-SERVICES - [0:0]
-    :KUBE-EXTERNAL-SERVICES - [0:0]
-    :KUBE-FORWARD - [0:0]
-    :KUBE-PROXY-FIREWALL - [0:0]
-    -A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP
-    -A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT
-    -A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
-    COMMIT
-    *nat
-    :KUBE-NODEPORTS - [0:0]
-    :KUBE-SERVICES - [0:0]
-    :KUBE-EXT-NFHSRL3D33J5AN3X - [0:0]
-    :KUBE-MARK-MASQ - [0:0]
-    :KUBE-POSTROUTING - [0:0]
-    :KUBE-SEP-RPJYO4SGIZNWFFKD - [0:0]
-    :KUBE-SVC-NFHSRL3D33J5AN3X - [0:0]
-    -A KUBE-NODEPORTS -m comment --comment shop/v6:http -m tcp -p tcp --dport 30095 -j KUBE-EXT-NFHSRL3D33J5AN3X
-    -A KUBE-SERVICES -m comment --comment "shop/v6:http cluster IP" -m tcp -p tcp -d fd00:96::5 --dport 80 -j KUBE-SVC-NFHSRL3D33J5AN3X
-    -A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL ! -d ::1/128 -j KUBE-NODEPORTS
-    -A KUBE-EXT-NFHSRL3D33J5AN3X -m comment --comment "masquerade traffic for shop/v6:http external destinations" -j KUBE-MARK-MASQ
-    -A KUBE-EXT-NFHSRL3D33J5AN3X -j KUBE-SVC-NFHSRL3D33J5AN3X
-    -A KUBE-MARK-MASQ -j MARK --or-mark 0x4000
-    -A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN
-    -A KUBE-POSTROUTING -j MARK --xor-mark 0x4000
-    -A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE
-    -A KUBE-SEP-RPJYO4SGIZNWFFKD -m comment --comment shop/v6:http -s fd00:10:244::5 -j KUBE-MARK-MASQ
-    -A KUBE-SEP-RPJYO4SGIZNWFFKD -m comment --comment shop/v6:http -m tcp -p tcp -j DNAT --to-destination [fd00:10:244::5]:8080
-    -A KUBE-SVC-NFHSRL3D33J5AN3X -m comment --comment "shop/v6:http cluster IP" -m tcp -p tcp -d fd00:96::5 --dport 80 ! -s fd00:10:244::/56 -j KUBE-MARK-MASQ
-    -A KUBE-SVC-NFHSRL3D33J5AN3X -m comment --comment "shop/v6:http -> [fd00:10:244::5]:8080" -j KUBE-SEP-RPJYO4SGIZNWFFKD
-    COMMIT`,
+    tables(
+      FILTER_BASE,
+      `${NAT_BASE}
+      :KUBE-EXT-NFHSRL3D33J5AN3X - [0:0]
+      :KUBE-SEP-RPJYO4SGIZNWFFKD - [0:0]
+      :KUBE-SVC-NFHSRL3D33J5AN3X - [0:0]
+      -A KUBE-NODEPORTS -m comment --comment shop/v6:http -m tcp -p tcp --dport 30095 -j KUBE-EXT-NFHSRL3D33J5AN3X
+      -A KUBE-SERVICES -m comment --comment "shop/v6:http cluster IP" -m tcp -p tcp -d fd00:96::5 --dport 80 -j KUBE-SVC-NFHSRL3D33J5AN3X
+      ${nodePortsLast('-m addrtype --dst-type LOCAL ! -d ::1/128')}
+      -A KUBE-EXT-NFHSRL3D33J5AN3X -m comment --comment "masquerade traffic for shop/v6:http external destinations" -j KUBE-MARK-MASQ
+      -A KUBE-EXT-NFHSRL3D33J5AN3X -j KUBE-SVC-NFHSRL3D33J5AN3X
+      -A KUBE-SEP-RPJYO4SGIZNWFFKD -m comment --comment shop/v6:http -s fd00:10:244::5 -j KUBE-MARK-MASQ
+      -A KUBE-SEP-RPJYO4SGIZNWFFKD -m comment --comment shop/v6:http -m tcp -p tcp -j DNAT --to-destination [fd00:10:244::5]:8080
+      -A KUBE-SVC-NFHSRL3D33J5AN3X -m comment --comment "shop/v6:http cluster IP" -m tcp -p tcp -d fd00:96::5 --dport 80 ! -s fd00:10:244::/56 -j KUBE-MARK-MASQ
+      -A KUBE-SVC-NFHSRL3D33J5AN3X -m comment --comment "shop/v6:http -> [fd00:10:244::5]:8080" -j KUBE-SEP-RPJYO4SGIZNWFFKD
+      `,
+    ),
     p,
   );
   const ep5 = '[fd00:10:244::5]:8080';
@@ -975,23 +953,21 @@ test('large-cluster mode drops per-endpoint comments, keeps the Service ones', (
   const p = plan([web, webSlice], { largeClusterEndpointsThreshold: 1 });
   assert.equal(p.largeClusterMode, true);
   assertRulesEqual(
-    `*filter
-    ${FILTER_FIXED}
-    COMMIT
-    *nat
-    ${NAT_FIXED}
-    :KUBE-SEP-34ZZ2QFGO32YYXXO - [0:0]
-    :KUBE-SEP-HKXOLWSZBDAEWUDR - [0:0]
-    :KUBE-SVC-67NZLRHBNDSAWJRO - [0:0]
-    -A KUBE-SERVICES -m comment --comment "shop/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO
-    -A KUBE-SEP-34ZZ2QFGO32YYXXO -s 10.244.1.5 -j KUBE-MARK-MASQ
-    -A KUBE-SEP-34ZZ2QFGO32YYXXO -m tcp -p tcp -j DNAT --to-destination 10.244.1.5:8080
-    -A KUBE-SEP-HKXOLWSZBDAEWUDR -s 10.244.0.7 -j KUBE-MARK-MASQ
-    -A KUBE-SEP-HKXOLWSZBDAEWUDR -m tcp -p tcp -j DNAT --to-destination 10.244.0.7:8080
-    -A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment "shop/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
-    -A KUBE-SVC-67NZLRHBNDSAWJRO -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-HKXOLWSZBDAEWUDR
-    -A KUBE-SVC-67NZLRHBNDSAWJRO -j KUBE-SEP-34ZZ2QFGO32YYXXO
-    COMMIT`,
+    fullSync({
+      nat: `
+      :KUBE-SEP-34ZZ2QFGO32YYXXO - [0:0]
+      :KUBE-SEP-HKXOLWSZBDAEWUDR - [0:0]
+      :KUBE-SVC-67NZLRHBNDSAWJRO - [0:0]
+      -A KUBE-SERVICES -m comment --comment "shop/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO
+      -A KUBE-SEP-34ZZ2QFGO32YYXXO -s 10.244.1.5 -j KUBE-MARK-MASQ
+      -A KUBE-SEP-34ZZ2QFGO32YYXXO -m tcp -p tcp -j DNAT --to-destination 10.244.1.5:8080
+      -A KUBE-SEP-HKXOLWSZBDAEWUDR -s 10.244.0.7 -j KUBE-MARK-MASQ
+      -A KUBE-SEP-HKXOLWSZBDAEWUDR -m tcp -p tcp -j DNAT --to-destination 10.244.0.7:8080
+      -A KUBE-SVC-67NZLRHBNDSAWJRO -m comment --comment "shop/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
+      -A KUBE-SVC-67NZLRHBNDSAWJRO -m statistic --mode random --probability 0.5000000000 -j KUBE-SEP-HKXOLWSZBDAEWUDR
+      -A KUBE-SVC-67NZLRHBNDSAWJRO -j KUBE-SEP-34ZZ2QFGO32YYXXO
+      `,
+    }),
     p,
   );
 });
@@ -1029,22 +1005,20 @@ test('partial sync writes only changed Services, deletes stale chains, and appli
   assert.equal(partial.fullSync, false);
   // KUBE-SERVICES is always complete; web's chains are not rewritten; api's old SEP goes.
   assertRulesEqual(
-    `*filter
-    ${FILTER_FIXED}
-    COMMIT
-    *nat
-    ${NAT_FIXED}
-    :KUBE-SEP-4WH2YJML6FDPWV7A - [0:0]
-    :KUBE-SEP-ZMSLWH5QQ3XRRUPH - [0:0]
-    :KUBE-SVC-RUKNB3TURLFC6SGL - [0:0]
-    -A KUBE-SERVICES -m comment --comment "shop/api:http cluster IP" -m tcp -p tcp -d 10.96.0.21 --dport 80 -j KUBE-SVC-RUKNB3TURLFC6SGL
-    -A KUBE-SERVICES -m comment --comment "shop/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO
-    -A KUBE-SEP-ZMSLWH5QQ3XRRUPH -m comment --comment shop/api:http -s 10.244.1.31 -j KUBE-MARK-MASQ
-    -A KUBE-SEP-ZMSLWH5QQ3XRRUPH -m comment --comment shop/api:http -m tcp -p tcp -j DNAT --to-destination 10.244.1.31:8080
-    -A KUBE-SVC-RUKNB3TURLFC6SGL -m comment --comment "shop/api:http cluster IP" -m tcp -p tcp -d 10.96.0.21 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
-    -A KUBE-SVC-RUKNB3TURLFC6SGL -m comment --comment "shop/api:http -> 10.244.1.31:8080" -j KUBE-SEP-ZMSLWH5QQ3XRRUPH
-    -X KUBE-SEP-4WH2YJML6FDPWV7A
-    COMMIT`,
+    fullSync({
+      nat: `
+      :KUBE-SEP-4WH2YJML6FDPWV7A - [0:0]
+      :KUBE-SEP-ZMSLWH5QQ3XRRUPH - [0:0]
+      :KUBE-SVC-RUKNB3TURLFC6SGL - [0:0]
+      -A KUBE-SERVICES -m comment --comment "shop/api:http cluster IP" -m tcp -p tcp -d 10.96.0.21 --dport 80 -j KUBE-SVC-RUKNB3TURLFC6SGL
+      -A KUBE-SERVICES -m comment --comment "shop/web:http cluster IP" -m tcp -p tcp -d 10.96.0.20 --dport 80 -j KUBE-SVC-67NZLRHBNDSAWJRO
+      -A KUBE-SEP-ZMSLWH5QQ3XRRUPH -m comment --comment shop/api:http -s 10.244.1.31 -j KUBE-MARK-MASQ
+      -A KUBE-SEP-ZMSLWH5QQ3XRRUPH -m comment --comment shop/api:http -m tcp -p tcp -j DNAT --to-destination 10.244.1.31:8080
+      -A KUBE-SVC-RUKNB3TURLFC6SGL -m comment --comment "shop/api:http cluster IP" -m tcp -p tcp -d 10.96.0.21 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
+      -A KUBE-SVC-RUKNB3TURLFC6SGL -m comment --comment "shop/api:http -> 10.244.1.31:8080" -j KUBE-SEP-ZMSLWH5QQ3XRRUPH
+      -X KUBE-SEP-4WH2YJML6FDPWV7A
+      `,
+    }),
     partial,
     { checkJumps: false },
   );

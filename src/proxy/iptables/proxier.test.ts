@@ -144,68 +144,71 @@ function assertKernelFlows(ipt: FakeIptables, flows: readonly Flow[]): void {
 const POD = '10.244.2.2';
 const NODE_IP = NODE_NET.nodeIP;
 
-/** The whole kernel after the first full sync of ns/web (10.96.0.10:80 -> 10.244.1.5:8080). */
+/**
+ * The whole kernel after the first full sync of ns/web (10.96.0.10:80 -> 10.244.1.5:8080), in
+ * canonical order.
+ */
 const WEB_KERNEL = `
-  *mangle
-  :PREROUTING ACCEPT [0:0]
-  :INPUT ACCEPT [0:0]
+  *filter
+  :KUBE-NODEPORTS - [0:0]
+  :KUBE-SERVICES - [0:0]
+  :KUBE-EXTERNAL-SERVICES - [0:0]
+  :KUBE-FIREWALL - [0:0]
+  :KUBE-FORWARD - [0:0]
+  :KUBE-PROXY-CANARY - [0:0]
+  :KUBE-PROXY-FIREWALL - [0:0]
   :FORWARD ACCEPT [0:0]
+  :INPUT ACCEPT [0:0]
+  :OUTPUT ACCEPT [0:0]
+  -A KUBE-FIREWALL -m comment --comment "block incoming localnet connections" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
+  -A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP
+  -A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT
+  -A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+  -A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL
+  -A FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD
+  -A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+  -A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES
+  -A INPUT -j KUBE-FIREWALL
+  -A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL
+  -A INPUT -m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS
+  -A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES
+  -A OUTPUT -j KUBE-FIREWALL
+  -A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL
+  -A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+  COMMIT
+  *mangle
+  :KUBE-PROXY-CANARY - [0:0]
+  :FORWARD ACCEPT [0:0]
+  :INPUT ACCEPT [0:0]
   :OUTPUT ACCEPT [0:0]
   :POSTROUTING ACCEPT [0:0]
-  :KUBE-PROXY-CANARY - [0:0]
+  :PREROUTING ACCEPT [0:0]
   COMMIT
   *nat
-  :PREROUTING ACCEPT [0:0]
-  :INPUT ACCEPT [0:0]
-  :OUTPUT ACCEPT [0:0]
-  :POSTROUTING ACCEPT [0:0]
-  :KUBE-MARK-MASQ - [0:0]
   :KUBE-NODEPORTS - [0:0]
+  :KUBE-SERVICES - [0:0]
+  :KUBE-MARK-MASQ - [0:0]
   :KUBE-POSTROUTING - [0:0]
   :KUBE-PROXY-CANARY - [0:0]
   :KUBE-SEP-MIKUYBR3QLWTAU6I - [0:0]
-  :KUBE-SERVICES - [0:0]
   :KUBE-SVC-7X3VEG6HU4XBR2VS - [0:0]
-  -A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
-  -A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
-  -A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING
+  :INPUT ACCEPT [0:0]
+  :OUTPUT ACCEPT [0:0]
+  :POSTROUTING ACCEPT [0:0]
+  :PREROUTING ACCEPT [0:0]
+  -A KUBE-SERVICES -m comment --comment "ns/web:p cluster IP" -m tcp -p tcp -d 10.96.0.10 --dport 80 -j KUBE-SVC-7X3VEG6HU4XBR2VS
+  -A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS
   -A KUBE-MARK-MASQ -j MARK --or-mark 0x4000
   -A KUBE-POSTROUTING -m mark ! --mark 0x4000/0x4000 -j RETURN
   -A KUBE-POSTROUTING -j MARK --xor-mark 0x4000
   -A KUBE-POSTROUTING -m comment --comment "kubernetes service traffic requiring SNAT" -j MASQUERADE --random-fully
   -A KUBE-SEP-MIKUYBR3QLWTAU6I -m comment --comment ns/web:p -s 10.244.1.5 -j KUBE-MARK-MASQ
   -A KUBE-SEP-MIKUYBR3QLWTAU6I -m comment --comment ns/web:p -m tcp -p tcp -j DNAT --to-destination 10.244.1.5:8080
-  -A KUBE-SERVICES -m comment --comment "ns/web:p cluster IP" -m tcp -p tcp -d 10.96.0.10 --dport 80 -j KUBE-SVC-7X3VEG6HU4XBR2VS
-  -A KUBE-SERVICES -m comment --comment "kubernetes service nodeports; NOTE: this must be the last rule in this chain" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS
   -A KUBE-SVC-7X3VEG6HU4XBR2VS -m comment --comment "ns/web:p cluster IP" -m tcp -p tcp -d 10.96.0.10 --dport 80 ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
   -A KUBE-SVC-7X3VEG6HU4XBR2VS -m comment --comment "ns/web:p -> 10.244.1.5:8080" -j KUBE-SEP-MIKUYBR3QLWTAU6I
-  COMMIT
-  *filter
-  :INPUT ACCEPT [0:0]
-  :FORWARD ACCEPT [0:0]
-  :OUTPUT ACCEPT [0:0]
-  :KUBE-EXTERNAL-SERVICES - [0:0]
-  :KUBE-FIREWALL - [0:0]
-  :KUBE-FORWARD - [0:0]
-  :KUBE-NODEPORTS - [0:0]
-  :KUBE-PROXY-CANARY - [0:0]
-  :KUBE-PROXY-FIREWALL - [0:0]
-  :KUBE-SERVICES - [0:0]
-  -A INPUT -j KUBE-FIREWALL
-  -A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL
-  -A INPUT -m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS
-  -A INPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES
-  -A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL
-  -A FORWARD -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD
-  -A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
-  -A FORWARD -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES
-  -A OUTPUT -j KUBE-FIREWALL
-  -A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL
-  -A OUTPUT -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
-  -A KUBE-FIREWALL -m comment --comment "block incoming localnet connections" -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
-  -A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP
-  -A KUBE-FORWARD -m comment --comment "kubernetes forwarding rules" -m mark --mark 0x4000/0x4000 -j ACCEPT
-  -A KUBE-FORWARD -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+  -A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+  -A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING
+  -A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
   COMMIT
 `;
 
