@@ -153,7 +153,7 @@ function tables(filter: string, nat: string): string {
 }
 
 /** A full sync's rules with OPTS: the fixed ones plus the Services' `filter` and `nat` lines. */
-function fullSync(services: { filter?: string; nat?: string }): string {
+function fullSyncRules(services: { filter?: string; nat?: string }): string {
   return tables(`${FILTER_FIXED}${services.filter ?? ''}`, `${NAT_FIXED}${services.nat ?? ''}`);
 }
 
@@ -311,7 +311,7 @@ test('ClusterIP: whole ruleset; spread by probability, masquerade of off-cluster
   const p = plan([web, webSlice]);
   assertApplies(p);
   assertRulesEqual(
-    fullSync({
+    fullSyncRules({
       nat: `
       :KUBE-SEP-34ZZ2QFGO32YYXXO - [0:0]
       :KUBE-SEP-HKXOLWSZBDAEWUDR - [0:0]
@@ -391,7 +391,7 @@ test('no endpoints: whole ruleset; REJECT for every way in, and no nat chains', 
   const p = plan([s]);
   assertApplies(p);
   assertRulesEqual(
-    fullSync({
+    fullSyncRules({
       filter: `
       -A KUBE-SERVICES -m comment --comment "shop/empty:http has no endpoints" -m tcp -p tcp -d 10.96.0.40 --dport 80 -j REJECT
       -A KUBE-EXTERNAL-SERVICES -m comment --comment "shop/empty:http has no endpoints" -m tcp -p tcp -d 192.0.2.40 --dport 80 -j REJECT
@@ -619,7 +619,7 @@ test('ClientIP affinity: whole ruleset; a recorded client sticks to its endpoint
   assertApplies(p);
   // Recent checks come first, then the random split; each endpoint's DNAT records the client.
   assertRulesEqual(
-    fullSync({
+    fullSyncRules({
       nat: `
       :KUBE-SEP-DKHO6RAX5YQM26XJ - [0:0]
       :KUBE-SEP-JDWHRCOGT6RUZDWI - [0:0]
@@ -953,7 +953,7 @@ test('large-cluster mode drops per-endpoint comments, keeps the Service ones', (
   const p = plan([web, webSlice], { largeClusterEndpointsThreshold: 1 });
   assert.equal(p.largeClusterMode, true);
   assertRulesEqual(
-    fullSync({
+    fullSyncRules({
       nat: `
       :KUBE-SEP-34ZZ2QFGO32YYXXO - [0:0]
       :KUBE-SEP-HKXOLWSZBDAEWUDR - [0:0]
@@ -1005,7 +1005,7 @@ test('partial sync writes only changed Services, deletes stale chains, and appli
   assert.equal(partial.fullSync, false);
   // KUBE-SERVICES is always complete; web's chains are not rewritten; api's old SEP goes.
   assertRulesEqual(
-    fullSync({
+    fullSyncRules({
       nat: `
       :KUBE-SEP-4WH2YJML6FDPWV7A - [0:0]
       :KUBE-SEP-ZMSLWH5QQ3XRRUPH - [0:0]

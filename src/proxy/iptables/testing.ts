@@ -195,9 +195,9 @@ export interface Flow {
    * The set of possible outcomes, each `IP:PORT` (DNAT to it, accepted), `ACCEPT` (accepted
    * by a rule, no DNAT), `NONE` (no rule decided: accepted by a built-in chain's policy or at
    * the end of the path, no DNAT), `REJECT` or `DROP`, with ` masq` appended when the source
-   * is masqueraded. A
-   * string may list several, comma-separated (kube-proxy's packet-flow format). As a record,
-   * each outcome maps to its probability (outcomes with the same label add up).
+   * is masqueraded. A string may list several, comma-separated (kube-proxy's packet-flow
+   * format). As a record, each outcome maps to its probability (outcomes with the same label
+   * add up).
    */
   readonly want: string | readonly string[] | Readonly<Record<string, number>>;
   /** Shorthand: every accepted outcome in `want` is masqueraded (` masq` appended). */
@@ -216,6 +216,7 @@ function outcomeLabel(o: Outcome): string {
   return `${label}${o.masquerade ? ' masq' : ''}`;
 }
 
+/** The wanted outcome labels of a flow, each with its probability when given. */
 function wantedOutcomes(f: Flow): Map<string, number | undefined> {
   const withMasq = (l: string): string =>
     f.masq === true && l !== 'DROP' && l !== 'REJECT' && !l.endsWith(' masq') ? `${l} masq` : l;
@@ -235,6 +236,7 @@ function ip(text: string, what: string): ParsedIP {
   return a;
 }
 
+/** The node's own addresses and its pod CIDR (for inferring a flow's origin). */
 function nodeContext(node: FlowNode): { local: ParsedIP[]; podCIDRs: ParsedCIDR[] } {
   const local = [node.nodeIP, ...node.localAddresses]
     .filter((a) => a !== '')
@@ -244,6 +246,7 @@ function nodeContext(node: FlowNode): { local: ParsedIP[]; podCIDRs: ParsedCIDR[
   return { local, podCIDRs: cidr ? [cidr] : [] };
 }
 
+/** The chains an outcome went through, e.g. `PREROUTING > KUBE-SERVICES > KUBE-SVC-…`. */
 function describePath(o: Outcome): string {
   const chains: string[] = [];
   for (const s of o.path)
