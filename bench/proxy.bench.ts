@@ -14,7 +14,7 @@ import { RealIptables, commandsFor } from '../src/netfilter/iptables/backend.js'
 import { FakeIptables } from '../src/netfilter/iptables/fake.js';
 import type { ExecRequest, ExecResult, Execer } from '../src/os/exec.js';
 import { RealExecer } from '../src/os/exec.js';
-import { createRealClock } from '../src/proxy/clock.js';
+import { createRealClock } from '../src/util/clock.js';
 import { ProxyHealth } from '../src/proxy/healthz.js';
 import { DEFAULT_OPTIONS } from '../src/proxy/iptables/options.js';
 import { ProxyMetrics } from '../src/proxy/metrics.js';

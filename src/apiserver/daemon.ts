@@ -10,7 +10,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { createAdaptorServer, type ServerType } from '@hono/node-server';
 import { SvcnetError } from '../errors.js';
-import { createRealClock, type Clock } from '../proxy/clock.js';
+import { createRealClock, type Clock } from '../util/clock.js';
 import { bootstrap, startBootstrapLoop, type BootstrapConfig } from './bootstrap.js';
 import { RealExecer } from '../os/exec.js';
 import { raiseNoFileLimit, readNoFileLimit } from '../os/rlimit.js';

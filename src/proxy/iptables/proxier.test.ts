@@ -14,7 +14,7 @@ import { FakeIptables } from '../../netfilter/iptables/fake.js';
 import type { IptablesTableName } from '../../netfilter/iptables/model.js';
 import { FakeConntrack } from '../../os/conntrack.js';
 import { CanaryMonitor } from './canary.js';
-import { FakeClock } from '../clock.js';
+import { FakeClock } from '../../util/clock.js';
 import { ProxyHealth } from '../healthz.js';
 import { DEFAULT_OPTIONS } from './options.js';
 import { ProxyMetrics } from '../metrics.js';

@@ -10,7 +10,7 @@ import { objectKey } from '../../../src/kube/types.js';
 import type { ExecRequest, ExecResult, Execer } from '../../../src/os/exec.js';
 import { RealExecer } from '../../../src/os/exec.js';
 import { FakeSysctl } from '../../../src/os/sysctl.js';
-import { createRealClock } from '../../../src/proxy/clock.js';
+import { createRealClock } from '../../../src/util/clock.js';
 import { startProxyDaemon } from '../../../src/proxy/daemon.js';
 import type { ProxyDaemon, ProxyDaemonConfig } from '../../../src/proxy/daemon.js';
 import { defaultProxyConfig } from '../../../src/cli/proxy.js';
