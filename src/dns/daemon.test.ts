@@ -11,6 +11,7 @@ import { Registry } from 'prom-client';
 import { FakeInformer } from '../kube/informer.js';
 import { endpoint, service, slice } from '../kube/testing.js';
 import type { EndpointSlice, KubeObject, Service } from '../kube/types.js';
+import { FakeClock, flushMicrotasks } from '../util/clock.js';
 import { buildDnsConfig } from './config.js';
 import { DnsDaemon } from './daemon.js';
 import { q, udp } from './client.js';
@@ -50,6 +51,7 @@ test('daemon: SERVFAIL until synced, then answers; follows events; /health /read
     upstreams: [],
     registry,
     log: pino({ level: 'silent' }),
+    clock: new FakeClock(),
   });
   // Hold the informers back: start() of a FakeInformer syncs at once, so start the server
   // parts first by stubbing start until we say so.
@@ -73,7 +75,7 @@ test('daemon: SERVFAIL until synced, then answers; follows events; /health /read
     assert.equal((await get(ports.health, '/health')).body, 'OK');
 
     for (const r of release) r();
-    await new Promise((r) => setTimeout(r, 20));
+    await flushMicrotasks();
     assert.equal((await get(ports.ready, '/ready')).status, 200);
 
     const a = await udp(ports.dns, q('web.shop.svc.cluster.local'));

@@ -4,6 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { FakeClock } from '../util/clock.js';
 import { RecordIndex } from './index.js';
 import {
   DEFAULT_RESOLVER_CONFIG,
@@ -49,7 +50,7 @@ test('reverse names round-trip for IPv4 and IPv6', () => {
 });
 
 test('index updates are incremental: PTR and A follow slice changes and deletions', () => {
-  const idx = new RecordIndex({ now: () => 5000 });
+  const idx = new RecordIndex({ clock: new FakeClock(5000) });
   idx.upsertService(headlessDb);
   idx.upsertEndpointSlice(dbSlice(['10.0.0.1', '10.0.0.2']));
   const cfg = { ...DEFAULT_RESOLVER_CONFIG, zones: ['cluster.local.', 'in-addr.arpa.'] };
