@@ -10,7 +10,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { createAdaptorServer, type ServerType } from '@hono/node-server';
 import { SvcnetError } from '../errors.js';
-import { createRealClock, type Clock } from '../util/clock.js';
+import { realClock, type Clock } from '../util/clock.js';
 import { bootstrap, startBootstrapLoop, type BootstrapConfig } from './bootstrap.js';
 import { RealExecer } from '../os/exec.js';
 import { raiseNoFileLimit, readNoFileLimit } from '../os/rlimit.js';
@@ -44,7 +44,11 @@ export interface ApiServerConfig {
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
   /** Warnings of the storage (a dropped torn record, a migration) and the bootstrap loop. */
   readonly warn?: (message: string) => void;
-  /** Timers of the bootstrap reconcile loop (tests). */
+  /**
+   * Time and timers of the server: object timestamps and history age, the first-request and
+   * upload-linger deadlines, the connection sweep, the certificate's expiry check and the
+   * bootstrap reconcile loop (default the wall clock).
+   */
   readonly clock?: Clock;
   /** How often the bootstrap objects are reconciled (default 5 s). */
   readonly bootstrapIntervalMs?: number;
@@ -153,9 +157,9 @@ function readPair(dir: string): ServingCert | undefined {
 }
 
 /** The serving certificate: reused from the data dir when it still covers every host. */
-function servingCert(hosts: string[], dataDir: string | undefined): ServingCert {
+function servingCert(hosts: string[], dataDir: string | undefined, clock: Clock): ServingCert {
   const existing = dataDir !== undefined ? readPair(dataDir) : undefined;
-  if (existing && certCovers(existing, hosts)) return existing;
+  if (existing && certCovers(existing, hosts, clock)) return existing;
   const pair = createServingCert(hosts);
   if (dataDir !== undefined) {
     writeSecretFile(join(dataDir, 'tls.key'), pair.key);
@@ -195,6 +199,7 @@ function listenBacklog(): number {
 /** Starts an API server; resolves once it listens and the bootstrap objects exist. */
 export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiServer> {
   const { host, port } = parseListen(cfg.listen);
+  const clock = cfg.clock ?? realClock;
   let services: ServiceRegistry;
   try {
     services = new ServiceRegistry({
@@ -212,6 +217,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
     cfg.dataDir !== undefined
       ? new SqliteStorage(cfg.dataDir, {
           warn,
+          clock,
           ...(cfg.quotaBackendBytes !== undefined ? { quotaBytes: cfg.quotaBackendBytes } : {}),
           ...(cfg.synchronous !== undefined ? { synchronous: cfg.synchronous } : {}),
         })
@@ -219,6 +225,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
   let store: Store;
   try {
     store = new Store({
+      now: () => clock.now(),
       strategies: buildStrategies(services),
       ...(cfg.historySize !== undefined ? { historySize: cfg.historySize } : {}),
       // Without a data dir the history is bounded by count only (no serialised sizes).
@@ -255,14 +262,18 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
             'kubernetes.default.svc.cluster.local',
           ],
           cfg.dataDir,
+          clock,
         );
 
   let server: ServerType | undefined;
   const maxRequestBytes = cfg.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
-  const connections = new ConnectionTracker({
-    maxConnections: cfg.maxConnections ?? (await connectionCap()),
-    firstRequestTimeoutMs: HANDSHAKE_TIMEOUT_MS,
-  });
+  const connections = new ConnectionTracker(
+    {
+      maxConnections: cfg.maxConnections ?? (await connectionCap()),
+      firstRequestTimeoutMs: HANDSHAKE_TIMEOUT_MS,
+    },
+    clock,
+  );
   const expectedToken = Buffer.from(token);
   const sockets = new Set<Socket>();
   const bound = await new Promise<AddressInfo>((resolve, reject) => {
@@ -270,6 +281,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
       store,
       token,
       maxRequestBytes,
+      now: () => clock.now(),
       ...(cfg.onRequest ? { onRequest: cfg.onRequest } : {}),
     });
     const s = createAdaptorServer({
@@ -278,6 +290,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
         maxRequestBytes,
         connections,
         authenticate: (h) => tokenMatches(expectedToken, h),
+        clock,
         ...(tls ? { tls } : {}),
       }),
     });
@@ -312,7 +325,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
   bootstrap(store, boot);
   await store.durable();
   const loop = startBootstrapLoop(store, boot, {
-    clock: cfg.clock ?? createRealClock(),
+    clock,
     ...(cfg.bootstrapIntervalMs !== undefined ? { intervalMs: cfg.bootstrapIntervalMs } : {}),
     onError: (e) => {
       warn(`bootstrap: ${e instanceof Error ? e.message : String(e)}`);
