@@ -196,22 +196,13 @@ function listenBacklog(): number {
   }
 }
 
-/** Starts an API server; resolves once it listens and the bootstrap objects exist. */
-export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiServer> {
-  const { host, port } = parseListen(cfg.listen);
-  const clock = cfg.clock ?? realClock;
-  let services: ServiceRegistry;
-  try {
-    services = new ServiceRegistry({
-      serviceCIDRs: cfg.serviceCIDRs ?? ['10.96.0.0/12'],
-      nodePortRange: cfg.nodePortRange ?? '30000-32767',
-    });
-  } catch (e) {
-    throw new SvcnetError('INVALID_INPUT', e instanceof Error ? e.message : String(e), {
-      cause: e,
-    });
-  }
-  const warn = cfg.warn ?? (() => undefined);
+/** The object store, loaded from the data dir's SQLite database when there is one. */
+function openStore(
+  cfg: ApiServerConfig,
+  services: ServiceRegistry,
+  warn: (message: string) => void,
+  clock: Clock,
+): { storage: SqliteStorage | undefined; store: Store } {
   if (cfg.dataDir !== undefined) mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
   const storage =
     cfg.dataDir !== undefined
@@ -240,6 +231,26 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
     storage?.close();
     throw e;
   }
+  return { storage, store };
+}
+
+/** Starts an API server; resolves once it listens and the bootstrap objects exist. */
+export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiServer> {
+  const { host, port } = parseListen(cfg.listen);
+  const clock = cfg.clock ?? realClock;
+  let services: ServiceRegistry;
+  try {
+    services = new ServiceRegistry({
+      serviceCIDRs: cfg.serviceCIDRs ?? ['10.96.0.0/12'],
+      nodePortRange: cfg.nodePortRange ?? '30000-32767',
+    });
+  } catch (e) {
+    throw new SvcnetError('INVALID_INPUT', e instanceof Error ? e.message : String(e), {
+      cause: e,
+    });
+  }
+  const warn = cfg.warn ?? (() => undefined);
+  const { storage, store } = openStore(cfg, services, warn, clock);
   const generate = (): string => randomBytes(24).toString('base64url');
   const token =
     cfg.token ?? (cfg.dataDir !== undefined ? storedToken(cfg.dataDir, generate) : generate());
