@@ -15,6 +15,7 @@ import { DEFAULT_RESOLVER_CONFIG } from '../src/dns/resolve.js';
 import { DnsHandler, DnsServer } from '../src/dns/server.js';
 import { zoneTransfer } from '../src/dns/transfer.js';
 import { formatRecord } from '../src/dns/wire.js';
+import { endpoint, service as serviceOf, slice as sliceOf } from '../src/kube/testing.js';
 import type { EndpointSlice, Service } from '../src/kube/types.js';
 
 const execer = new RealExecer();
@@ -24,28 +25,21 @@ const outstanding = Number(process.env.DNS_BENCH_OUTSTANDING ?? 200);
 
 function service(i: number, ns: string): Service {
   const ip = `10.96.${(i >> 8) & 255}.${i & 255}`;
-  return {
-    metadata: { name: `svc${i}`, namespace: ns },
-    spec: { clusterIP: ip, clusterIPs: [ip], ports: [{ name: 'http', protocol: 'TCP', port: 80 }] },
-  };
+  return serviceOf(`${ns}/svc${i}`, { clusterIP: ip, clusterIPs: [ip] });
 }
 
 function slice(i: number, ns: string, endpoints: number): EndpointSlice {
-  return {
-    metadata: {
-      name: `svc${i}-abcde`,
-      namespace: ns,
-      labels: { 'kubernetes.io/service-name': `svc${i}` },
-    },
-    addressType: 'IPv4',
-    endpoints: Array.from({ length: endpoints }, (_, k) => ({
-      addresses: [`10.${64 + ((i >> 12) & 63)}.${(i >> 4) & 255}.${((i & 15) << 4) | (k & 15)}`],
-      conditions: { ready: true },
-      targetRef: { kind: 'Pod', name: `svc${i}-pod-${k}` },
-      nodeName: `node-${k}`,
-    })),
-    ports: [{ name: 'http', protocol: 'TCP', port: 8080 }],
-  };
+  return sliceOf(
+    `${ns}/svc${i}`,
+    Array.from({ length: endpoints }, (_, k) =>
+      endpoint(`10.${64 + ((i >> 12) & 63)}.${(i >> 4) & 255}.${((i & 15) << 4) | (k & 15)}`, {
+        conditions: { ready: true },
+        targetRef: { kind: 'Pod', name: `svc${i}-pod-${k}` },
+        nodeName: `node-${k}`,
+      }),
+    ),
+    { name: `svc${i}-abcde` },
+  );
 }
 
 async function has(cmd: string, args: string[]): Promise<boolean> {

@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
+import { service as serviceOf } from '../src/kube/testing.js';
 import type { KubeObject } from '../src/kube/types.js';
 import { labDown, labUp } from '../src/lab/lab.js';
 import { ensureLabBinaries } from '../src/lab/binaries.js';
@@ -34,12 +35,7 @@ function deployment(replicas: number): KubeObject {
 }
 
 function service(): KubeObject {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name: 'bench', namespace: 'default' },
-    spec: { selector: { app: 'bench' }, ports: [{ port: 80 }] },
-  } as KubeObject;
+  return serviceOf('bench', { selector: { app: 'bench' }, ports: [{ port: 80 }] });
 }
 
 interface LabUsage {

@@ -9,12 +9,13 @@ import { spawnSync } from 'node:child_process';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { FakeInformer } from '../src/kube/informer.js';
+import { endpoint, service, slice as sliceOf } from '../src/kube/testing.js';
 import type { EndpointSlice, Node, Service } from '../src/kube/types.js';
 import { RealIptables, commandsFor } from '../src/netfilter/iptables/backend.js';
 import { FakeIptables } from '../src/netfilter/iptables/fake.js';
 import type { ExecRequest, ExecResult, Execer } from '../src/os/exec.js';
 import { RealExecer } from '../src/os/exec.js';
-import { createRealClock } from '../src/proxy/clock.js';
+import { createRealClock } from '../src/util/clock.js';
 import { ProxyHealth } from '../src/proxy/healthz.js';
 import { DEFAULT_OPTIONS } from '../src/proxy/iptables/options.js';
 import { ProxyMetrics } from '../src/proxy/metrics.js';
@@ -94,33 +95,32 @@ function ip(i: number, base: number): string {
 }
 
 function svc(i: number): Service {
-  return {
-    metadata: { name: `s${i}`, namespace: 'bench', resourceVersion: '1' },
-    spec: {
+  return service(
+    `bench/s${i}`,
+    {
       type: 'ClusterIP',
       clusterIP: ip(i, 96),
       clusterIPs: [ip(i, 96)],
       ports: [{ name: 'p', port: 80, protocol: 'TCP' }],
     },
-  };
+    { metadata: { resourceVersion: '1' } },
+  );
 }
 
 function slice(i: number, gen: number): EndpointSlice {
-  return {
-    addressType: 'IPv4',
-    metadata: {
-      name: `s${i}-1`,
-      namespace: 'bench',
-      labels: { 'kubernetes.io/service-name': `s${i}` },
-      resourceVersion: String(gen),
+  return sliceOf(
+    `bench/s${i}`,
+    [0, 1].map((k) =>
+      endpoint(ip((i * 2 + k + gen * 7919) % 1_000_000, 200), {
+        conditions: { ready: true },
+        nodeName: k === 0 ? NODE : 'other',
+      }),
+    ),
+    {
+      ports: [{ name: 'p', port: 8080, protocol: 'TCP' }],
+      metadata: { resourceVersion: String(gen) },
     },
-    ports: [{ name: 'p', port: 8080, protocol: 'TCP' }],
-    endpoints: [0, 1].map((k) => ({
-      addresses: [ip((i * 2 + k + gen * 7919) % 1_000_000, 200)],
-      conditions: { ready: true },
-      nodeName: k === 0 ? NODE : 'other',
-    })),
-  };
+  );
 }
 
 interface Harness {

@@ -6,6 +6,7 @@ import { DEFAULT_OPTIONS } from '../src/proxy/iptables/options.js';
 import type { IptablesProxierOptions } from '../src/proxy/iptables/options.js';
 import { planIptables } from '../src/proxy/iptables/plan.js';
 import type { PlanState } from '../src/proxy/iptables/plan.js';
+import { endpoint, service as serviceOf, slice as sliceOf } from '../src/kube/testing.js';
 import type { EndpointSlice, Service } from '../src/kube/types.js';
 import { ServiceChangeTracker } from '../src/proxy/model/service-change-tracker.js';
 import { EndpointsChangeTracker } from '../src/proxy/model/endpoints-change-tracker.js';
@@ -25,39 +26,27 @@ function ip(base: number, i: number): string {
 }
 
 function service(i: number): Service {
-  return {
-    kind: 'Service',
-    metadata: { namespace: `ns${i % 100}`, name: `svc${i}` },
-    spec: {
-      clusterIP: ip(172, i + 1),
-      ports: [
-        {
-          name: 'http',
-          port: 80,
-          protocol: 'TCP',
-          ...(i % 10 === 0 ? { nodePort: 30000 + (i % 2000) } : {}),
-        },
-      ],
-      ...(i % 10 === 0 ? { type: 'NodePort' as const } : {}),
-    },
-  };
+  return serviceOf(`ns${i % 100}/svc${i}`, {
+    clusterIP: ip(172, i + 1),
+    ports: [
+      {
+        name: 'http',
+        port: 80,
+        protocol: 'TCP',
+        ...(i % 10 === 0 ? { nodePort: 30000 + (i % 2000) } : {}),
+      },
+    ],
+    ...(i % 10 === 0 ? { type: 'NodePort' as const } : {}),
+  });
 }
 
 function slice(i: number, endpoints: number, salt = 0): EndpointSlice {
-  return {
-    kind: 'EndpointSlice',
-    metadata: {
-      namespace: `ns${i % 100}`,
-      name: `svc${i}-1`,
-      labels: { 'kubernetes.io/service-name': `svc${i}` },
-    },
-    addressType: 'IPv4',
-    ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-    endpoints: Array.from({ length: endpoints }, (_, e) => ({
-      addresses: [ip(10, i * endpoints + e + salt)],
-      nodeName: `node-${e % 5}`,
-    })),
-  };
+  return sliceOf(
+    `ns${i % 100}/svc${i}`,
+    Array.from({ length: endpoints }, (_, e) =>
+      endpoint(ip(10, i * endpoints + e + salt), { nodeName: `node-${e % 5}` }),
+    ),
+  );
 }
 
 function build(n: number) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FakeClock } from '../proxy/clock.js';
+import { FakeClock } from '../util/clock.js';
 import { startBootstrapLoop } from './bootstrap.js';
 import { CONFIGMAPS, ENDPOINTS, ENDPOINTSLICES, NAMESPACES, SERVICES } from './resources.js';
 import { newTestApi } from './testing.js';

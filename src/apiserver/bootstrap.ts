@@ -8,7 +8,7 @@
 import { LABEL_MANAGED_BY, LABEL_SERVICE_NAME } from '../kube/names.js';
 import { clone, deepEqual, type StoredObject } from './object.js';
 import { ENDPOINTS, ENDPOINTSLICES, NAMESPACES, SERVICES, type ResourceType } from './resources.js';
-import type { Clock, TimerHandle } from '../proxy/clock.js';
+import type { Clock, TimerHandle } from '../util/clock.js';
 import type { Store } from './store.js';
 
 export const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
@@ -142,13 +142,13 @@ export function startBootstrapLoop(
     } catch (e) {
       opts.onError?.(e);
     }
-    handle = opts.clock.setTimer(interval, tick);
+    handle = opts.clock.setTimeout(tick, interval);
   };
-  handle = opts.clock.setTimer(interval, tick);
+  handle = opts.clock.setTimeout(tick, interval);
   return {
     stop: () => {
       stopped = true;
-      if (handle) opts.clock.clearTimer(handle);
+      if (handle) opts.clock.clearTimeout(handle);
     },
   };
 }

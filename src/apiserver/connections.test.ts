@@ -6,7 +6,7 @@ function setup(maxConnections: number) {
   const clock = { now: 0 };
   const tracker = new ConnectionTracker(
     { maxConnections, firstRequestTimeoutMs: 10_000 },
-    () => clock.now,
+    { now: () => clock.now },
   );
   const closed: string[] = [];
   const sock = (name: string) => ({

@@ -6,6 +6,8 @@
 // the first request (TLS handshake + headers) on a fresh connection. Sockets are only ever
 // destroyed, through the `Closable` they were registered with; time comes from a clock.
 
+import { realClock, type Clock } from '../util/clock.js';
+
 /** What the tracker needs of a socket. */
 export interface Closable {
   destroy(): void;
@@ -54,11 +56,12 @@ export class ConnectionTracker {
   private refused = 0;
   private expired = 0;
   private readonly limits: ConnectionLimits;
-  private readonly now: () => number;
+  private readonly clock: Pick<Clock, 'now'>;
 
-  constructor(limits: ConnectionLimits, now: () => number = Date.now) {
+  /** `clock` times the first-request deadline (default the wall clock). */
+  constructor(limits: ConnectionLimits, clock: Pick<Clock, 'now'> = realClock) {
     this.limits = limits;
-    this.now = now;
+    this.clock = clock;
   }
 
   /**
@@ -77,7 +80,13 @@ export class ConnectionTracker {
       this.shed++;
       this.close(victim[0]);
     }
-    const c: Conn = { sock, createdAt: this.now(), authenticated: false, active: 0, requests: 0 };
+    const c: Conn = {
+      sock,
+      createdAt: this.clock.now(),
+      authenticated: false,
+      active: 0,
+      requests: 0,
+    };
     this.conns.set(key, c);
     this.unauthIdle.set(key, c);
     this.fresh.set(key, c);
@@ -116,7 +125,7 @@ export class ConnectionTracker {
 
   /** Closes connections that started no request within the deadline; returns how many. */
   sweep(): number {
-    const deadline = this.now() - this.limits.firstRequestTimeoutMs;
+    const deadline = this.clock.now() - this.limits.firstRequestTimeoutMs;
     let n = 0;
     for (const [key, c] of this.fresh) {
       if (c.createdAt > deadline) break;

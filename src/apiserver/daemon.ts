@@ -10,7 +10,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { createAdaptorServer, type ServerType } from '@hono/node-server';
 import { SvcnetError } from '../errors.js';
-import { createRealClock, type Clock } from '../proxy/clock.js';
+import { realClock, type Clock } from '../util/clock.js';
 import { bootstrap, startBootstrapLoop, type BootstrapConfig } from './bootstrap.js';
 import { RealExecer } from '../os/exec.js';
 import { raiseNoFileLimit, readNoFileLimit } from '../os/rlimit.js';
@@ -44,7 +44,11 @@ export interface ApiServerConfig {
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
   /** Warnings of the storage (a dropped torn record, a migration) and the bootstrap loop. */
   readonly warn?: (message: string) => void;
-  /** Timers of the bootstrap reconcile loop (tests). */
+  /**
+   * Time and timers of the server: object timestamps and history age, the first-request and
+   * upload-linger deadlines, the connection sweep, the certificate's expiry check and the
+   * bootstrap reconcile loop (default the wall clock).
+   */
   readonly clock?: Clock;
   /** How often the bootstrap objects are reconciled (default 5 s). */
   readonly bootstrapIntervalMs?: number;
@@ -153,9 +157,9 @@ function readPair(dir: string): ServingCert | undefined {
 }
 
 /** The serving certificate: reused from the data dir when it still covers every host. */
-function servingCert(hosts: string[], dataDir: string | undefined): ServingCert {
+function servingCert(hosts: string[], dataDir: string | undefined, clock: Clock): ServingCert {
   const existing = dataDir !== undefined ? readPair(dataDir) : undefined;
-  if (existing && certCovers(existing, hosts)) return existing;
+  if (existing && certCovers(existing, hosts, clock)) return existing;
   const pair = createServingCert(hosts);
   if (dataDir !== undefined) {
     writeSecretFile(join(dataDir, 'tls.key'), pair.key);
@@ -192,26 +196,19 @@ function listenBacklog(): number {
   }
 }
 
-/** Starts an API server; resolves once it listens and the bootstrap objects exist. */
-export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiServer> {
-  const { host, port } = parseListen(cfg.listen);
-  let services: ServiceRegistry;
-  try {
-    services = new ServiceRegistry({
-      serviceCIDRs: cfg.serviceCIDRs ?? ['10.96.0.0/12'],
-      nodePortRange: cfg.nodePortRange ?? '30000-32767',
-    });
-  } catch (e) {
-    throw new SvcnetError('INVALID_INPUT', e instanceof Error ? e.message : String(e), {
-      cause: e,
-    });
-  }
-  const warn = cfg.warn ?? (() => undefined);
+/** The object store, loaded from the data dir's SQLite database when there is one. */
+function openStore(
+  cfg: ApiServerConfig,
+  services: ServiceRegistry,
+  warn: (message: string) => void,
+  clock: Clock,
+): { storage: SqliteStorage | undefined; store: Store } {
   if (cfg.dataDir !== undefined) mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
   const storage =
     cfg.dataDir !== undefined
       ? new SqliteStorage(cfg.dataDir, {
           warn,
+          clock,
           ...(cfg.quotaBackendBytes !== undefined ? { quotaBytes: cfg.quotaBackendBytes } : {}),
           ...(cfg.synchronous !== undefined ? { synchronous: cfg.synchronous } : {}),
         })
@@ -219,6 +216,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
   let store: Store;
   try {
     store = new Store({
+      now: () => clock.now(),
       strategies: buildStrategies(services),
       ...(cfg.historySize !== undefined ? { historySize: cfg.historySize } : {}),
       // Without a data dir the history is bounded by count only (no serialised sizes).
@@ -233,6 +231,26 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
     storage?.close();
     throw e;
   }
+  return { storage, store };
+}
+
+/** Starts an API server; resolves once it listens and the bootstrap objects exist. */
+export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiServer> {
+  const { host, port } = parseListen(cfg.listen);
+  const clock = cfg.clock ?? realClock;
+  let services: ServiceRegistry;
+  try {
+    services = new ServiceRegistry({
+      serviceCIDRs: cfg.serviceCIDRs ?? ['10.96.0.0/12'],
+      nodePortRange: cfg.nodePortRange ?? '30000-32767',
+    });
+  } catch (e) {
+    throw new SvcnetError('INVALID_INPUT', e instanceof Error ? e.message : String(e), {
+      cause: e,
+    });
+  }
+  const warn = cfg.warn ?? (() => undefined);
+  const { storage, store } = openStore(cfg, services, warn, clock);
   const generate = (): string => randomBytes(24).toString('base64url');
   const token =
     cfg.token ?? (cfg.dataDir !== undefined ? storedToken(cfg.dataDir, generate) : generate());
@@ -255,14 +273,18 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
             'kubernetes.default.svc.cluster.local',
           ],
           cfg.dataDir,
+          clock,
         );
 
   let server: ServerType | undefined;
   const maxRequestBytes = cfg.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;
-  const connections = new ConnectionTracker({
-    maxConnections: cfg.maxConnections ?? (await connectionCap()),
-    firstRequestTimeoutMs: HANDSHAKE_TIMEOUT_MS,
-  });
+  const connections = new ConnectionTracker(
+    {
+      maxConnections: cfg.maxConnections ?? (await connectionCap()),
+      firstRequestTimeoutMs: HANDSHAKE_TIMEOUT_MS,
+    },
+    clock,
+  );
   const expectedToken = Buffer.from(token);
   const sockets = new Set<Socket>();
   const bound = await new Promise<AddressInfo>((resolve, reject) => {
@@ -270,6 +292,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
       store,
       token,
       maxRequestBytes,
+      now: () => clock.now(),
       ...(cfg.onRequest ? { onRequest: cfg.onRequest } : {}),
     });
     const s = createAdaptorServer({
@@ -278,6 +301,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
         maxRequestBytes,
         connections,
         authenticate: (h) => tokenMatches(expectedToken, h),
+        clock,
         ...(tls ? { tls } : {}),
       }),
     });
@@ -312,7 +336,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
   bootstrap(store, boot);
   await store.durable();
   const loop = startBootstrapLoop(store, boot, {
-    clock: cfg.clock ?? createRealClock(),
+    clock,
     ...(cfg.bootstrapIntervalMs !== undefined ? { intervalMs: cfg.bootstrapIntervalMs } : {}),
     onError: (e) => {
       warn(`bootstrap: ${e instanceof Error ? e.message : String(e)}`);

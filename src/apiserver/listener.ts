@@ -16,6 +16,7 @@ import {
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
+import { realClock, type Clock } from '../util/clock.js';
 import type { ConnectionTracker } from './connections.js';
 import { requestEntityTooLarge } from './limits.js';
 
@@ -34,20 +35,19 @@ function announcedLength(req: IncomingMessage): number | undefined {
  * connection is closed: closing at once would reset it under the client, which then loses
  * the answer it has not read yet (Go's server waits the same way, rstAvoidanceDelay).
  */
-function refuse(req: IncomingMessage, res: ServerResponse, limit: number): void {
+function refuse(req: IncomingMessage, res: ServerResponse, limit: number, clock: Clock): void {
   const body = JSON.stringify(requestEntityTooLarge(`limit is ${limit}`).toStatus());
   res.writeHead(413, { 'Content-Type': 'application/json', 'Content-Length': body.length });
   res.end(body);
   if (req.complete) return;
-  const timer = setTimeout(() => {
+  const timer = clock.setTimeout(() => {
     req.socket.destroy();
   }, LINGER_MS);
-  timer.unref();
   req.once('end', () => {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   });
   req.once('close', () => {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   });
 }
 
@@ -67,6 +67,8 @@ export interface ListenerOptions {
   readonly connections?: ConnectionTracker;
   /** Whether an Authorization header carries the server's token (for shedding order). */
   readonly authenticate?: (authorization: string | undefined) => boolean;
+  /** Timers of the upload linger and the connection sweep; default the wall clock. */
+  readonly clock?: Clock;
 }
 
 function keyOf(sock: Socket): string {
@@ -79,6 +81,7 @@ function keyOf(sock: Socket): string {
  */
 export function serverFactory(opts: ListenerOptions): typeof createHttpServer {
   const tracker = opts.connections;
+  const clock = opts.clock ?? realClock;
   const factory = (options: ServerOptions, listener: RequestListener): Server => {
     const guarded: RequestListener = (req, res) => {
       if (tracker) {
@@ -90,7 +93,7 @@ export function serverFactory(opts: ListenerOptions): typeof createHttpServer {
       }
       const length = announcedLength(req);
       if (length !== undefined && length > opts.maxRequestBytes) {
-        refuse(req, res, opts.maxRequestBytes);
+        refuse(req, res, opts.maxRequestBytes, clock);
         return;
       }
       listener(req, res);
@@ -123,10 +126,9 @@ export function serverFactory(opts: ListenerOptions): typeof createHttpServer {
             tracker.forget(key, sock);
           });
       });
-      const sweeper = setInterval(() => tracker.sweep(), 1000);
-      sweeper.unref();
+      const sweeper = clock.setInterval(() => tracker.sweep(), 1000);
       server.once('close', () => {
-        clearInterval(sweeper);
+        clock.clearInterval(sweeper);
       });
     }
     // `Expect: 100-continue` (curl sends it for bodies over 1 MiB): refuse before the body
@@ -134,7 +136,7 @@ export function serverFactory(opts: ListenerOptions): typeof createHttpServer {
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
       const length = announcedLength(req);
       if (length !== undefined && length > opts.maxRequestBytes) {
-        refuse(req, res, opts.maxRequestBytes);
+        refuse(req, res, opts.maxRequestBytes, clock);
         return;
       }
       res.writeContinue();

@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { SvcnetError } from '../errors.js';
+import { realClock, type Clock } from '../util/clock.js';
 import {
   LEGACY_SNAPSHOT,
   LEGACY_WAL,
@@ -36,7 +37,8 @@ export interface SqliteStorageOptions {
   readonly synchronous?: 'FULL' | 'NORMAL' | 'OFF';
   /** Warnings (a dropped torn record, a migration). */
   readonly warn?: (message: string) => void;
-  readonly now?: () => number;
+  /** Time of the revisions' creation (history age); default the wall clock. */
+  readonly clock?: Pick<Clock, 'now'>;
 }
 
 export interface LoadedStorage {
@@ -75,7 +77,7 @@ export class SqliteStorage implements StoreBackend {
   /** The connection (tests inspect it and provoke storage failures through it). */
   readonly db: Database;
   private readonly quotaBytes: number;
-  private readonly now: () => number;
+  private readonly clock: Pick<Clock, 'now'>;
   private readonly warn: (message: string) => void;
   private readonly json = new WeakMap<StoredObject, string>();
   private readonly insert: Statement;
@@ -90,7 +92,7 @@ export class SqliteStorage implements StoreBackend {
   constructor(dir: string, opts: SqliteStorageOptions = {}) {
     this.dir = dir;
     this.quotaBytes = opts.quotaBytes ?? 2 * 1024 * 1024 * 1024;
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? realClock;
     this.warn = opts.warn ?? (() => undefined);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const path = join(dir, DB_FILE);
@@ -145,7 +147,7 @@ export class SqliteStorage implements StoreBackend {
       'INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value',
     );
     this.commitTx = db.transaction((revisions: readonly Revision[], floor: number) => {
-      const created = this.now();
+      const created = this.clock.now();
       for (const r of revisions) {
         this.supersede.run(r.rv, r.resource, r.key);
         this.insert.run(
@@ -296,7 +298,7 @@ export class SqliteStorage implements StoreBackend {
       );
     const state = readLegacyDataDir(this.dir);
     for (const w of state.warnings) this.warn(w);
-    const created = this.now();
+    const created = this.clock.now();
     const used = new Set<number>();
     let next = state.rv;
     let top = state.rv;

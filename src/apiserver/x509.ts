@@ -11,6 +11,7 @@ import {
   randomBytes,
   sign,
 } from 'node:crypto';
+import { realClock, type Clock } from '../util/clock.js';
 import { parseIPSloppy } from '../util/ip.js';
 
 function len(n: number): Buffer {
@@ -125,12 +126,16 @@ export function createServingCert(
   return { cert, key };
 }
 
-/** True when the PEM pair parses and the certificate covers every host. */
-export function certCovers(pair: ServingCert, hosts: readonly string[]): boolean {
+/** True when the PEM pair parses, has not expired (by `clock`) and covers every host. */
+export function certCovers(
+  pair: ServingCert,
+  hosts: readonly string[],
+  clock: Pick<Clock, 'now'> = realClock,
+): boolean {
   try {
     const x = new X509Certificate(pair.cert);
     createPrivateKey(pair.key);
-    if (Date.parse(x.validTo) < Date.now()) return false;
+    if (Date.parse(x.validTo) < clock.now()) return false;
     return hosts.every((h) =>
       ipBytes(h) ? x.checkIP(h) !== undefined : x.checkHost(h) !== undefined,
     );

@@ -11,7 +11,7 @@ import { Option } from 'commander';
 import { SvcnetError, ValidationError } from '../errors.js';
 import type { FieldError } from '../errors.js';
 import type { EndpointSlice, Node, Service } from '../kube/types.js';
-import { createRealClock } from '../proxy/clock.js';
+import { createRealClock } from '../util/clock.js';
 import type { DetectLocalMode, ProxyDaemonConfig } from '../proxy/daemon.js';
 import { parseDuration } from '../proxy/config.js';
 import { isHostNetns } from '../proxy/host-netns.js';

@@ -13,7 +13,7 @@ import type { ControllerKind } from './kinds.js';
 import type { Log } from './manager.js';
 import { ControllerManager } from './manager.js';
 import { node } from './test-builders.js';
-import { FakeClock } from './workqueue.js';
+import { FakeClock } from '../util/clock.js';
 
 interface Logged {
   level: string;
@@ -180,7 +180,7 @@ describe('ControllerManager on an in-memory cluster', () => {
     assert.equal(failures, 1);
     assert.ok(log.lines.some((l) => l.level === 'warn' && l.msg === 'Sync failed; retrying'));
     // The retry comes after a backoff on the injected clock.
-    clock.advance(1000);
+    clock.advanceSync(1000);
     await manager.runUntilIdle();
     const after = failures as number;
     assert.ok(after >= 2, `failures: ${after}`);
@@ -204,7 +204,7 @@ describe('ControllerManager on an in-memory cluster', () => {
     await client.create('Service', structuredClone(service));
     await client.create('Deployment', structuredClone(deployment));
     await manager.runUntilIdle();
-    clock.advance(1000);
+    clock.advanceSync(1000);
     await manager.runUntilIdle();
     assert.equal(sliceIPs(client).length, 3);
     assert.equal(manager.stats.conflicts, 1);

@@ -41,8 +41,8 @@ import { reconcileReplicaSet } from './reconcile-replicaset.js';
 import { reconcileScheduler } from './reconcile-scheduler.js';
 import { reconcileStatefulSet } from './reconcile-statefulset.js';
 import { controllerRef, matchesSelectorMap, nameOf, namespaceOf } from './reconcile-util.js';
-import type { Clock } from './workqueue.js';
-import { systemClock, WorkQueue } from './workqueue.js';
+import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
+import { WorkQueue } from './workqueue.js';
 
 /** The logging surface the manager needs (pino's Logger satisfies it). */
 export interface Log {
@@ -111,7 +111,7 @@ export class ControllerManager {
   private readonly controllers: Controller[] = [];
   private readonly byName = new Map<ControllerName, Controller>();
   private readonly workers: Promise<void>[] = [];
-  private resyncTimer: unknown;
+  private resyncTimer: TimerHandle | undefined;
   private stopped = false;
   private readonly warned = new Set<string>();
   readonly stats: ManagerStats = {
@@ -128,7 +128,7 @@ export class ControllerManager {
     this.client = opts.client;
     this.inf = opts.informers;
     this.log = opts.log;
-    this.clock = opts.clock ?? systemClock;
+    this.clock = opts.clock ?? realClock;
     const inf = this.inf;
     const on = (k: ControllerKind): boolean => opts.controllers?.has(k) ?? true;
     if (on('endpointslice') || on('endpoints') || on('mirroring'))

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubeObject } from '../kube/types.js';
 import { Expectations, reachedResourceVersion } from './expectations.js';
-import { FakeClock, WorkQueue } from './workqueue.js';
+import { FakeClock } from '../util/clock.js';
+import { WorkQueue } from './workqueue.js';
 
 describe('WorkQueue', () => {
   test('a key is queued once however often it is added', () => {
@@ -36,7 +37,7 @@ describe('WorkQueue', () => {
       q.addRateLimited('a');
       let waited = 0;
       while (q.tryGet() === undefined) {
-        clock.advance(1);
+        clock.advanceSync(1);
         waited += 1;
         assert.ok(waited < 1000);
       }
@@ -63,7 +64,7 @@ describe('WorkQueue', () => {
     const clock = new FakeClock(1000);
     const q = new WorkQueue({ clock });
     q.add('a');
-    clock.advance(500);
+    clock.advanceSync(500);
     q.add('a');
     assert.equal(q.tryGet(), 'a');
     assert.equal(q.takeTriggerTime('a'), 1000);

@@ -4,69 +4,7 @@
 // (`addRateLimited`), reset by `forget`. Time comes from an injected Clock so unit tests
 // never sleep. Also remembers when a key was first queued (the "trigger time" of a sync).
 
-/** Timers and time, injectable. */
-export interface Clock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-/** The real clock; timers are unref'd so they never keep a process alive on their own. */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
-    t.unref();
-    return t;
-  },
-  clearTimeout: (h) => {
-    clearTimeout(h as NodeJS.Timeout);
-  },
-};
-
-/** A clock that only moves when told to; `advance` fires due timers in order. */
-export class FakeClock implements Clock {
-  private t: number;
-  private seq = 0;
-  private readonly timers = new Map<number, { at: number; fn: () => void }>();
-
-  constructor(start = Date.parse('2026-01-01T00:00:00Z')) {
-    this.t = start;
-  }
-
-  now(): number {
-    return this.t;
-  }
-
-  setTimeout(fn: () => void, ms: number): unknown {
-    this.seq += 1;
-    this.timers.set(this.seq, { at: this.t + Math.max(0, ms), fn });
-    return this.seq;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.timers.delete(handle as number);
-  }
-
-  /** Moves time forward by `ms`, firing every timer that falls due, earliest first. */
-  advance(ms: number): void {
-    const end = this.t + ms;
-    for (;;) {
-      let next: [number, { at: number; fn: () => void }] | undefined;
-      for (const e of this.timers)
-        if (e[1].at <= end && (next === undefined || e[1].at < next[1].at)) next = e;
-      if (next === undefined) break;
-      this.timers.delete(next[0]);
-      this.t = Math.max(this.t, next[1].at);
-      next[1].fn();
-    }
-    this.t = end;
-  }
-
-  pendingTimers(): number {
-    return this.timers.size;
-  }
-}
+import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 
 export interface WorkQueueOptions {
   readonly clock?: Clock;
@@ -82,7 +20,7 @@ export class WorkQueue {
   private readonly dirty = new Set<string>();
   private readonly failures = new Map<string, number>();
   private readonly firstAdded = new Map<string, number>();
-  private readonly delayed = new Map<string, unknown>();
+  private readonly delayed = new Map<string, TimerHandle>();
   private readonly waiters: ((key: string | undefined) => void)[] = [];
   private shuttingDown = false;
   private readonly clock: Clock;
@@ -90,7 +28,7 @@ export class WorkQueue {
   private readonly maxDelayMs: number;
 
   constructor(opts: WorkQueueOptions = {}) {
-    this.clock = opts.clock ?? systemClock;
+    this.clock = opts.clock ?? realClock;
     this.baseDelayMs = opts.baseDelayMs ?? 5;
     this.maxDelayMs = opts.maxDelayMs ?? 60_000;
   }

@@ -7,6 +7,7 @@
 // is answered from the index and never cached here (kubeadm's `disable success/denial`).
 // Pure apart from the injected clock.
 
+import { realClock, type Clock } from '../util/clock.js';
 import { TYPE } from './wire.js';
 
 export interface CacheOptions {
@@ -17,7 +18,8 @@ export interface CacheOptions {
   readonly maxDenialTtl?: number;
   /** Lower bound on every TTL (CoreDNS: 5 s). */
   readonly minTtl?: number;
-  readonly now?: () => number;
+  /** Time for TTL expiry and aging; default the wall clock. */
+  readonly clock?: Clock;
 }
 
 interface Entry {
@@ -106,7 +108,7 @@ export class DnsCache {
   private readonly maxTtl: number;
   private readonly maxDenialTtl: number;
   private readonly minTtl: number;
-  private readonly now: () => number;
+  private readonly clock: Clock;
   readonly stats: Record<CacheKind, CacheStats> = {
     success: { hits: 0, misses: 0, evictions: 0 },
     denial: { hits: 0, misses: 0, evictions: 0 },
@@ -117,7 +119,7 @@ export class DnsCache {
     this.maxTtl = opts.maxTtl ?? 30;
     this.maxDenialTtl = opts.maxDenialTtl ?? this.maxTtl;
     this.minTtl = opts.minTtl ?? 5;
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? realClock;
   }
 
   size(kind: CacheKind): number {
@@ -156,7 +158,7 @@ export class DnsCache {
         this.stats[kind].evictions++;
       }
     }
-    const now = this.now();
+    const now = this.clock.now();
     map.set(key, {
       wire: Buffer.from(wire),
       ttlOffsets: scan.ttlOffsets,
@@ -172,7 +174,7 @@ export class DnsCache {
    * in), or undefined. `questionEnd` is where the client's question ends.
    */
   get(key: string, query: Buffer, questionEnd: number, count = true): Buffer | undefined {
-    const now = this.now();
+    const now = this.clock.now();
     for (const kind of ['success', 'denial'] as const) {
       const map = kind === 'success' ? this.success : this.denial;
       const e = map.get(key);

@@ -9,7 +9,9 @@ import * as dnsPacket from 'dns-packet';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { FakeInformer } from '../kube/informer.js';
+import { endpoint, service, slice } from '../kube/testing.js';
 import type { EndpointSlice, KubeObject, Service } from '../kube/types.js';
+import { FakeClock, flushMicrotasks } from '../util/clock.js';
 import { buildDnsConfig } from './config.js';
 import { DnsDaemon } from './daemon.js';
 import { q, udp } from './client.js';
@@ -28,14 +30,7 @@ function get(port: number, path: string): Promise<{ status: number; body: string
   });
 }
 
-const web: Service = {
-  metadata: { name: 'web', namespace: 'shop' },
-  spec: {
-    clusterIP: '10.96.1.1',
-    clusterIPs: ['10.96.1.1'],
-    ports: [{ name: 'http', protocol: 'TCP', port: 80 }],
-  },
-};
+const web = service('shop/web', { clusterIP: '10.96.1.1', clusterIPs: ['10.96.1.1'] });
 
 test('daemon: SERVFAIL until synced, then answers; follows events; /health /ready /metrics', async () => {
   const services = new FakeInformer<Service>([web]);
@@ -56,6 +51,7 @@ test('daemon: SERVFAIL until synced, then answers; follows events; /health /read
     upstreams: [],
     registry,
     log: pino({ level: 'silent' }),
+    clock: new FakeClock(),
   });
   // Hold the informers back: start() of a FakeInformer syncs at once, so start the server
   // parts first by stubbing start until we say so.
@@ -79,7 +75,7 @@ test('daemon: SERVFAIL until synced, then answers; follows events; /health /read
     assert.equal((await get(ports.health, '/health')).body, 'OK');
 
     for (const r of release) r();
-    await new Promise((r) => setTimeout(r, 20));
+    await flushMicrotasks();
     assert.equal((await get(ports.ready, '/ready')).status, 200);
 
     const a = await udp(ports.dns, q('web.shop.svc.cluster.local'));
@@ -99,16 +95,16 @@ test('daemon: SERVFAIL until synced, then answers; follows events; /health /read
     assert.equal((nsMissing[3] ?? 0) & 0xf, 3, 'unknown namespace: NXDOMAIN');
 
     // A headless Service arrives with its endpoints through watch events.
-    services.upsert({
-      metadata: { name: 'db', namespace: 'shop' },
-      spec: { clusterIP: 'None', clusterIPs: ['None'] },
-    });
-    slices.upsert({
-      metadata: { name: 'db-1', namespace: 'shop', labels: { 'kubernetes.io/service-name': 'db' } },
-      addressType: 'IPv4',
-      endpoints: [{ addresses: ['10.244.0.9'], hostname: 'db-0', conditions: { ready: true } }],
-      ports: [{ name: 'pg', protocol: 'TCP', port: 5432 }],
-    });
+    services.upsert(service('shop/db', { clusterIP: 'None', clusterIPs: ['None'], ports: null }));
+    slices.upsert(
+      slice(
+        'shop/db',
+        [endpoint('10.244.0.9', { hostname: 'db-0', conditions: { ready: true } })],
+        {
+          ports: [{ name: 'pg', protocol: 'TCP', port: 5432 }],
+        },
+      ),
+    );
     const sts = await udp(ports.dns, q('db-0.db.shop.svc.cluster.local'));
     assert.ok(sts);
     assert.deepEqual(
@@ -116,10 +112,7 @@ test('daemon: SERVFAIL until synced, then answers; follows events; /health /read
       ['10.244.0.9'],
     );
     // A bad object is skipped and counted; serving goes on.
-    services.upsert({
-      metadata: { name: 'bad', namespace: 'shop' },
-      spec: { clusterIP: 'not-an-ip' },
-    });
+    services.upsert(service('shop/bad', { clusterIP: 'not-an-ip', ports: null }));
     const still = await udp(ports.dns, q('web.shop.svc.cluster.local'));
     assert.ok(still);
     assert.equal(dnsPacket.decode(still).answers?.length, 1);

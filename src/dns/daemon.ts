@@ -18,6 +18,7 @@ import { RecordIndex, type ServiceImport } from './index.js';
 import { DnsMetrics } from './metrics.js';
 import { DnsHandler, DnsServer } from './server.js';
 import { listenFailed } from '../util/listen-error.js';
+import { realClock, type Clock } from '../util/clock.js';
 
 export interface DnsDaemonDeps {
   readonly config: DnsConfig;
@@ -32,7 +33,8 @@ export interface DnsDaemonDeps {
   readonly upstreams: readonly UpstreamAddress[];
   readonly registry: Registry;
   readonly log: Logger;
-  readonly now?: () => number;
+  /** Time and timers of the index, cache, forwarder and server; default the wall clock. */
+  readonly clock?: Clock;
 }
 
 export interface BoundPorts {
@@ -55,15 +57,16 @@ export class DnsDaemon {
   constructor(deps: DnsDaemonDeps) {
     this.deps = deps;
     const cfg = deps.config;
+    const clock = deps.clock ?? realClock;
     this.index = new RecordIndex({
       trackNamespaces: deps.namespaces !== undefined,
-      ...(deps.now ? { now: deps.now } : {}),
+      clock,
     });
     const cache = cfg.cache.enabled
       ? new DnsCache({
           maxTtl: cfg.cache.maxTtl,
           capacity: cfg.cache.capacity,
-          ...(deps.now ? { now: deps.now } : {}),
+          clock,
         })
       : undefined;
     const serverLabel = `dns://${cfg.listen.host === '0.0.0.0' ? '' : cfg.listen.host}:${cfg.listen.port}`;
@@ -73,6 +76,7 @@ export class DnsDaemon {
       attemptTimeoutMs: cfg.forwardTimeoutMs,
       totalTimeoutMs: cfg.forwardTimeoutMs * 2,
       ...(cache ? { cache } : {}),
+      clock,
       onExchange: (to, rcode, s) => {
         this.metrics.observeUpstream(to, rcode, s);
       },
@@ -88,7 +92,7 @@ export class DnsDaemon {
     });
     this.server = new DnsServer(
       this.handler,
-      { host: cfg.listen.host, port: cfg.listen.port },
+      { host: cfg.listen.host, port: cfg.listen.port, clock },
       deps.log,
     );
     this.informers = [];
@@ -217,13 +221,14 @@ export class DnsDaemon {
           this.listenMetrics(cfg.metrics ?? cfg.listen),
         )
       : undefined;
-    const t0 = Date.now();
+    const clock = this.deps.clock ?? realClock;
+    const t0 = clock.now();
     for (const inf of this.informers) {
       inf.start().then(
         () => {
           if (this.isSynced())
             this.deps.log.info(
-              { ...this.index.stats(), elapsedMs: Date.now() - t0 },
+              { ...this.index.stats(), elapsedMs: clock.now() - t0 },
               'Kubernetes API synced',
             );
         },

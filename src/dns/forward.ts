@@ -10,6 +10,7 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { connect, isIPv6 } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import { SvcnetError } from '../errors.js';
+import { realClock, type Clock } from '../util/clock.js';
 import { scanResponse, type DnsCache } from './cache.js';
 import {
   RCODE,
@@ -63,6 +64,8 @@ export interface ForwarderOptions {
   readonly maxConcurrent?: number;
   /** Called after each upstream exchange (metrics). */
   readonly onExchange?: (to: string, rcode: string, seconds: number) => void;
+  /** Timers of the attempt timeouts and the total deadline; default the wall clock. */
+  readonly clock?: Clock;
 }
 
 export interface ForwardedQuery {
@@ -85,9 +88,11 @@ class UdpChannel {
   private ready: Promise<UdpSocket> | undefined;
   private readonly pending = new Map<number, Pending>();
   private readonly to: UpstreamAddress;
+  private readonly clock: Clock;
 
-  constructor(to: UpstreamAddress) {
+  constructor(to: UpstreamAddress, clock: Clock) {
     this.to = to;
+    this.clock = clock;
   }
 
   private open(): Promise<UdpSocket> {
@@ -127,17 +132,17 @@ class UdpChannel {
     const out = Buffer.from(query);
     out.writeUInt16BE(id, 0);
     return new Promise<Buffer>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.clock.setTimeout(() => {
         this.pending.delete(id);
         reject(new SvcnetError('TIMEOUT', `upstream ${this.to.host}:${this.to.port} timed out`));
       }, timeoutMs);
       this.pending.set(id, {
         resolve: (m) => {
-          clearTimeout(timer);
+          this.clock.clearTimeout(timer);
           resolve(m);
         },
         reject: (e) => {
-          clearTimeout(timer);
+          this.clock.clearTimeout(timer);
           reject(e);
         },
       });
@@ -163,17 +168,22 @@ class UdpChannel {
   }
 }
 
-function tcpExchange(to: UpstreamAddress, query: Buffer, timeoutMs: number): Promise<Buffer> {
+function tcpExchange(
+  to: UpstreamAddress,
+  query: Buffer,
+  timeoutMs: number,
+  clock: Clock,
+): Promise<Buffer> {
   return new Promise<Buffer>((resolve, reject) => {
     const sock = connect({ host: to.host, port: to.port });
     let buf = Buffer.alloc(0);
     const done = (err: Error | undefined, msg?: Buffer): void => {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       sock.destroy();
       if (err) reject(err);
       else if (msg) resolve(msg);
     };
-    const timer = setTimeout(() => {
+    const timer = clock.setTimeout(() => {
       done(new SvcnetError('TIMEOUT', `upstream ${to.host}:${to.port} (tcp) timed out`));
     }, timeoutMs);
     sock.on('error', (e) => {
@@ -209,11 +219,13 @@ export class Forwarder {
   /** Queries answered REFUSED because maxConcurrent was reached. */
   rejects = 0;
   private readonly opts: ForwarderOptions;
+  private readonly clock: Clock;
 
   constructor(opts: ForwarderOptions) {
     this.opts = opts;
+    this.clock = opts.clock ?? realClock;
     this.upstreams = opts.upstreams;
-    this.channels = opts.upstreams.map((u) => new UdpChannel(u));
+    this.channels = opts.upstreams.map((u) => new UdpChannel(u, this.clock));
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 2000;
     this.totalTimeoutMs = opts.totalTimeoutMs ?? 5000;
     this.maxConcurrent = opts.maxConcurrent ?? 1000;
@@ -223,11 +235,11 @@ export class Forwarder {
   private async exchange(query: Buffer, tcp: boolean): Promise<Buffer> {
     if (this.upstreams.length === 0)
       throw new SvcnetError('NOT_FOUND', 'no upstream nameservers configured');
-    const deadline = Date.now() + this.totalTimeoutMs;
+    const deadline = this.clock.now() + this.totalTimeoutMs;
     const start = this.next++ % this.upstreams.length;
     let lastErr: unknown;
     for (let i = 0; ; i++) {
-      const left = deadline - Date.now();
+      const left = deadline - this.clock.now();
       if (left <= 0 || i >= this.upstreams.length * 2) break;
       const k = (start + i) % this.upstreams.length;
       const to = this.upstreams[k];
@@ -237,7 +249,7 @@ export class Forwarder {
       try {
         const timeout = Math.min(this.attemptTimeoutMs, left);
         const msg = tcp
-          ? await tcpExchange(to, query, timeout)
+          ? await tcpExchange(to, query, timeout, this.clock)
           : await channel.exchange(query, timeout);
         this.opts.onExchange?.(
           `${to.host}:${to.port}`,

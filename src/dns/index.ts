@@ -5,6 +5,7 @@
 // the clock is injected (the SOA serial is the time of the last change, as in CoreDNS).
 
 import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
+import { realClock, type Clock } from '../util/clock.js';
 import { canonicalIP } from '../util/ip.js';
 
 export interface PortEntry {
@@ -83,8 +84,8 @@ export const MC_SERVICE_NAME_LABEL = 'multicluster.kubernetes.io/service-name';
 export const MC_SOURCE_CLUSTER_LABEL = 'multicluster.kubernetes.io/source-cluster';
 
 export interface RecordIndexOptions {
-  /** Milliseconds since the epoch; the SOA serial is derived from it. */
-  readonly now?: () => number;
+  /** The SOA serial is derived from its time; default the wall clock. */
+  readonly clock?: Clock;
   /**
    * When true, namespaces exist only once seen (a Namespace informer feeds them); when
    * false every namespace is taken to exist (no Namespace watch).
@@ -246,7 +247,7 @@ function podIPs(pod: Pod): string[] {
  * return a problem string when the object was skipped (the caller logs and counts it).
  */
 export class RecordIndex implements ZoneView {
-  private readonly now: () => number;
+  private readonly clock: Clock;
   private readonly trackNamespaces: boolean;
   private readonly services = new Map<string, ServiceEntry>();
   private readonly serviceByObject = new Map<string, string>();
@@ -265,15 +266,15 @@ export class RecordIndex implements ZoneView {
   generation = 0;
 
   constructor(opts: RecordIndexOptions = {}) {
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? realClock;
     this.trackNamespaces = opts.trackNamespaces ?? false;
-    this.modified = Math.floor(this.now() / 1000);
+    this.modified = Math.floor(this.clock.now() / 1000);
     this.mcModified = this.modified;
   }
 
   private touch(multicluster = false): void {
     this.generation++;
-    const t = Math.floor(this.now() / 1000);
+    const t = Math.floor(this.clock.now() / 1000);
     if (multicluster) this.mcModified = t;
     else this.modified = t;
   }

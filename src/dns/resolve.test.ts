@@ -4,6 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { FakeClock } from '../util/clock.js';
 import { RecordIndex } from './index.js';
 import {
   DEFAULT_RESOLVER_CONFIG,
@@ -13,6 +14,7 @@ import {
   type Resolution,
 } from './resolve.js';
 import { TYPE, formatRecord } from './wire.js';
+import { endpoint, service, slice, type SliceOptions } from '../kube/testing.js';
 import type { EndpointSlice } from '../kube/types.js';
 
 function records(r: Resolution): string[] {
@@ -24,16 +26,14 @@ function rcode(r: Resolution): number {
   return r.kind === 'answer' ? r.rcode : -1;
 }
 
-const slice = (ips: string[], extra: Partial<EndpointSlice> = {}): EndpointSlice => ({
-  metadata: { name: 'db-x', namespace: 'prod', labels: { 'kubernetes.io/service-name': 'db' } },
-  addressType: 'IPv4',
-  endpoints: ips.map((ip, i) => ({
-    addresses: [ip],
-    targetRef: { kind: 'Pod', name: `db-pod-${i}` },
-  })),
-  ports: [{ name: 'pg', protocol: 'TCP', port: 5432 }],
-  ...extra,
-});
+/** The slice `prod/db-x` of headless Service prod/db, endpoint i backed by Pod db-pod-i. */
+const dbSlice = (ips: string[], o: SliceOptions = {}): EndpointSlice =>
+  slice(
+    'prod/db',
+    ips.map((ip, i) => endpoint(ip, { targetRef: { kind: 'Pod', name: `db-pod-${i}` } })),
+    { name: 'db-x', ports: [{ name: 'pg', protocol: 'TCP', port: 5432 }], ...o },
+  );
+const headlessDb = service('prod/db', { clusterIP: 'None', ports: null });
 
 test('reverse names round-trip for IPv4 and IPv6', () => {
   for (const ip of ['10.96.0.1', '2001:db8::1', 'fd00:77:30::2:9ba6']) {
@@ -50,15 +50,15 @@ test('reverse names round-trip for IPv4 and IPv6', () => {
 });
 
 test('index updates are incremental: PTR and A follow slice changes and deletions', () => {
-  const idx = new RecordIndex({ now: () => 5000 });
-  idx.upsertService({ metadata: { name: 'db', namespace: 'prod' }, spec: { clusterIP: 'None' } });
-  idx.upsertEndpointSlice(slice(['10.0.0.1', '10.0.0.2']));
+  const idx = new RecordIndex({ clock: new FakeClock(5000) });
+  idx.upsertService(headlessDb);
+  idx.upsertEndpointSlice(dbSlice(['10.0.0.1', '10.0.0.2']));
   const cfg = { ...DEFAULT_RESOLVER_CONFIG, zones: ['cluster.local.', 'in-addr.arpa.'] };
   assert.deepEqual(
     records(resolve(idx, cfg, { name: '1.0.0.10.in-addr.arpa.', type: TYPE.PTR }, true)),
     ['1.0.0.10.in-addr.arpa. 5 IN PTR 10-0-0-1.db.prod.svc.cluster.local.'],
   );
-  idx.upsertEndpointSlice(slice(['10.0.0.2', '10.0.0.3']));
+  idx.upsertEndpointSlice(dbSlice(['10.0.0.2', '10.0.0.3']));
   assert.equal(
     rcode(resolve(idx, cfg, { name: '1.0.0.10.in-addr.arpa.', type: TYPE.PTR }, true)),
     3,
@@ -67,7 +67,7 @@ test('index updates are incremental: PTR and A follow slice changes and deletion
     records(resolve(idx, cfg, { name: 'db.prod.svc.cluster.local.', type: TYPE.A }, true)).length,
     2,
   );
-  idx.deleteEndpointSlice(slice([]));
+  idx.deleteEndpointSlice(dbSlice([]));
   assert.equal(
     rcode(resolve(idx, cfg, { name: 'db.prod.svc.cluster.local.', type: TYPE.A }, true)),
     3,
@@ -79,8 +79,8 @@ test('index updates are incremental: PTR and A follow slice changes and deletion
 
 test('endpoint_pod_names names endpoints by their pod', () => {
   const idx = new RecordIndex();
-  idx.upsertService({ metadata: { name: 'db', namespace: 'prod' }, spec: { clusterIP: 'None' } });
-  idx.upsertEndpointSlice(slice(['10.0.0.1']));
+  idx.upsertService(headlessDb);
+  idx.upsertEndpointSlice(dbSlice(['10.0.0.1']));
   const cfg = { ...DEFAULT_RESOLVER_CONFIG, endpointPodNames: true };
   assert.deepEqual(
     records(resolve(idx, cfg, { name: 'db-pod-0.db.prod.svc.cluster.local.', type: TYPE.A }, true)),
@@ -119,10 +119,9 @@ test('fallthrough hands would-be NXDOMAINs in the reverse zones to the forwarder
 
 test('A on an ExternalName outside the zone asks the server to chase the target upstream', () => {
   const idx = new RecordIndex();
-  idx.upsertService({
-    metadata: { name: 'ext', namespace: 'prod' },
-    spec: { type: 'ExternalName', externalName: 'api.example.com' },
-  });
+  idx.upsertService(
+    service('prod/ext', { type: 'ExternalName', externalName: 'api.example.com', ports: null }),
+  );
   const r = resolve(
     idx,
     DEFAULT_RESOLVER_CONFIG,
@@ -139,21 +138,18 @@ test('A on an ExternalName outside the zone asks the server to chase the target 
 
 test('FQDN EndpointSlices and slices without a service label are ignored', () => {
   const idx = new RecordIndex();
-  idx.upsertService({ metadata: { name: 'db', namespace: 'prod' }, spec: { clusterIP: 'None' } });
+  idx.upsertService(headlessDb);
   assert.equal(
-    idx.upsertEndpointSlice(slice(['db.example.com'], { addressType: 'FQDN' })),
+    idx.upsertEndpointSlice(dbSlice(['db.example.com'], { addressType: 'FQDN' })),
     undefined,
   );
   idx.upsertEndpointSlice({
-    ...slice(['10.0.0.9']),
+    ...dbSlice(['10.0.0.9']),
     metadata: { name: 'stray', namespace: 'prod' },
   });
   assert.equal(idx.stats().slices, 0);
   assert.match(
-    idx.upsertService({
-      metadata: { name: 'bad', namespace: 'prod' },
-      spec: { clusterIP: '300.1.1.1' },
-    }) ?? '',
+    idx.upsertService(service('prod/bad', { clusterIP: '300.1.1.1', ports: null })) ?? '',
     /not an IP/,
   );
 });

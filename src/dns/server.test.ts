@@ -15,44 +15,26 @@ import { RecordIndex } from './index.js';
 import { DEFAULT_RESOLVER_CONFIG } from './resolve.js';
 import { DnsHandler, DnsServer } from './server.js';
 import { q, tcp, udp } from './client.js';
-import type { EndpointSlice, Service } from '../kube/types.js';
+import { endpoint, service, slice } from '../kube/testing.js';
+import type { Service } from '../kube/types.js';
 
 function rcode(m: Buffer): number {
   return (m[3] ?? 0) & 0xf;
 }
 
-const svc = (name: string, ip: string): Service => ({
-  metadata: { name, namespace: 'default' },
-  spec: {
-    type: 'ClusterIP',
-    clusterIP: ip,
-    clusterIPs: [ip],
-    ports: [{ name: 'http', protocol: 'TCP', port: 80 }],
-  },
-});
+/** A ClusterIP Service `default/name` with port http 80/TCP. */
+const svc = (name: string, ip: string): Service =>
+  service(name, { type: 'ClusterIP', clusterIP: ip, clusterIPs: [ip] });
 
-const headless: Service = {
-  metadata: { name: 'big', namespace: 'default' },
-  spec: {
-    clusterIP: 'None',
-    clusterIPs: ['None'],
-    ports: [{ name: 'http', protocol: 'TCP', port: 80 }],
-  },
-};
+const headless = service('big', { clusterIP: 'None', clusterIPs: ['None'] });
 
-const bigSlice: EndpointSlice = {
-  metadata: {
-    name: 'big-1',
-    namespace: 'default',
-    labels: { 'kubernetes.io/service-name': 'big' },
-  },
-  addressType: 'IPv4',
-  endpoints: Array.from({ length: 80 }, (_, i) => ({
-    addresses: [`10.1.${i >> 8}.${i & 255}`],
-    conditions: { ready: true },
-  })),
-  ports: [{ name: 'http', protocol: 'TCP', port: 80 }],
-};
+const bigSlice = slice(
+  'big',
+  Array.from({ length: 80 }, (_, i) =>
+    endpoint(`10.1.${i >> 8}.${i & 255}`, { conditions: { ready: true } }),
+  ),
+  { ports: [{ name: 'http', protocol: 'TCP', port: 80 }] },
+);
 
 const index = new RecordIndex();
 const upstream = new FakeUpstream();

@@ -31,6 +31,7 @@ import {
   type ResourceRecord,
 } from './wire.js';
 import { closeQuietly } from '../util/close.js';
+import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 
 export type Proto = 'udp' | 'tcp';
 
@@ -383,6 +384,8 @@ export interface ListenOptions {
   readonly tcpReadTimeoutMs?: number;
   /** At the cap, the connection longest without a complete message is closed for a new one. */
   readonly maxTcpConnections?: number;
+  /** Timers of the TCP timeouts; default the wall clock. */
+  readonly clock?: Clock;
 }
 
 /** Defaults of CoreDNS's `timeouts` plugin for TCP. */
@@ -487,16 +490,16 @@ export class DnsServer {
     const readMs = this.opts.tcpReadTimeoutMs ?? TCP_READ_TIMEOUT_MS;
     // One timer: the idle timeout while no message is under way, else the deadline of the
     // message under way (armed at its first byte, never moved by later bytes).
-    let timer: NodeJS.Timeout | undefined;
+    const clock = this.opts.clock ?? realClock;
+    let timer: TimerHandle | undefined;
     let midMessage = false;
     const arm = (ms: number): void => {
-      clearTimeout(timer);
-      timer = setTimeout(() => s.destroy(), ms);
-      timer.unref();
+      clock.clearTimeout(timer);
+      timer = clock.setTimeout(() => s.destroy(), ms);
     };
     arm(idleMs);
     s.on('close', () => {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
     });
     let buf: Buffer = Buffer.alloc(0);
     const fam = s.remoteFamily === 'IPv6' ? '2' : '1';

@@ -2,33 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeInformer } from '../kube/informer.js';
 import type { Pod, Probe } from '../kube/types.js';
-import { NodeAgent, type AgentClock, type PodRuntime, type PodStatusWriter } from './agent.js';
-
-class FakeClock implements AgentClock {
-  t = Date.parse('2026-01-01T00:00:00Z');
-  timers: { fn: () => void; ms: number; next: number; cancelled: boolean }[] = [];
-  now(): Date {
-    return new Date(this.t);
-  }
-  setInterval(fn: () => void, ms: number): { cancel(): void } {
-    const timer = { fn, ms, next: this.t + ms, cancelled: false };
-    this.timers.push(timer);
-    return { cancel: () => (timer.cancelled = true) };
-  }
-  advance(ms: number): void {
-    const end = this.t + ms;
-    for (;;) {
-      const due = this.timers
-        .filter((x) => !x.cancelled && x.next <= end)
-        .sort((a, b) => a.next - b.next)[0];
-      if (!due) break;
-      this.t = due.next;
-      due.next += due.ms;
-      due.fn();
-    }
-    this.t = end;
-  }
-}
+import { FakeClock } from '../util/clock.js';
+import { NodeAgent, type PodRuntime, type PodStatusWriter } from './agent.js';
 
 class FakeRuntime implements PodRuntime {
   events: string[] = [];
@@ -136,10 +111,10 @@ test('readiness follows the probe with success and failure thresholds', async ()
     [false, true],
   ); // reported unready, then the first probe passed
   runtime.probeResult = false;
-  clock.advance(2000);
+  clock.advanceSync(2000);
   await agent.idle();
   assert.equal(status.updates.length, 2, 'one failure is below the threshold');
-  clock.advance(2000);
+  clock.advanceSync(2000);
   await agent.idle();
   assert.deepEqual(
     status.updates.map((u) => u.ready),
@@ -194,16 +169,16 @@ test('a Pod whose start fails is retried with a doubling back-off, then reported
   await agent.idle();
   assert.deepEqual(runtime.events, ['start web-1']);
   assert.equal(agent.errors, 1);
-  clock.advance(999);
+  clock.advanceSync(999);
   await agent.idle();
   assert.equal(runtime.events.length, 1, 'no retry before 1 s');
-  clock.advance(1);
+  clock.advanceSync(1);
   await agent.idle();
   assert.equal(runtime.events.length, 2, 'first retry after 1 s');
-  clock.advance(1999);
+  clock.advanceSync(1999);
   await agent.idle();
   assert.equal(runtime.events.length, 2, 'second retry waits 2 s');
-  clock.advance(1);
+  clock.advanceSync(1);
   await agent.idle();
   assert.deepEqual(runtime.events, ['start web-1', 'start web-1', 'start web-1']);
   assert.deepEqual(status.updates, [{ name: 'web-1', ready: true, ip: '10.244.1.4' }]);
@@ -239,7 +214,7 @@ test('a terminating Pod is still probed: failing readiness after SIGTERM reports
   assert.equal(runtime.events.at(-1), 'stop default/web-1 grace=60', 'server signalled');
   // The server now fails /readyz while it drains; the probe keeps running (failureThreshold 3).
   runtime.probeResult = false;
-  clock.advance(3000);
+  clock.advanceSync(3000);
   await flush();
   assert.deepEqual(
     status.updates.map((u) => u.ready),
@@ -251,7 +226,7 @@ test('a terminating Pod is still probed: failing readiness after SIGTERM reports
   await agent.idle();
   assert.deepEqual(status.deleted, ['web-1']);
   const probes = runtime.events.filter((e) => e.startsWith('probe')).length;
-  clock.advance(5000);
+  clock.advanceSync(5000);
   await agent.idle();
   assert.equal(
     runtime.events.filter((e) => e.startsWith('probe')).length,

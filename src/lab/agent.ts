@@ -10,6 +10,7 @@
 import type { Informer } from '../kube/informer.js';
 import type { Pod, PodCondition, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
+import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 
 export interface StartedPod {
   readonly ip: string;
@@ -35,31 +36,13 @@ export interface PodStatusWriter {
   finalizeDelete(pod: Pod): Promise<void>;
 }
 
-export interface AgentClock {
-  now(): Date;
-  setInterval(fn: () => void, ms: number): { cancel(): void };
-}
-
-export const realClock: AgentClock = {
-  now: () => new Date(),
-  setInterval: (fn, ms) => {
-    const t = setInterval(fn, ms);
-    t.unref();
-    return {
-      cancel: () => {
-        clearInterval(t);
-      },
-    };
-  },
-};
-
 interface LocalPod {
   pod: Pod;
   started?: StartedPod;
   ready: boolean;
   successes: number;
   failures: number;
-  prober?: { cancel(): void };
+  prober?: TimerHandle;
   terminating: boolean;
   /** Set once the Pod's server is stopped: no more probes or status writes. */
   stopped: boolean;
@@ -81,7 +64,7 @@ export interface AgentOptions {
   readonly pods: Informer<Pod>;
   readonly runtime: PodRuntime;
   readonly status: PodStatusWriter;
-  readonly clock?: AgentClock;
+  readonly clock?: Clock;
   readonly log?: (fields: Record<string, unknown>, msg: string) => void;
 }
 
@@ -139,7 +122,7 @@ export class NodeAgent {
   private readonly attempts = new Map<string, number>();
   /** Per-Pod chain of pending work, so one Pod's steps never interleave. */
   private readonly queues = new Map<string, Promise<void>>();
-  private readonly clock: AgentClock;
+  private readonly clock: Clock;
   private readonly log: (fields: Record<string, unknown>, msg: string) => void;
   private readonly opts: AgentOptions;
   errors = 0;
@@ -224,8 +207,7 @@ export class NodeAgent {
       const attempt = (this.attempts.get(key) ?? 0) + 1;
       this.attempts.set(key, attempt);
       const delay = Math.min(MAX_RETRY_MS, RETRY_MS * 2 ** (attempt - 1));
-      const timer = this.clock.setInterval(() => {
-        timer.cancel();
+      this.clock.setTimeout(() => {
         this.enqueue(key);
       }, delay);
       throw e;
@@ -255,11 +237,11 @@ export class NodeAgent {
 
   private startProber(key: string, entry: LocalPod, probe: Probe): void {
     const period = Math.max(1, probe.periodSeconds ?? 10) * 1000;
-    const startAt = this.clock.now().getTime() + Math.max(0, probe.initialDelaySeconds ?? 0) * 1000;
+    const startAt = this.clock.now() + Math.max(0, probe.initialDelaySeconds ?? 0) * 1000;
     const check = async (): Promise<void> => {
       // Like the kubelet, keep probing while the Pod terminates: a server that fails readiness
       // after SIGTERM must be reported unready (EndpointSlice serving=false) until it stops.
-      if (this.clock.now().getTime() < startAt || entry.stopped || !entry.started) return;
+      if (this.clock.now() < startAt || entry.stopped || !entry.started) return;
       const ok = await this.opts.runtime
         .probe(entry.pod, entry.started.ip, probe)
         .catch(() => false);
@@ -275,7 +257,7 @@ export class NodeAgent {
       }
     };
     // The kubelet probes first after initialDelaySeconds, then every periodSeconds.
-    if (startAt <= this.clock.now().getTime()) this.runSerial(probeKey(key), 'Probe failed', check);
+    if (startAt <= this.clock.now()) this.runSerial(probeKey(key), 'Probe failed', check);
     entry.prober = this.clock.setInterval(() => {
       this.runSerial(probeKey(key), 'Probe failed', check);
     }, period);
@@ -285,7 +267,13 @@ export class NodeAgent {
     if (!entry.started) return;
     await this.opts.status.updateStatus(
       entry.pod,
-      runningStatus(entry.pod, entry.started, this.opts.hostIP, entry.ready, this.clock.now()),
+      runningStatus(
+        entry.pod,
+        entry.started,
+        this.opts.hostIP,
+        entry.ready,
+        new Date(this.clock.now()),
+      ),
     );
   }
 
@@ -299,7 +287,7 @@ export class NodeAgent {
     if (pod) entry.pod = pod;
     await this.opts.runtime.stop(key, graceSeconds);
     entry.stopped = true;
-    entry.prober?.cancel();
+    this.clock.clearInterval(entry.prober);
     await this.queues.get(probeKey(key)); // a probe in flight reports before the final delete
     this.local.delete(key);
     this.log({ pod: key, graceSeconds }, 'Pod stopped');

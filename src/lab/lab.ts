@@ -20,6 +20,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
+import { realClock, type Clock } from '../util/clock.js';
 import { ClientNodeKubeClient } from '../kube/api-client.js';
 import { loadKubeConfig } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
@@ -223,10 +224,6 @@ export function labKubeConfig(lab: RunningLab): ReturnType<typeof loadKubeConfig
   return loadKubeConfig(join(lab.stateDir, HOST_KUBECONFIG));
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 export interface UpOptions {
   readonly name: string;
   readonly nodes: number;
@@ -238,6 +235,8 @@ export interface UpOptions {
   readonly lifeline?: boolean;
   /** Progress lines for the user (stderr). */
   readonly progress?: (msg: string) => void;
+  /** Time of the deadline, the polls and the timings; default the wall clock. */
+  readonly clock?: Clock;
 }
 
 export interface UpResult extends RunningLab {
@@ -248,7 +247,8 @@ export interface UpResult extends RunningLab {
 
 /** Starts the lab, applies the manifests and waits until it all serves; throws with the log's tail if it fails. */
 export async function labUp(opts: UpOptions): Promise<UpResult> {
-  const t0 = Date.now();
+  const clock = opts.clock ?? realClock;
+  const t0 = clock.now();
   const progress = opts.progress ?? (() => undefined);
   if (process.getuid?.() !== 0)
     throw new SvcnetError(
@@ -331,26 +331,26 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
     }
     if (state?.status === 'failed' || !isRunning(supervisor))
       throw fail(state?.error ?? 'the supervisor exited');
-    if (Date.now() > deadline) throw fail('timed out');
-    if (!lab) await sleep(50);
+    if (clock.now() > deadline) throw fail('timed out');
+    if (!lab) await clock.sleep(50);
   }
   try {
     await verifyApiServer(lab);
   } catch (e) {
     throw fail(e instanceof Error ? e.message : String(e));
   }
-  const components = Date.now() - t0;
+  const components = clock.now() - t0;
   progress(
     `components up in ${String(components)} ms (API server ${lab.state.apiServer ?? ''}); waiting for nodes, Pods and proxies`,
   );
   const kc = loadKubeConfig(lab.state.kubeconfig);
   const applied = opts.objects?.length ? await applyObjects(kc, opts.objects) : [];
   try {
-    await waitForCluster(lab, kc, deadline);
+    await waitForCluster(lab, kc, deadline, clock);
   } catch (e) {
     throw fail(e instanceof Error ? e.message : String(e));
   }
-  return { ...lab, applied, timings: { components, ready: Date.now() - t0 } };
+  return { ...lab, applied, timings: { components, ready: clock.now() - t0 } };
 }
 
 /**
@@ -368,12 +368,13 @@ export async function waitForCluster(
   lab: RunningLab,
   kc: ReturnType<typeof loadKubeConfig>,
   deadline: number,
+  clock: Clock = realClock,
 ): Promise<void> {
   const client = new ClientNodeKubeClient(kc);
   const nodeNames = lab.state.plan.nodes.map((n) => n.name);
   let problems: string[] = ['not checked yet'];
   while (problems.length > 0) {
-    if (Date.now() > deadline)
+    if (clock.now() > deadline)
       throw new SvcnetError('TIMEOUT', `cluster not ready: ${problems.slice(0, 8).join('; ')}`);
     try {
       const [nodes, pods, deployments, statefulSets, services, endpointSlices] = await Promise.all([
@@ -390,7 +391,7 @@ export async function waitForCluster(
       );
       if (problems.length === 0) {
         // The informers of the proxies see the last EndpointSlice write a moment after us.
-        await sleep(200);
+        await clock.sleep(200);
         for (const n of lab.state.plan.nodes) {
           const metrics = await inLab(lab, n.netns, [
             'curl',
@@ -423,7 +424,7 @@ export async function waitForCluster(
     } catch (e) {
       problems = [e instanceof Error ? e.message : String(e)];
     }
-    if (problems.length > 0) await sleep(POLL_MS);
+    if (problems.length > 0) await clock.sleep(POLL_MS);
   }
 }
 
@@ -445,7 +446,11 @@ export function inLab(
  * folder if it is still this run's. A dead run's leftovers are swept too. False when no lab
  * of that name was running.
  */
-export async function labDown(name: string, graceMs = 15_000): Promise<boolean> {
+export async function labDown(
+  name: string,
+  graceMs = 15_000,
+  clock: Clock = realClock,
+): Promise<boolean> {
   const lab = findLab(name);
   if (!lab) {
     sweepDeadLabs();
@@ -453,10 +458,10 @@ export async function labDown(name: string, graceMs = 15_000): Promise<boolean> 
   }
   const sup = lab.run.supervisor;
   signalPid(lab.initPid, 'SIGTERM'); // it may have died since findLab()
-  const deadline = Date.now() + graceMs;
-  while (isRunning(sup) && Date.now() < deadline) await sleep(50);
+  const deadline = clock.now() + graceMs;
+  while (isRunning(sup) && clock.now() < deadline) await clock.sleep(50);
   if (isRunning(sup)) signalPid(sup.pid, 'SIGKILL');
-  while (isRunning(sup)) await sleep(20);
+  while (isRunning(sup)) await clock.sleep(20);
   if (readRunRecord(lab.stateDir)?.runId === lab.runId)
     rmSync(lab.stateDir, { recursive: true, force: true });
   return true;

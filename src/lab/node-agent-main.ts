@@ -21,6 +21,7 @@ import { FileResultCache } from '../cni/runtime/cache.js';
 import { parseConflist, type NetworkConfigList } from '../cni/runtime/parse-conflist.js';
 import { CniRuntime } from '../cni/runtime/runtime.js';
 import { NodeAgent, type PodStatusWriter } from './agent.js';
+import { realClock, type Clock } from '../util/clock.js';
 import { LabPodRuntime, type PodNetwork, type PodNetworkRequest } from './pod-runtime.js';
 
 export const REFERENCE_CNI_DIR = '/usr/lib/cni';
@@ -188,7 +189,11 @@ export function labNode(opts: {
   };
 }
 
-async function registerNode(client: KubeClient, want: ReturnType<typeof labNode>): Promise<void> {
+async function registerNode(
+  client: KubeClient,
+  want: ReturnType<typeof labNode>,
+  clock: Clock = realClock,
+): Promise<void> {
   const name = want.metadata?.name ?? '';
   for (let attempt = 0; ; attempt++) {
     try {
@@ -208,7 +213,7 @@ async function registerNode(client: KubeClient, want: ReturnType<typeof labNode>
     } catch (e) {
       if (attempt >= 30) throw e;
       // The API server may still be starting, or another writer raced us: try again shortly.
-      await new Promise((r) => setTimeout(r, 200));
+      await clock.sleep(200);
     }
   }
 }

@@ -29,6 +29,7 @@ import {
 } from '../os/process.js';
 import type { Pod, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
+import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 import type { PodRuntime, StartedPod } from './agent.js';
 import { planPodServer } from './pod-servers.js';
 import {
@@ -75,6 +76,8 @@ export interface PodRuntimeOptions {
   readonly recordDir?: string;
   /** How long to wait for a Pod's server to listen. */
   readonly startTimeoutMs?: number;
+  /** Time of the start deadline, startedAt and the stop grace period; default the wall clock. */
+  readonly clock?: Clock;
 }
 
 /** Network namespace name of a Pod: short, stable, unique per Pod instance (uid). */
@@ -251,14 +254,15 @@ export class LabPodRuntime implements PodRuntime {
       );
       this.running.set(key, { pod, netns, proc });
       const port = plan.tcpPorts[0];
-      const deadline = Date.now() + (this.opts.startTimeoutMs ?? 20_000);
+      const clock = this.opts.clock ?? realClock;
+      const deadline = clock.now() + (this.opts.startTimeoutMs ?? 20_000);
       // Listening is what "started" means to clients; UDP-only Pods are taken as started at once.
       while (port !== undefined && !(await tcpConnect(ip, port, 500))) {
-        if (Date.now() > deadline)
+        if (clock.now() > deadline)
           throw new Error(`pod ${key}: server did not listen on ${ip}:${port}`);
-        await new Promise((r) => setTimeout(r, 50));
+        await clock.sleep(50);
       }
-      const started = { ip, startedAt: new Date().toISOString() };
+      const started = { ip, startedAt: new Date(clock.now()).toISOString() };
       const path = this.recordPath(netns);
       if (path !== undefined) {
         const rec: SandboxRecord = {
@@ -347,16 +351,17 @@ export class LabPodRuntime implements PodRuntime {
     if (r) {
       r.proc.signal('SIGTERM');
       const timedOut = Symbol('timeout');
-      let timer: NodeJS.Timeout | undefined;
+      const clock = this.opts.clock ?? realClock;
+      let timer: TimerHandle | undefined;
       const res = await Promise.race([
         r.proc.exited,
         new Promise<symbol>((resolve) => {
-          timer = setTimeout(() => {
+          timer = clock.setTimeout(() => {
             resolve(timedOut);
           }, graceSeconds * 1000);
         }),
       ]);
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       if (res === timedOut) {
         r.proc.signal('SIGKILL');
         await r.proc.exited;

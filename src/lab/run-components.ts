@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
+import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 import { startProcess, type ManagedProcess } from '../os/process.js';
 import type { ComponentSpec } from './components.js';
 
@@ -27,6 +28,7 @@ export async function startComponents(
   self: readonly string[],
   logDir: string,
   timeoutMs = 30_000,
+  clock: Clock = realClock,
 ): Promise<RunningComponent[]> {
   const running: RunningComponent[] = [];
   try {
@@ -43,24 +45,24 @@ export async function startComponents(
       running.push({ spec, proc });
       let exited: number | undefined;
       void proc.exited.then((code) => (exited = code));
-      const deadline = Date.now() + timeoutMs;
+      const deadline = clock.now() + timeoutMs;
       while (spec.ready.kind === 'file' && !existsSync(spec.ready.path)) {
         if (exited !== undefined)
           throw new SvcnetError(
             'INTERNAL',
             `${spec.name} exited with ${exited} while starting:\n${tail(log)}`,
           );
-        if (Date.now() > deadline)
+        if (clock.now() > deadline)
           throw new SvcnetError(
             'TIMEOUT',
             `${spec.name} not ready after ${timeoutMs} ms:\n${tail(log)}`,
           );
-        await new Promise((r) => setTimeout(r, 50));
+        await clock.sleep(50);
       }
     }
     return running;
   } catch (e) {
-    await stopComponents(running);
+    await stopComponents(running, undefined, clock);
     throw e;
   }
 }
@@ -69,20 +71,21 @@ export async function startComponents(
 export async function stopComponents(
   running: readonly RunningComponent[],
   graceMs = 5000,
+  clock: Clock = realClock,
 ): Promise<void> {
   await Promise.all(
     running.map(async (c) => {
       c.proc.signal('SIGTERM');
-      let timer: NodeJS.Timeout | undefined;
+      let timer: TimerHandle | undefined;
       const killed = await Promise.race([
         c.proc.exited.then(() => false),
         new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => {
+          timer = clock.setTimeout(() => {
             resolve(true);
           }, graceMs);
         }),
       ]);
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       if (killed) {
         c.proc.signal('SIGKILL');
         await c.proc.exited;

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import type { Execer } from '../os/exec.js';
 import { loadKubeConfig } from '../kube/client.js';
 import { SvcnetError } from '../errors.js';
+import { realClock, type Clock } from '../util/clock.js';
 import { certFingerprint, readRunRecord } from './run.js';
 import { applyNetworkScript, deleteNamespaces } from './network.js';
 import { mountPrivateDirs } from './sandbox.js';
@@ -122,8 +123,12 @@ export interface SupervisorOptions {
   readonly log: (msg: string) => void;
 }
 
-async function waitForKubeconfig(path: string, timeoutMs: number): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
+async function waitForKubeconfig(
+  path: string,
+  timeoutMs: number,
+  clock: Clock = realClock,
+): Promise<string> {
+  const deadline = clock.now() + timeoutMs;
   for (;;) {
     try {
       const text = readFileSync(path, 'utf8');
@@ -131,8 +136,8 @@ async function waitForKubeconfig(path: string, timeoutMs: number): Promise<strin
     } catch {
       // not written yet
     }
-    if (Date.now() > deadline) throw new Error(`API server kubeconfig ${path} not written`);
-    await new Promise((r) => setTimeout(r, 50));
+    if (clock.now() > deadline) throw new Error(`API server kubeconfig ${path} not written`);
+    await clock.sleep(50);
   }
 }
 

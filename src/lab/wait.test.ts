@@ -8,51 +8,31 @@ import {
   unprogrammedEndpoints,
   type ClusterView,
 } from './wait.js';
-import type { EndpointSlice, Node, Pod, Service } from '../kube/types.js';
+import { endpoint, node, pod as podOf, service, slice as sliceFor } from '../kube/testing.js';
+import type { EndpointSlice, Pod, Service } from '../kube/types.js';
 import { DEFAULT_OPTIONS } from '../proxy/iptables/options.js';
 import { planIptables } from '../proxy/iptables/plan.js';
 import { EndpointsChangeTracker } from '../proxy/model/endpoints-change-tracker.js';
 import { ServiceChangeTracker } from '../proxy/model/service-change-tracker.js';
 import { takeSnapshot } from '../proxy/model/snapshot.js';
 
-const node = (name: string, ready: string): Node => ({
-  metadata: { name },
-  status: { conditions: [{ type: 'Ready', status: ready }] },
-});
+/** A Pod `default/name` of app web on node n1. */
+const pod = (name: string, ip: string, ready: boolean, terminating = false): Pod =>
+  podOf(name, { ip, ready, node: 'n1', containers: [{ name: 'c' }], terminating });
 
-const pod = (
-  name: string,
-  ip: string,
-  ready: boolean,
-  extra: Partial<Pod['metadata']> = {},
-): Pod => ({
-  metadata: { name, namespace: 'default', labels: { app: 'web' }, ...extra },
-  spec: { nodeName: 'n1', containers: [{ name: 'c' }] },
-  status: {
-    phase: 'Running',
-    podIP: ip,
-    conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }],
-  },
-});
+const svc = service('web', { selector: { app: 'web' }, ports: [{ port: 80 }] });
 
-const svc: Service = {
-  metadata: { name: 'web', namespace: 'default' },
-  spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
-};
-
-const slice = (ips: string[]): EndpointSlice => ({
-  metadata: {
-    name: 'web-x',
-    namespace: 'default',
-    labels: { 'kubernetes.io/service-name': 'web' },
-  },
-  addressType: 'IPv4',
-  endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
-});
+/** The slice `default/web-x` of Service web, every endpoint ready. */
+const slice = (ips: string[]): EndpointSlice =>
+  sliceFor(
+    'web',
+    ips.map((ip) => endpoint(ip, { conditions: { ready: true } })),
+    { name: 'web-x', ports: null },
+  );
 
 function view(v: Partial<ClusterView>): ClusterView {
   return {
-    nodes: [node('n1', 'True')],
+    nodes: [node('n1')],
     pods: [],
     deployments: [],
     statefulSets: [],
@@ -79,7 +59,7 @@ test('ready when every node, Pod, workload and Service endpoint set is current',
 test('names what is missing: nodes, unready Pods, short workloads, stale endpoints', () => {
   const problems = clusterProblems(
     view({
-      nodes: [node('n1', 'False')],
+      nodes: [node('n1', { ready: 'False' })],
       pods: [pod('a', '10.244.1.2', true), pod('b', '10.244.1.3', false)],
       deployments: [
         {
@@ -104,11 +84,8 @@ test('names what is missing: nodes, unready Pods, short workloads, stale endpoin
 });
 
 test('terminating Pods and ExternalName or selector-less Services are not waited for', () => {
-  const gone = pod('old', '10.244.1.9', false, { deletionTimestamp: '2026-01-01T00:00:00Z' });
-  const ext: Service = {
-    metadata: { name: 'x', namespace: 'default' },
-    spec: { type: 'ExternalName', externalName: 'a.b' },
-  };
+  const gone = pod('old', '10.244.1.9', false, true);
+  const ext = service('x', { type: 'ExternalName', externalName: 'a.b', ports: null });
   assert.deepEqual(clusterProblems(view({ pods: [gone], services: [ext] }), ['n1']), []);
 });
 
@@ -130,39 +107,27 @@ test('a proxy is settled when its last sync is not older than the last queued ch
 
 // --- every endpoint programmed -------------------------------------------------------------
 
-const twoPortSvc: Service = {
-  metadata: { name: 'web', namespace: 'default' },
-  spec: {
-    clusterIP: '10.96.0.20',
-    selector: { app: 'web' },
-    ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
-  },
-};
-
-const localSvc: Service = {
-  metadata: { name: 'local', namespace: 'default' },
-  spec: {
-    clusterIP: '10.96.0.21',
-    internalTrafficPolicy: 'Local',
-    selector: { app: 'web' },
-    ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
-  },
-};
-
-const sliceOf = (service: string, eps: [string, string][]): EndpointSlice => ({
-  metadata: {
-    name: `${service}-abc`,
-    namespace: 'default',
-    labels: { 'kubernetes.io/service-name': service },
-  },
-  addressType: 'IPv4',
-  ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-  endpoints: eps.map(([ip, nodeName]) => ({
-    addresses: [ip],
-    nodeName,
-    conditions: { ready: true },
-  })),
+const webPorts = [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' as const }];
+const twoPortSvc = service('web', {
+  clusterIP: '10.96.0.20',
+  selector: { app: 'web' },
+  ports: webPorts,
 });
+
+const localSvc = service('local', {
+  clusterIP: '10.96.0.21',
+  internalTrafficPolicy: 'Local',
+  selector: { app: 'web' },
+  ports: webPorts,
+});
+
+/** The slice `default/<service>-abc` (port http 8080), every endpoint ready on its node. */
+const sliceOf = (name: string, eps: [string, string][]): EndpointSlice =>
+  sliceFor(
+    name,
+    eps.map(([ip, nodeName]) => endpoint(ip, { nodeName, conditions: { ready: true } })),
+    { name: `${name}-abc` },
+  );
 
 const EPS: [string, string][] = [
   ['10.244.0.5', 'n0'],

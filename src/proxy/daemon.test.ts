@@ -14,7 +14,7 @@ import type { IptablesTableName } from '../netfilter/iptables/model.js';
 import { FakeExecer } from '../os/exec.js';
 import { FakeNfacct } from '../os/nfacct.js';
 import { FakeSysctl } from '../os/sysctl.js';
-import { FakeClock } from './clock.js';
+import { FakeClock } from '../util/clock.js';
 import { ensureNfacctCounters, startProxyDaemon } from './daemon.js';
 import {
   NFACCT_CT_STATE_INVALID_DROPPED as CT_INVALID,

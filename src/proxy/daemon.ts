@@ -23,7 +23,7 @@ import type { Sysctl } from '../os/sysctl.js';
 import type { IPFamily } from '../util/ip.js';
 import { cidrContains, formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import { CanaryMonitor } from './iptables/canary.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../util/clock.js';
 import { ServiceHealthServers } from './healthcheck-nodeports.js';
 import { ProxyHealth, healthzHandler } from './healthz.js';
 import { masqueradeMarkFromBit } from './iptables/options.js';

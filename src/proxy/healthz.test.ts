@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from './clock.js';
+import { FakeClock } from '../util/clock.js';
 import { ProxyHealth, formatGoTime, healthzHandler, isNodeEligible } from './healthz.js';
 import { listenHttp } from './listen.js';
 

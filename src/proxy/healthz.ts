@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Node } from '../kube/types.js';
 import type { IPFamily } from '../util/ip.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../util/clock.js';
 import { writeJson } from './listen.js';
 
 /** Taint the cluster autoscaler puts on nodes it is about to delete. */

@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from './clock.js';
+import { FakeClock } from '../util/clock.js';
 import { BoundedFrequencyRunner } from './runner.js';
 
 function setup(
@@ -21,7 +21,7 @@ function setup(
   const fn = async (): Promise<void> => {
     starts.push(clock.now());
     if (opts.durationMs !== undefined) {
-      await new Promise<void>((resolve) => clock.setTimer(opts.durationMs ?? 0, resolve));
+      await new Promise<void>((resolve) => clock.setTimeout(resolve, opts.durationMs ?? 0));
     }
     if (opts.fail?.() === true) throw new Error('sync failed');
   };

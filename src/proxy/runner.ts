@@ -4,7 +4,7 @@
 // while a run is waiting or in progress coalesce into one pending run. Time comes from an
 // injected Clock. It knows nothing about iptables: the proxier decides full vs partial.
 
-import type { Clock, TimerHandle } from './clock.js';
+import type { Clock, TimerHandle } from '../util/clock.js';
 
 export interface RunnerOptions {
   /** Minimum time between the starts of two runs (kube-proxy minSyncPeriod, default 1 s). */
@@ -87,15 +87,15 @@ export class BoundedFrequencyRunner {
     if (this.timer !== undefined && this.timerAt <= at) return;
     this.clearTimer();
     this.timerAt = at;
-    this.timer = this.opts.clock.setTimer(at - this.opts.clock.now(), () => {
+    this.timer = this.opts.clock.setTimeout(() => {
       this.timer = undefined;
       this.timerAt = Infinity;
       this.tick();
-    });
+    }, at - this.opts.clock.now());
   }
 
   private clearTimer(): void {
-    if (this.timer !== undefined) this.opts.clock.clearTimer(this.timer);
+    if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.timerAt = Infinity;
   }

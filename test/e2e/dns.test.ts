@@ -6,6 +6,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { service as serviceOf, type ServiceSpecOptions } from '../../src/kube/testing.js';
 import type { KubeObject, Pod } from '../../src/kube/types.js';
 import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
 import { skipOrFail } from '../integration/lib/prereq.js';
@@ -29,8 +30,9 @@ const LONG_SEARCHES = Array.from(
   (_, i) => `${String(i + 1).padStart(38, '0')}.k8s.io`,
 );
 
+/** A Service with exactly `spec` (no ports unless given). */
 function service(namespace: string, name: string, spec: Record<string, unknown>): KubeObject {
-  return { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace }, spec } as KubeObject;
+  return serviceOf(`${namespace}/${name}`, { ports: null, ...(spec as ServiceSpecOptions) });
 }
 
 function statefulSet(namespace: string, replicas: number): KubeObject {

@@ -9,6 +9,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { service as serviceOf } from '../../src/kube/testing.js';
 import type { EndpointSlice, KubeObject, Service, ServiceSpec } from '../../src/kube/types.js';
 import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
 import { skipOrFail } from '../integration/lib/prereq.js';
@@ -23,12 +24,7 @@ function service(
   spec: ServiceSpec,
   labels: Record<string, string> = {},
 ): KubeObject {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name, namespace, labels },
-    spec,
-  } as KubeObject;
+  return serviceOf(`${namespace}/${name}`, { ports: null, ...spec }, { metadata: { labels } });
 }
 
 interface HttpResult {

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { service } from '../../src/kube/testing.js';
 import type { KubeObject } from '../../src/kube/types.js';
 import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
 import { skipOrFail } from '../integration/lib/prereq.js';
@@ -24,15 +25,10 @@ interface HttpAnswer {
 }
 
 function clusterIPService(name: string, port: number): KubeObject {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name, namespace: NS },
-    spec: {
-      selector: { app: 'backend' },
-      ports: [{ name: 'http', port, targetPort: 8080, protocol: 'TCP' }],
-    },
-  } as KubeObject;
+  return service(`${NS}/${name}`, {
+    selector: { app: 'backend' },
+    ports: [{ name: 'http', port, targetPort: 8080, protocol: 'TCP' }],
+  });
 }
 
 /** How many lines of a component's log contain `text`. */
@@ -271,16 +267,11 @@ describe('kube-proxy health and restart', { skip }, () => {
   // 127.0.0.1, which needs route_localnet and the proxy's localhost rules).
   test('a NodePort answers on 127.0.0.1 from every node', async () => {
     await lab.apply([
-      {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: { name: 'localhost-np', namespace: NS },
-        spec: {
-          type: 'NodePort',
-          selector: { app: 'backend' },
-          ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
-        },
-      } as KubeObject,
+      service(`${NS}/localhost-np`, {
+        type: 'NodePort',
+        selector: { app: 'backend' },
+        ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+      }),
     ]);
     const nodePort = (await lab.service(NS, 'localhost-np'))?.spec?.ports?.[0]?.nodePort;
     assert.ok(

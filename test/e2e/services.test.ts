@@ -6,6 +6,7 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { service as serviceOf, type ServiceSpecOptions } from '../../src/kube/testing.js';
 import type { EndpointSlice, KubeObject, Service } from '../../src/kube/types.js';
 import { E2eLab, e2eSkipReason, eventually, netexecPod, type CurlResult } from './lib/lab.js';
 import { skipOrFail } from '../integration/lib/prereq.js';
@@ -26,12 +27,11 @@ function service(
   ports: ServicePortSpec[],
   extra: Record<string, unknown> = {},
 ): KubeObject {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name, namespace },
-    spec: { selector, ports: ports.map((p) => ({ protocol: 'TCP', ...p })), ...extra },
-  } as KubeObject;
+  return serviceOf(`${namespace}/${name}`, {
+    selector,
+    ports: ports.map((p) => ({ protocol: 'TCP', ...p })),
+    ...(extra as ServiceSpecOptions),
+  });
 }
 
 /** `pod@ip portName=port` for every ready endpoint of the Service's EndpointSlices, sorted. */

@@ -22,6 +22,7 @@ import {
   NAMESPACES,
   SERVICES,
 } from '../../src/kube/client.js';
+import { endpoint, service, slice } from '../../src/kube/testing.js';
 import type { EndpointSlice, KubeObject, Service } from '../../src/kube/types.js';
 
 let api: RunningApiServer;
@@ -114,30 +115,26 @@ test('Services and EndpointSlices created through the API appear in DNS; deletio
   assert.equal((await answer('default.svc.cluster.local')).rcode, 0, 'existing namespace: NODATA');
   assert.equal((await answer('nope.svc.cluster.local')).rcode, 3, 'missing namespace: NXDOMAIN');
   assert.equal(
-    await call('POST', '/api/v1/namespaces/default/services', {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'pets', namespace: 'default' },
-      spec: { clusterIP: 'None', ports: [{ name: 'web', port: 80, protocol: 'TCP' }] },
-    }),
+    await call(
+      'POST',
+      '/api/v1/namespaces/default/services',
+      service('pets', { clusterIP: 'None', ports: [{ name: 'web', port: 80, protocol: 'TCP' }] }),
+    ),
     201,
   );
   assert.equal(
-    await call('POST', '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices', {
-      apiVersion: 'discovery.k8s.io/v1',
-      kind: 'EndpointSlice',
-      metadata: {
-        name: 'pets-1',
-        namespace: 'default',
-        labels: { 'kubernetes.io/service-name': 'pets' },
-      },
-      addressType: 'IPv4',
-      endpoints: [
-        { addresses: ['10.244.0.10'], hostname: 'pet-0', conditions: { ready: true } },
-        { addresses: ['10.244.0.11'], hostname: 'pet-1', conditions: { ready: true } },
-      ],
-      ports: [{ name: 'web', port: 80, protocol: 'TCP' }],
-    }),
+    await call(
+      'POST',
+      '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices',
+      slice(
+        'pets',
+        [
+          endpoint('10.244.0.10', { hostname: 'pet-0', conditions: { ready: true } }),
+          endpoint('10.244.0.11', { hostname: 'pet-1', conditions: { ready: true } }),
+        ],
+        { ports: [{ name: 'web', port: 80, protocol: 'TCP' }] },
+      ),
+    ),
     201,
   );
   const all = await eventually(

@@ -8,6 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
+import { endpoint, service, slice } from '../../src/kube/testing.js';
 import type { EndpointSlice, Service } from '../../src/kube/types.js';
 import { CLIENT_IP, NODE_IP, ProxyLab, nsExec, skipReason, waitFor } from './lib/proxy-lab.js';
 import { LiveApiServer, LiveProxy, linkApiNetwork } from './lib/proxy-live.js';
@@ -22,28 +23,27 @@ function serviceObj(
   clusterIP: string,
   extra: Partial<NonNullable<Service['spec']>> = {},
 ): Service {
-  return {
-    metadata: { name, namespace: 'default' },
-    spec: {
-      clusterIP,
-      ports: [{ name: 'p', port: PORT, targetPort: PORT, protocol: 'TCP' }],
-      ...extra,
-    },
-  };
+  return service(name, {
+    clusterIP,
+    ports: [{ name: 'p', port: PORT, targetPort: PORT, protocol: 'TCP' }],
+    ...extra,
+  });
 }
 
 function sliceObj(svc: string, ips: string[], nodeName = NODE): EndpointSlice {
-  return {
-    metadata: {
+  return slice(
+    svc,
+    ips.map((ip) => endpoint(ip, { conditions: { ready: true }, nodeName })),
+    {
       name: `${svc}-live`,
-      namespace: 'default',
-      labels: { 'kubernetes.io/service-name': svc },
-      annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': new Date().toISOString() },
+      ports: [{ name: 'p', port: PORT, protocol: 'TCP' }],
+      metadata: {
+        annotations: {
+          'endpoints.kubernetes.io/last-change-trigger-time': new Date().toISOString(),
+        },
+      },
     },
-    addressType: 'IPv4',
-    ports: [{ name: 'p', port: PORT, protocol: 'TCP' }],
-    endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true }, nodeName })),
-  };
+  );
 }
 
 describe('svcnet proxy against svcnet apiserver (child processes)', { skip }, () => {

@@ -2,49 +2,46 @@
 // Service, a dual-stack one, a StatefulSet-style headless Service with hostnames, an
 // ExternalName pointing inside the zone, and a 100-endpoint headless Service (for TC).
 
+import { endpoint, service, slice } from '../../kube/testing.js';
 import type { RecordIndex } from '../index.js';
+
+const pg = [{ name: 'pg', protocol: 'TCP' as const, port: 5432 }];
 
 /** Loads the test cluster into `index`. */
 export function clusterFixture(index: RecordIndex): void {
-  index.upsertService({
-    metadata: { name: 'web', namespace: 'default' },
-    spec: { clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10'], ports: [{ name: 'http', protocol: 'TCP', port: 80 }] },
-  });
-  index.upsertService({
-    metadata: { name: 'dual', namespace: 'default' },
-    spec: {
+  index.upsertService(service('web', { clusterIP: '10.96.0.10', clusterIPs: ['10.96.0.10'] }));
+  index.upsertService(
+    service('dual', {
       clusterIP: '10.96.0.11',
       clusterIPs: ['10.96.0.11', 'fd00::10'],
       ipFamilies: ['IPv4', 'IPv6'],
-      ports: [{ name: 'http', protocol: 'TCP', port: 80 }],
-    },
-  });
-  index.upsertService({
-    metadata: { name: 'db', namespace: 'default' },
-    spec: { clusterIP: 'None', clusterIPs: ['None'], ports: [{ name: 'pg', protocol: 'TCP', port: 5432 }] },
-  });
-  index.upsertEndpointSlice({
-    metadata: { name: 'db-abc', namespace: 'default', labels: { 'kubernetes.io/service-name': 'db' } },
-    addressType: 'IPv4',
-    endpoints: [
-      { addresses: ['10.244.1.5'], hostname: 'db-0', conditions: { ready: true } },
-      { addresses: ['10.244.2.6'], hostname: 'db-1', conditions: { ready: true } },
-      { addresses: ['10.244.3.7'], hostname: 'db-2', conditions: { ready: false } },
-    ],
-    ports: [{ name: 'pg', protocol: 'TCP', port: 5432 }],
-  });
-  index.upsertService({
-    metadata: { name: 'alias', namespace: 'default' },
-    spec: { type: 'ExternalName', externalName: 'web.default.svc.cluster.local' },
-  });
-  index.upsertService({
-    metadata: { name: 'many', namespace: 'default' },
-    spec: { clusterIP: 'None', clusterIPs: ['None'] },
-  });
-  index.upsertEndpointSlice({
-    metadata: { name: 'many-1', namespace: 'default', labels: { 'kubernetes.io/service-name': 'many' } },
-    addressType: 'IPv4',
-    endpoints: Array.from({ length: 100 }, (_, i) => ({ addresses: [`10.245.0.${i + 1}`] })),
-    ports: [],
-  });
+    }),
+  );
+  index.upsertService(service('db', { clusterIP: 'None', clusterIPs: ['None'], ports: pg }));
+  index.upsertEndpointSlice(
+    slice(
+      'db',
+      [
+        endpoint('10.244.1.5', { hostname: 'db-0', conditions: { ready: true } }),
+        endpoint('10.244.2.6', { hostname: 'db-1', conditions: { ready: true } }),
+        endpoint('10.244.3.7', { hostname: 'db-2', conditions: { ready: false } }),
+      ],
+      { name: 'db-abc', ports: pg },
+    ),
+  );
+  index.upsertService(
+    service('alias', {
+      type: 'ExternalName',
+      externalName: 'web.default.svc.cluster.local',
+      ports: null,
+    }),
+  );
+  index.upsertService(service('many', { clusterIP: 'None', clusterIPs: ['None'], ports: null }));
+  index.upsertEndpointSlice(
+    slice(
+      'many',
+      Array.from({ length: 100 }, (_, i) => endpoint(`10.245.0.${i + 1}`)),
+      { ports: [] },
+    ),
+  );
 }

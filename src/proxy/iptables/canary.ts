@@ -7,7 +7,7 @@
 
 import type { IptablesTableName } from '../../netfilter/iptables/model.js';
 import type { IPFamily } from '../../util/ip.js';
-import type { Clock, TimerHandle } from '../clock.js';
+import type { Clock, TimerHandle } from '../../util/clock.js';
 
 /** What the monitor probes; `ruleExists` is optional (the Fake iptables may lack it). */
 export interface CanaryProbe {
@@ -58,7 +58,7 @@ export class CanaryMonitor {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) this.opts.clock.clearTimer(this.timer);
+    if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);
     this.timer = undefined;
     await this.round;
   }
@@ -85,7 +85,7 @@ export class CanaryMonitor {
 
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = this.opts.clock.setTimer(this.opts.intervalMs, () => {
+    this.timer = this.opts.clock.setTimeout(() => {
       this.timer = undefined;
       if (this.opts.isBusy?.() === true) {
         this.schedule();
@@ -102,7 +102,7 @@ export class CanaryMonitor {
           this.round = undefined;
           this.schedule();
         });
-    });
+    }, this.opts.intervalMs);
   }
 }
 

@@ -14,7 +14,7 @@ import { FakeIptables } from '../../netfilter/iptables/fake.js';
 import { ServiceChangeTracker } from '../model/service-change-tracker.js';
 import { EndpointsChangeTracker } from '../model/endpoints-change-tracker.js';
 import { takeSnapshot } from '../model/snapshot.js';
-import { ep, slice, svc } from '../model/test-objects.js';
+import { endpoint as ep, service as svc, slice } from '../../kube/testing.js';
 import { checkRuleJumps, sortIptablesText } from './compare.js';
 import { DEFAULT_OPTIONS } from './options.js';
 import type { IptablesProxierOptions } from './options.js';

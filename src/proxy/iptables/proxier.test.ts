@@ -15,7 +15,7 @@ import { isBuiltinChain, type IptablesTableName } from '../../netfilter/iptables
 import { parseDocument } from '../../netfilter/iptables/parse.js';
 import { FakeConntrack } from '../../os/conntrack.js';
 import { CanaryMonitor } from './canary.js';
-import { FakeClock } from '../clock.js';
+import { FakeClock } from '../../util/clock.js';
 import { ProxyHealth } from '../healthz.js';
 import { DEFAULT_OPTIONS } from './options.js';
 import { ProxyMetrics } from '../metrics.js';

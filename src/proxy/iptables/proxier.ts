@@ -26,7 +26,7 @@ import type { IptablesProxierOptions } from './options.js';
 import { planIptables } from './plan.js';
 import type { IptablesPlan, JumpRule, PlanState } from './plan.js';
 import { LABEL_TOPOLOGY_ZONE } from '../../kube/names.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../util/clock.js';
 import type { ConntrackServicePort, ConntrackView } from '../conntrack-cleanup.js';
 import { planConntrackCleanup } from '../conntrack-cleanup.js';
 import type { ServiceHealthServers } from '../healthcheck-nodeports.js';

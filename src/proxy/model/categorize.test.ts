@@ -5,12 +5,28 @@ import { servicePortsFor } from './service-port.js';
 import type { ServicePortInfo } from './service-port.js';
 import type { ServiceSpec } from '../../kube/types.js';
 import type { EndpointInfo } from './endpoint.js';
-import { info, svc } from './test-objects.js';
+import { service } from '../../kube/testing.js';
 
 function port(spec: Partial<ServiceSpec>): ServicePortInfo {
-  const p = servicePortsFor(svc('ns/s', { clusterIP: '10.96.0.1', ...spec }), 'IPv4').ports[0];
+  const p = servicePortsFor(service('ns/s', { clusterIP: '10.96.0.1', ...spec }), 'IPv4').ports[0];
   assert.ok(p);
   return p;
+}
+
+/** An EndpointInfo: ready, serving, remote, port 80. */
+function info(ip: string, more: Partial<EndpointInfo> = {}): EndpointInfo {
+  return {
+    ip,
+    port: 80,
+    endpoint: `${ip}:80`,
+    isLocal: false,
+    ready: true,
+    serving: true,
+    terminating: false,
+    zoneHints: [],
+    nodeHints: [],
+    ...more,
+  };
 }
 
 const node = { nodeName: 'me', zone: 'zone-a' };

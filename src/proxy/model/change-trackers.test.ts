@@ -2,11 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ServiceChangeTracker } from './service-change-tracker.js';
 import { EndpointsChangeTracker, localReadyEndpoints } from './endpoints-change-tracker.js';
-import { ep, slice, svc } from './test-objects.js';
+import { endpoint, service, slice } from '../../kube/testing.js';
 
 test('ServiceChangeTracker: add, no-op update, delete; bursts that cancel out change nothing', () => {
   const t = new ServiceChangeTracker('IPv4');
-  const a = svc('ns/a', { clusterIP: '10.96.0.1' });
+  const a = service('ns/a', { clusterIP: '10.96.0.1' });
   assert.equal(t.update(undefined, a), true);
   let r = t.apply();
   assert.deepEqual([...r.updatedServices], ['ns/a']);
@@ -22,13 +22,13 @@ test('ServiceChangeTracker: add, no-op update, delete; bursts that cancel out ch
   assert.equal(t.apply().updatedServices.size, 0);
 
   // Port change then change back within one burst: nothing pending.
-  const moved = svc('ns/a', { clusterIP: '10.96.0.1', ports: [{ name: 'http', port: 81 }] });
+  const moved = service('ns/a', { clusterIP: '10.96.0.1', ports: [{ name: 'http', port: 81 }] });
   t.update(relabelled, moved);
   assert.equal(t.update(moved, relabelled), false);
   assert.equal(t.apply().updatedServices.size, 0);
 
   // Add and delete of a new Service within one burst cancel out.
-  const b = svc('ns/b', { clusterIP: '10.96.0.2' });
+  const b = service('ns/b', { clusterIP: '10.96.0.2' });
   t.update(undefined, b);
   assert.equal(t.update(b, undefined), false);
   assert.equal(t.apply().services.size, 1);
@@ -41,7 +41,7 @@ test('ServiceChangeTracker: add, no-op update, delete; bursts that cancel out ch
 
 test('ServiceChangeTracker: a port removed from a UDP service reports its ClusterIP', () => {
   const t = new ServiceChangeTracker('IPv4');
-  const dns = svc('kube-system/dns', {
+  const dns = service('kube-system/dns', {
     clusterIP: '10.96.0.10',
     ports: [
       { name: 'dns', port: 53, protocol: 'UDP' },
@@ -61,12 +61,12 @@ test('ServiceChangeTracker: a port removed from a UDP service reports its Cluste
 
 test('EndpointsChangeTracker: slices merge, dedupe (local wins) and sort by ip:port', () => {
   const t = new EndpointsChangeTracker('IPv4', 'node-a');
-  t.update(undefined, slice('ns/web', [ep('10.0.0.10'), ep('10.0.0.2')], { n: 1 }));
+  t.update(undefined, slice('ns/web', [endpoint('10.0.0.10'), endpoint('10.0.0.2')], { n: 1 }));
   t.update(
     undefined,
-    slice('ns/web', [ep('10.0.0.2', { nodeName: 'node-a' }), ep('10.0.0.9')], { n: 2 }),
+    slice('ns/web', [endpoint('10.0.0.2', { nodeName: 'node-a' }), endpoint('10.0.0.9')], { n: 2 }),
   );
-  t.update(undefined, slice('ns/web', [ep('fd00::1')], { n: 3, addressType: 'IPv6' }));
+  t.update(undefined, slice('ns/web', [endpoint('fd00::1')], { n: 3, addressType: 'IPv6' }));
   const r = t.apply();
   const eps = r.endpoints.get('ns/web:http/TCP') ?? [];
   assert.deepEqual(
@@ -83,9 +83,9 @@ test('EndpointsChangeTracker: conditions default like kube-proxy, leading zeros 
   t.update(
     undefined,
     slice('ns/web', [
-      ep('010.000.000.001'),
-      ep('10.0.0.2', { conditions: { ready: false } }),
-      ep('10.0.0.3', { conditions: { ready: false, serving: true, terminating: true } }),
+      endpoint('010.000.000.001'),
+      endpoint('10.0.0.2', { conditions: { ready: false } }),
+      endpoint('10.0.0.3', { conditions: { ready: false, serving: true, terminating: true } }),
     ]),
   );
   const eps = t.apply().endpoints.get('ns/web:http/TCP') ?? [];
@@ -101,7 +101,7 @@ test('EndpointsChangeTracker: conditions default like kube-proxy, leading zeros 
 
 test('EndpointsChangeTracker: no-op bursts cancel out; deletes remove; UDP changes ask for conntrack cleanup', () => {
   const t = new EndpointsChangeTracker('IPv4', 'n');
-  const s1 = slice('ns/dns', [ep('10.0.0.1')], {
+  const s1 = slice('ns/dns', [endpoint('10.0.0.1')], {
     ports: [{ name: 'dns', port: 53, protocol: 'UDP' }],
   });
   t.update(undefined, s1);
@@ -111,7 +111,7 @@ test('EndpointsChangeTracker: no-op bursts cancel out; deletes remove; UDP chang
   assert.equal(t.update(s1, s1b), false, 'same endpoints: nothing pending');
   r = t.apply();
   assert.equal(r.updatedServices.size, 0);
-  const s2 = slice('ns/dns', [ep('10.0.0.2')], {
+  const s2 = slice('ns/dns', [endpoint('10.0.0.2')], {
     ports: [{ name: 'dns', port: 53, protocol: 'UDP' }],
   });
   t.update(s1b, s2);
@@ -134,12 +134,12 @@ test('localReadyEndpoints counts ready local endpoints per Service, not terminat
   t.update(
     undefined,
     slice('ns/lb', [
-      ep('10.0.0.1', { nodeName: 'me' }),
-      ep('10.0.0.2', {
+      endpoint('10.0.0.1', { nodeName: 'me' }),
+      endpoint('10.0.0.2', {
         nodeName: 'me',
         conditions: { ready: false, serving: true, terminating: true },
       }),
-      ep('10.0.0.3', { nodeName: 'other' }),
+      endpoint('10.0.0.3', { nodeName: 'other' }),
     ]),
   );
   assert.deepEqual([...localReadyEndpoints(t.apply().endpoints)], [['ns/lb', 1]]);

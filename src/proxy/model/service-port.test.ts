@@ -6,21 +6,22 @@ import {
   usesClusterEndpoints,
   usesLocalEndpoints,
 } from './service-port.js';
-import { svc } from './test-objects.js';
+import { service } from '../../kube/testing.js';
+import type { Service } from '../../kube/types.js';
 
 test('which Services are programmed', () => {
-  const cases: [string, ReturnType<typeof svc>, number][] = [
-    ['plain ClusterIP', svc('ns/a', { clusterIP: '10.96.0.1' }), 1],
-    ['headless clusterIP None', svc('ns/a', { clusterIP: 'None' }), 0],
-    ['no clusterIP', svc('ns/a', {}), 0],
+  const cases: [string, Service, number][] = [
+    ['plain ClusterIP', service('ns/a', { clusterIP: '10.96.0.1' }), 1],
+    ['headless clusterIP None', service('ns/a', { clusterIP: 'None' }), 0],
+    ['no clusterIP', service('ns/a', {}), 0],
     [
       'ExternalName',
-      svc('ns/a', { type: 'ExternalName', externalName: 'x.example', clusterIP: '10.96.0.1' }),
+      service('ns/a', { type: 'ExternalName', externalName: 'x.example', clusterIP: '10.96.0.1' }),
       0,
     ],
     [
       'claimed by another proxy',
-      svc(
+      service(
         'ns/a',
         { clusterIP: '10.96.0.1' },
         { metadata: { labels: { 'service.kubernetes.io/service-proxy-name': 'cilium' } } },
@@ -29,7 +30,7 @@ test('which Services are programmed', () => {
     ],
     [
       'labelled headless',
-      svc(
+      service(
         'ns/a',
         { clusterIP: '10.96.0.1' },
         { metadata: { labels: { 'service.kubernetes.io/headless': '' } } },
@@ -38,12 +39,12 @@ test('which Services are programmed', () => {
     ],
     [
       'IPv6-only service in the IPv4 proxier',
-      svc('ns/a', { clusterIP: 'fd00::1', clusterIPs: ['fd00::1'] }),
+      service('ns/a', { clusterIP: 'fd00::1', clusterIPs: ['fd00::1'] }),
       0,
     ],
     [
       'two ports',
-      svc('ns/a', {
+      service('ns/a', {
         clusterIP: '10.96.0.1',
         ports: [
           { name: 'a', port: 1 },
@@ -57,13 +58,13 @@ test('which Services are programmed', () => {
 });
 
 test('dual-stack Service gives each family its own ClusterIP', () => {
-  const s = svc('ns/a', { clusterIP: '10.96.0.1', clusterIPs: ['10.96.0.1', 'fd00:96::1'] });
+  const s = service('ns/a', { clusterIP: '10.96.0.1', clusterIPs: ['10.96.0.1', 'fd00:96::1'] });
   assert.equal(servicePortsFor(s, 'IPv4').ports[0]?.clusterIP, '10.96.0.1');
   assert.equal(servicePortsFor(s, 'IPv6').ports[0]?.clusterIP, 'fd00:96::1');
 });
 
 test('IPs are read leniently, written canonically, and filtered by family', () => {
-  const s = svc(
+  const s = service(
     'ns/a',
     {
       type: 'LoadBalancer',
@@ -108,7 +109,7 @@ test('IPs are read leniently, written canonically, and filtered by family', () =
 test('names, affinity, policies and health check node port', () => {
   const base = { clusterIP: '10.96.0.1', ports: [{ port: 53, protocol: 'UDP' as const }] };
   const p = servicePortsFor(
-    svc('kube-system/dns', { ...base, sessionAffinity: 'ClientIP' }),
+    service('kube-system/dns', { ...base, sessionAffinity: 'ClientIP' }),
     'IPv4',
   ).ports[0];
   assert.ok(p);
@@ -117,7 +118,7 @@ test('names, affinity, policies and health check node port', () => {
   assert.deepEqual(p.sessionAffinity, { type: 'ClientIP', timeoutSeconds: 10800 });
 
   const lb = (spec: object) =>
-    servicePortsFor(svc('ns/lb', { ...base, healthCheckNodePort: 31000, ...spec }), 'IPv4')
+    servicePortsFor(service('ns/lb', { ...base, healthCheckNodePort: 31000, ...spec }), 'IPv4')
       .ports[0];
   assert.equal(
     lb({ type: 'LoadBalancer', externalTrafficPolicy: 'Local' })?.healthCheckNodePort,

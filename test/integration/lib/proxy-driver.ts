@@ -5,12 +5,13 @@
 
 import { pino } from 'pino';
 import { FakeInformer } from '../../../src/kube/informer.js';
+import { endpoint, service as serviceOf, slice as sliceOf } from '../../../src/kube/testing.js';
 import type { EndpointSlice, Node, Service } from '../../../src/kube/types.js';
 import { objectKey } from '../../../src/kube/types.js';
 import type { ExecRequest, ExecResult, Execer } from '../../../src/os/exec.js';
 import { RealExecer } from '../../../src/os/exec.js';
 import { FakeSysctl } from '../../../src/os/sysctl.js';
-import { createRealClock } from '../../../src/proxy/clock.js';
+import { createRealClock } from '../../../src/util/clock.js';
 import { startProxyDaemon } from '../../../src/proxy/daemon.js';
 import type { ProxyDaemon, ProxyDaemonConfig } from '../../../src/proxy/daemon.js';
 import { defaultProxyConfig } from '../../../src/cli/proxy.js';
@@ -102,14 +103,9 @@ export function service(
     healthCheckNodePort?: number;
   } = {},
 ): Service {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name, namespace: 'default', resourceVersion: String(Date.now()) },
-    spec: {
-      type: opts.type ?? (opts.nodePort !== undefined ? 'NodePort' : 'ClusterIP'),
-      clusterIP,
-      clusterIPs: [clusterIP],
+  return serviceOf(
+    name,
+    {
       ports: [
         {
           name: 'p',
@@ -119,6 +115,9 @@ export function service(
           ...(opts.nodePort !== undefined ? { nodePort: opts.nodePort } : {}),
         },
       ],
+      type: opts.type ?? (opts.nodePort !== undefined ? 'NodePort' : 'ClusterIP'),
+      clusterIP,
+      clusterIPs: [clusterIP],
       ...(opts.externalTrafficPolicy !== undefined
         ? { externalTrafficPolicy: opts.externalTrafficPolicy }
         : {}),
@@ -126,7 +125,8 @@ export function service(
         ? { healthCheckNodePort: opts.healthCheckNodePort }
         : {}),
     },
-  };
+    { metadata: { resourceVersion: String(Date.now()) } },
+  );
 }
 
 /** An EndpointSlice for `svc` with ready endpoints on `nodeName`. */
@@ -137,20 +137,20 @@ export function slice(
   nodeName: string,
   opts: { protocol?: 'TCP' | 'UDP'; name?: string } = {},
 ): EndpointSlice {
-  return {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    addressType: 'IPv4',
-    metadata: {
+  return sliceOf(
+    svcName,
+    ips.map((ip) => endpoint(ip, { conditions: { ready: true }, nodeName })),
+    {
       name: opts.name ?? `${svcName}-abc`,
-      namespace: 'default',
-      labels: { 'kubernetes.io/service-name': svcName },
-      annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': new Date().toISOString() },
-      resourceVersion: String(Date.now()),
+      ports: [{ name: 'p', port, protocol: opts.protocol ?? 'TCP' }],
+      metadata: {
+        annotations: {
+          'endpoints.kubernetes.io/last-change-trigger-time': new Date().toISOString(),
+        },
+        resourceVersion: String(Date.now()),
+      },
     },
-    ports: [{ name: 'p', port, protocol: opts.protocol ?? 'TCP' }],
-    endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true }, nodeName })),
-  };
+  );
 }
 
 export { objectKey };
