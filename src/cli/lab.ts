@@ -281,12 +281,15 @@ export function registerLabCommand(program: Command): void {
         }) => {
           const { superviseLab } = await import('../lab/supervisor.js');
           const { RealExecer } = await import('../os/exec.js');
+          const { RealIp } = await import('../os/ip.js');
+          const execer = new RealExecer();
           await superviseLab({
             runId: o.runId,
             lifeline: o.lifeline === true,
             plan: planLab({ name: o.name, nodes: o.nodes }),
             stateDir: o.stateDir,
-            execer: new RealExecer(),
+            execer,
+            ip: new RealIp(execer),
             components: { cni: o.cni, cniBinDir: o.cniBinDir },
             self: selfArgv(),
             log: (m) => process.stderr.write(`${new Date().toISOString()} ${m}\n`),
