@@ -7,6 +7,7 @@ import { bridge, routeDel } from '../util/ip-ops.js';
 import { MemoryIpamStore } from './ipam-store.js';
 import { runPlugin, type PluginDeps } from './plugin.js';
 import { attachNames } from './plan-link.js';
+import { kindnetConfig } from './test-configs.js';
 import type { CniResult } from './types.js';
 
 const POD = '/run/netns/pod1';
@@ -49,17 +50,7 @@ function env(command: string, extra: Record<string, string> = {}): Record<string
   };
 }
 
-const ptp = {
-  cniVersion: '1.0.0',
-  name: 'kindnet',
-  type: 'svcnet-cni',
-  ipam: {
-    type: 'host-local',
-    ranges: [[{ subnet: '10.244.1.0/24' }]],
-    routes: [{ dst: '0.0.0.0/0' }],
-    dataDir: '/ipam',
-  },
-};
+const ptp = kindnetConfig('1.0.0', '/ipam');
 
 test('ptp ADD: result JSON, kernel state on both sides, forwarding; CHECK; DEL twice', async () => {
   const w = world();

@@ -56,6 +56,14 @@ const REQUIRE_BANNER =
 /** What stays a runtime import: esbuild (only used here) and native addons. */
 const EXTERNAL = ['esbuild', 'better-sqlite3'];
 
+/** What both bundles share: one self-contained file set for the Node this package requires. */
+const NODE_BUNDLE = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+} as const;
+
 /** Bundles the lab CLI (`build/lab/`) and/or the CNI plugin (`build/cni/`) from `<root>/src`. */
 export async function buildBundles(
   root = packageRoot(),
@@ -72,17 +80,14 @@ export async function buildBundles(
     rmSync(p.labDir, { recursive: true, force: true });
     jobs.push(
       esbuild.build({
+        ...NODE_BUNDLE,
         entryPoints: [join(src, 'cli', 'main.ts')],
-        bundle: true,
         splitting: true,
-        platform: 'node',
-        target: 'node20',
         format: 'esm',
         outdir: p.labDir,
         outExtension: { '.js': '.mjs' },
         banner: { js: REQUIRE_BANNER },
         external: EXTERNAL,
-        logLevel: 'warning',
       }),
     );
   }
@@ -90,13 +95,10 @@ export async function buildBundles(
     rmSync(p.cniDir, { recursive: true, force: true });
     jobs.push(
       esbuild.build({
+        ...NODE_BUNDLE,
         entryPoints: [join(src, 'cli', 'svcnet-cni.ts')],
-        bundle: true,
-        platform: 'node',
-        target: 'node20',
         format: 'cjs',
         outfile: p.cni,
-        logLevel: 'warning',
       }),
     );
   }
