@@ -19,6 +19,7 @@ import { connect } from 'node:net';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Ip } from '../os/ip.js';
+import { netnsExecArgv } from '../os/netns.js';
 import { linkUp, netnsPath } from '../util/ip-ops.js';
 import {
   adoptProcess,
@@ -241,15 +242,11 @@ export class LabPodRuntime implements PodRuntime {
         pod,
         this.opts.kubeconfig === undefined ? {} : { kubeconfig: this.opts.kubeconfig },
       );
-      const proc = startProcess(
-        'ip',
-        ['netns', 'exec', netns, ...this.opts.self, ...plan.args],
-        join(this.opts.logDir, `${netns}.log`),
-        {
-          POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',
-          POD_NAMESPACE: pod.metadata?.namespace ?? 'default',
-        },
-      );
+      const [cmd, ...args] = netnsExecArgv(netns, [...this.opts.self, ...plan.args]);
+      const proc = startProcess(cmd, args, join(this.opts.logDir, `${netns}.log`), {
+        POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',
+        POD_NAMESPACE: pod.metadata?.namespace ?? 'default',
+      });
       this.running.set(key, { pod, netns, proc });
       const port = plan.tcpPorts[0];
       const deadline = Date.now() + (this.opts.startTimeoutMs ?? 20_000);
