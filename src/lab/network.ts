@@ -1,12 +1,12 @@
 // Applies the lab's network script (topology.ts): namespaces and links, addresses and routes
 // through the Ip seam (one batch per namespace), then firewall rules and sysctls inside each
-// namespace through a NetnsExecer. Runs only inside the lab sandbox, whose private /run/netns
+// namespace through netnsExecer. Runs only inside the lab sandbox, whose private /run/netns
 // keeps every name off the host; unit tests build the same network on FakeIp.
 
 import type { Execer } from '../os/exec.js';
 import { runChecked } from '../os/exec.js';
 import type { Ip } from '../os/ip.js';
-import { NetnsExecer } from '../os/netns.js';
+import { netnsExecer } from '../os/netns.js';
 import { netnsPath } from '../util/ip-ops.js';
 import type { NetworkScript } from './topology.js';
 
@@ -23,14 +23,14 @@ export async function applyNetworkScript(
 ): Promise<void> {
   await buildNetwork(ip, script);
   for (const f of script.firewall)
-    await runChecked(new NetnsExecer(execer, f.netns), {
+    await runChecked(netnsExecer(execer, f.netns), {
       cmd: 'iptables-restore',
       // -w: the xtables lock file is shared with every namespace's iptables, proxies included.
       args: ['-w', '5', '--noflush'],
       stdin: `${f.restore.join('\n')}\n`,
     });
   for (const s of script.sysctls)
-    await runChecked(new NetnsExecer(execer, s.netns), {
+    await runChecked(netnsExecer(execer, s.netns), {
       cmd: 'sysctl',
       args: ['-qw', ...s.settings],
     });

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeExecer } from './exec.js';
-import { NetnsExecer, netnsExecArgv } from './netns.js';
+import { netnsExecer, netnsExecArgv } from './netns.js';
 
 test('commands run inside a named namespace through ip netns exec, stdin passed on', async () => {
   assert.deepEqual(netnsExecArgv('node-1', ['sysctl', '-qw', 'a=1']), [
@@ -21,7 +21,7 @@ test('commands run inside a named namespace through ip netns exec, stdin passed 
     },
     result: { stdout: 'ok' },
   });
-  const res = await new NetnsExecer(fake, 'hub').run({
+  const res = await netnsExecer(fake, 'hub').run({
     cmd: 'iptables-restore',
     args: ['--noflush'],
     stdin: '*filter\nCOMMIT\n',

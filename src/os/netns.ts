@@ -10,18 +10,12 @@ export function netnsExecArgv(name: string, argv: readonly string[]): [string, .
   return ['ip', 'netns', 'exec', name, ...argv];
 }
 
-/** An Execer whose commands run inside the namespace NAME. */
-export class NetnsExecer implements Execer {
-  private readonly inner: Execer;
-  private readonly name: string;
-
-  constructor(inner: Execer, name: string) {
-    this.inner = inner;
-    this.name = name;
-  }
-
-  run(req: ExecRequest): Promise<ExecResult> {
-    const [cmd, ...args] = netnsExecArgv(this.name, [req.cmd, ...req.args]);
-    return this.inner.run({ ...req, cmd, args });
-  }
+/** An Execer whose commands run inside the namespace NAME (through `inner`). */
+export function netnsExecer(inner: Execer, name: string): Execer {
+  return {
+    run: (req: ExecRequest): Promise<ExecResult> => {
+      const [cmd, ...args] = netnsExecArgv(name, [req.cmd, ...req.args]);
+      return inner.run({ ...req, cmd, args });
+    },
+  };
 }
