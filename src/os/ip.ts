@@ -245,6 +245,15 @@ interface FakeNs {
 
 const HOST = '';
 
+/** A synchronous body as a promise: its throw becomes a rejection, as with RealIp. */
+function settle<T>(body: () => T): Promise<T> {
+  try {
+    return Promise.resolve(body());
+  } catch (e) {
+    return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+  }
+}
+
 /** In-memory namespaces driven by the same typed ops as RealIp. */
 export class FakeIp implements Ip {
   private readonly spaces = new Map<string, FakeNs>([[HOST, FakeIp.emptyNs()]]);
@@ -329,7 +338,7 @@ export class FakeIp implements Ip {
   }
 
   batch(netns: NetnsPath, ops: readonly IpOp[]): Promise<void> {
-    try {
+    return settle(() => {
       const ns = this.ns(netns);
       ops.forEach((op, i) => {
         const line = renderIpOp(op);
@@ -344,53 +353,36 @@ export class FakeIp implements Ip {
           );
         }
       });
-      return Promise.resolve();
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
+    });
   }
 
   deleteLink(netns: NetnsPath, name: string): Promise<boolean> {
-    try {
-      const ns = this.ns(netns);
-      if (!ns.links.has(name)) return Promise.resolve(false);
+    return settle(() => {
+      if (!this.ns(netns).links.has(name)) return false;
       this.dropLink(netns ?? HOST, name, true);
-      return Promise.resolve(true);
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
+      return true;
+    });
   }
 
   ensureBridge(netns: NetnsPath, name: string, mtu?: number): Promise<void> {
-    try {
+    return settle(() => {
       const ns = this.ns(netns);
       if (!ns.links.has(name)) ns.links.set(name, this.newLink(name, 'bridge', mtu ?? 1500));
-      return Promise.resolve();
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
+    });
   }
 
   links(netns: NetnsPath): Promise<IpLink[]> {
-    try {
-      return Promise.resolve(
-        [...this.ns(netns).links.values()].map((l) => ({ ...l, addrs: [...l.addrs] })),
-      );
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
+    return settle(() =>
+      [...this.ns(netns).links.values()].map((l) => ({ ...l, addrs: [...l.addrs] })),
+    );
   }
 
   routes(netns: NetnsPath, family: IPFamily): Promise<IpRoute[]> {
-    try {
-      return Promise.resolve(
-        this.ns(netns)
-          .routes.filter((r) => parseCIDR(r.dst)?.family === family)
-          .map(({ dst, gateway, dev, scope }) => ({ dst, gateway, dev, scope })),
-      );
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
+    return settle(() =>
+      this.ns(netns)
+        .routes.filter((r) => parseCIDR(r.dst)?.family === family)
+        .map(({ dst, gateway, dev, scope }) => ({ dst, gateway, dev, scope })),
+    );
   }
 
   netnsExists(path: string): Promise<boolean> {
@@ -398,16 +390,15 @@ export class FakeIp implements Ip {
   }
 
   addNetns(name: string): Promise<void> {
-    const path = netnsPath(name);
-    if (this.spaces.has(path))
-      return Promise.reject(
-        new IpError(
+    return settle(() => {
+      const path = netnsPath(name);
+      if (this.spaces.has(path))
+        throw new IpError(
           `ip netns add ${name}: Cannot create namespace file "${path}": File exists`,
           'File exists',
-        ),
-      );
-    this.addNetnsAt(path);
-    return Promise.resolve();
+        );
+      this.addNetnsAt(path);
+    });
   }
 
   deleteNetns(name: string): Promise<boolean> {
