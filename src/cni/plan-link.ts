@@ -57,9 +57,9 @@ export interface AttachNames {
 
 export interface AttachPlan {
   /** Run in the plugin's ("host") namespace, after ensuring the bridge in bridge mode. */
-  readonly hostLines: IpOp[];
+  readonly hostOps: IpOp[];
   /** Run inside the Pod namespace. */
-  readonly podLines: IpOp[];
+  readonly podOps: IpOp[];
   /** IPv4/IPv6 forwarding sysctls to enable in the host namespace. */
   readonly forwarding: readonly ('IPv4' | 'IPv6')[];
 }
@@ -138,7 +138,7 @@ function familyOfCidr(text: string): 'IPv4' | 'IPv6' | undefined {
 }
 
 /**
- * The lines that attach the Pod. Throws code 7 when ptp mode gets an address without a
+ * The ops that attach the Pod. Throws code 7 when ptp mode gets an address without a
  * gateway (ptp routes everything through it).
  */
 export function planAttach(
@@ -203,7 +203,7 @@ export function planAttach(
   }
   const families = [...new Set(addrs.map((a) => a.ip.family))];
   const forwarding = cfg.mode === 'ptp' || cfg.isGateway ? families : [];
-  return { hostLines: host, podLines: pod, forwarding };
+  return { hostOps: host, podOps: pod, forwarding };
 }
 
 /**
