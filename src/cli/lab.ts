@@ -12,7 +12,7 @@ import { parseManifests } from '../kube/manifest.js';
 import type { KubeObject } from '../kube/types.js';
 import { waitForTermination } from '../os/process.js';
 import { planLab } from '../lab/topology.js';
-import { action, readSources } from './run.js';
+import { action, collect, readSources } from './run.js';
 
 /** The lab's modules, loaded on demand. */
 async function labModule(): Promise<typeof import('../lab/lab.js')> {
@@ -21,10 +21,6 @@ async function labModule(): Promise<typeof import('../lab/lab.js')> {
 
 const CNI_CHOICES = ['svcnet', 'reference'] as const;
 type CniChoice = (typeof CNI_CHOICES)[number];
-
-function collect(v: string, prev: string[]): string[] {
-  return [...prev, v];
-}
 
 /** How this process was started, to start more svcnet processes the same way. */
 function selfArgv(): string[] {
@@ -57,14 +53,32 @@ function describeNodes(plan: ReturnType<typeof planLab>): string {
   );
 }
 
+/** `--name`, the option every user-facing subcommand takes. */
+function labNameOption(cmd: Command): Command {
+  return cmd.option('--name <name>', 'lab name', 'svcnet');
+}
+
 export function registerLabCommand(program: Command): void {
   const lab = program
     .command('lab')
     .description('a multi-node cluster in network namespaces on this machine (root)');
-  lab
-    .command('up')
+  for (const add of [
+    addUp,
+    addDown,
+    addStatus,
+    addExec,
+    addForward,
+    addRestart,
+    addKubeconfig,
+    addAgent,
+    addSupervise,
+  ])
+    add(lab);
+}
+
+function addUp(lab: Command): void {
+  labNameOption(lab.command('up'))
     .description('build the lab, apply the manifests, and return when every Pod serves')
-    .option('--name <name>', 'lab name', 'svcnet')
     .option('--nodes <n>', 'nodes including the control plane', positiveInt, 3)
     .option(
       '-f, --filename <file>',
@@ -115,55 +129,61 @@ export function registerLabCommand(program: Command): void {
         },
       ),
     );
-  lab
-    .command('down')
-    .description('stop the lab and remove everything it created')
-    .option('--name <name>', 'lab name', 'svcnet')
-    .action(
-      action('lab down', async (o: { name: string }) =>
-        (await (await labModule()).labDown(o.name))
-          ? `lab ${o.name} removed`
-          : `lab ${o.name} is not running`,
-      ),
-    );
-  lab
-    .command('status')
-    .description('show the lab and its nodes')
-    .option('--name <name>', 'lab name', 'svcnet')
-    .action(
-      action('lab status', async (o: { name: string }) => {
-        const running = (await labModule()).findLab(o.name);
-        if (!running) {
-          process.exitCode = 1;
-          return Promise.resolve(`lab ${o.name} is not running`);
-        }
-        const st = running.state;
-        return Promise.resolve(
-          [
-            `lab ${o.name}: ${st.status} since ${st.readyAt ?? st.startedAt} (cni ${st.cni}, supervisor pid ${String(running.unsharePid)})`,
-            ...(st.apiServer
-              ? [`API server ${st.apiServer}, kubeconfig ${st.kubeconfig ?? ''}`]
-              : []),
-            `logs ${join(running.stateDir, 'logs')}`,
-            describeNodes(st.plan),
-          ].join('\n'),
-        );
-      }),
-    );
-  lab
-    .command('exec')
-    .description(
-      'run a command inside a node (or pod) of the lab: svcnet lab exec TARGET -- CMD...',
-    )
-    .argument('<target>', 'node or pod name')
-    .argument('[cmd...]', 'command and arguments')
-    .option('--name <name>', 'lab name', 'svcnet')
-    .action(
-      action('lab exec', async (target: string, cmd: string[], o: { name: string }) => {
-        process.exitCode = await (await labModule()).labExec(o.name, target, cmd);
-        return undefined;
-      }),
-    );
+}
+
+function addDown(lab: Command): void {
+  labNameOption(
+    lab.command('down').description('stop the lab and remove everything it created'),
+  ).action(
+    action('lab down', async (o: { name: string }) =>
+      (await (await labModule()).labDown(o.name))
+        ? `lab ${o.name} removed`
+        : `lab ${o.name} is not running`,
+    ),
+  );
+}
+
+function addStatus(lab: Command): void {
+  labNameOption(lab.command('status').description('show the lab and its nodes')).action(
+    action('lab status', async (o: { name: string }) => {
+      const running = (await labModule()).findLab(o.name);
+      if (!running) {
+        process.exitCode = 1;
+        return Promise.resolve(`lab ${o.name} is not running`);
+      }
+      const st = running.state;
+      return Promise.resolve(
+        [
+          `lab ${o.name}: ${st.status} since ${st.readyAt ?? st.startedAt} (cni ${st.cni}, supervisor pid ${String(running.unsharePid)})`,
+          ...(st.apiServer
+            ? [`API server ${st.apiServer}, kubeconfig ${st.kubeconfig ?? ''}`]
+            : []),
+          `logs ${join(running.stateDir, 'logs')}`,
+          describeNodes(st.plan),
+        ].join('\n'),
+      );
+    }),
+  );
+}
+
+function addExec(lab: Command): void {
+  labNameOption(
+    lab
+      .command('exec')
+      .description(
+        'run a command inside a node (or pod) of the lab: svcnet lab exec TARGET -- CMD...',
+      )
+      .argument('<target>', 'node or pod name')
+      .argument('[cmd...]', 'command and arguments'),
+  ).action(
+    action('lab exec', async (target: string, cmd: string[], o: { name: string }) => {
+      process.exitCode = await (await labModule()).labExec(o.name, target, cmd);
+      return undefined;
+    }),
+  );
+}
+
+function addForward(lab: Command): void {
   lab
     .command('forward', { hidden: true })
     .description('internal: bridge a unix socket to a TCP address (the lab API endpoint)')
@@ -184,27 +204,36 @@ export function registerLabCommand(program: Command): void {
         return undefined;
       }),
     );
-  lab
-    .command('restart')
-    .description('restart one lab component: proxy-NODE, agent-NODE, controller, apiserver')
-    .argument('<component>', 'component name, as in the lab logs folder')
-    .option('--name <name>', 'lab name', 'svcnet')
-    .action(
-      action('lab restart', async (component: string, o: { name: string }) =>
-        (await labModule()).labRestart(o.name, component),
-      ),
-    );
-  lab
-    .command('kubeconfig')
-    .description("print the kubeconfig of the lab's API server (for kubectl on this machine)")
-    .option('--name <name>', 'lab name', 'svcnet')
-    .action(
-      action('lab kubeconfig', async (o: { name: string }) => {
-        const running = (await labModule()).findLab(o.name);
-        if (!running) throw new SvcnetError('NOT_FOUND', `lab ${o.name} is not running`);
-        return (await labModule()).labKubeconfigText(running).trimEnd();
-      }),
-    );
+}
+
+function addRestart(lab: Command): void {
+  labNameOption(
+    lab
+      .command('restart')
+      .description('restart one lab component: proxy-NODE, agent-NODE, controller, apiserver')
+      .argument('<component>', 'component name, as in the lab logs folder'),
+  ).action(
+    action('lab restart', async (component: string, o: { name: string }) =>
+      (await labModule()).labRestart(o.name, component),
+    ),
+  );
+}
+
+function addKubeconfig(lab: Command): void {
+  labNameOption(
+    lab
+      .command('kubeconfig')
+      .description("print the kubeconfig of the lab's API server (for kubectl on this machine)"),
+  ).action(
+    action('lab kubeconfig', async (o: { name: string }) => {
+      const running = (await labModule()).findLab(o.name);
+      if (!running) throw new SvcnetError('NOT_FOUND', `lab ${o.name} is not running`);
+      return (await labModule()).labKubeconfigText(running).trimEnd();
+    }),
+  );
+}
+
+function addAgent(lab: Command): void {
   lab
     .command('agent', { hidden: true })
     .description("internal: a lab node's agent (its kubelet), run inside the node namespace")
@@ -257,6 +286,9 @@ export function registerLabCommand(program: Command): void {
         },
       ),
     );
+}
+
+function addSupervise(lab: Command): void {
   lab
     .command('supervise', { hidden: true })
     .description('internal: the lab supervisor (PID 1 of the lab sandbox)')
@@ -281,12 +313,15 @@ export function registerLabCommand(program: Command): void {
         }) => {
           const { superviseLab } = await import('../lab/supervisor.js');
           const { RealExecer } = await import('../os/exec.js');
+          const { RealIp } = await import('../os/ip.js');
+          const execer = new RealExecer();
           await superviseLab({
             runId: o.runId,
             lifeline: o.lifeline === true,
             plan: planLab({ name: o.name, nodes: o.nodes }),
             stateDir: o.stateDir,
-            execer: new RealExecer(),
+            execer,
+            ip: new RealIp(execer),
             components: { cni: o.cni, cniBinDir: o.cniBinDir },
             self: selfArgv(),
             log: (m) => process.stderr.write(`${new Date().toISOString()} ${m}\n`),

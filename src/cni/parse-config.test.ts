@@ -4,6 +4,7 @@ import { parsePluginConfig } from './parse-config.js';
 import { parseEnvironment, parseCniArgs } from './parse-request.js';
 import { CniError } from './types.js';
 import { highestCommonVersion } from './version.js';
+import { kindnetConfig } from './test-configs.js';
 
 function cniError(fn: () => unknown): CniError {
   try {
@@ -15,17 +16,7 @@ function cniError(fn: () => unknown): CniError {
   assert.fail('expected a CniError');
 }
 
-const good = {
-  cniVersion: '1.1.0',
-  name: 'kindnet',
-  type: 'svcnet-cni',
-  ipam: {
-    type: 'host-local',
-    ranges: [[{ subnet: '10.244.1.0/24' }]],
-    routes: [{ dst: '0.0.0.0/0' }],
-    dataDir: '/run/ipam',
-  },
-};
+const good = kindnetConfig('1.1.0', '/run/ipam');
 
 test('a kindnet-style config parses with host-local defaults', () => {
   const cfg = parsePluginConfig(JSON.stringify(good), 'ADD');

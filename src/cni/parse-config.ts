@@ -116,24 +116,34 @@ class Problems {
   }
 }
 
-function optBool(o: Json, key: string, p: Problems, field = key): boolean {
+interface JsonTypes {
+  boolean: boolean;
+  string: string;
+}
+
+/** `o[key]` when it has the JSON type; undefined when absent; otherwise a problem at `field`. */
+function optOfType<K extends keyof JsonTypes>(
+  o: Json,
+  key: string,
+  type: K,
+  p: Problems,
+  field: string,
+): JsonTypes[K] | undefined {
   const v = o[key];
-  if (v === undefined) return false;
-  if (typeof v !== 'boolean') {
-    p.add(field, `must be a boolean, got ${JSON.stringify(v)}`);
-    return false;
+  if (v === undefined) return undefined;
+  if (typeof v !== type) {
+    p.add(field, `must be a ${type}, got ${JSON.stringify(v)}`);
+    return undefined;
   }
-  return v;
+  return v as JsonTypes[K];
+}
+
+function optBool(o: Json, key: string, p: Problems, field = key): boolean {
+  return optOfType(o, key, 'boolean', p, field) ?? false;
 }
 
 function optString(o: Json, key: string, p: Problems, field = key): string | undefined {
-  const v = o[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'string') {
-    p.add(field, `must be a string, got ${JSON.stringify(v)}`);
-    return undefined;
-  }
-  return v;
+  return optOfType(o, key, 'string', p, field);
 }
 
 function stringList(v: unknown, field: string, p: Problems): string[] | undefined {

@@ -1,12 +1,22 @@
-// Link decisions for svcnet-cni: the iproute2 batch lines that attach a Pod in ptp mode
+// Link decisions for svcnet-cni: the iproute2 ops (util/ip-ops.ts) that attach a Pod in ptp mode
 // (kindnet style: the gateway as /32 on every host veth, a /32 host route per Pod, and in
 // the Pod a link-scope route to the gateway with everything else via it) or bridge mode
 // (veth port on a bridge holding the gateway, hairpin optional), the ADD result, and the
 // CHECK comparison of observed state against prevResult. Pure; the plugin edge runs the
-// lines through the Ip boundary.
+// ops through the Ip boundary.
 
 import { createHash } from 'node:crypto';
 import { formatCIDR, formatIP, parseCIDR, parseIP, type ParsedIP } from '../util/ip.js';
+import {
+  addrAdd,
+  addrReplace,
+  linkSet,
+  linkUp,
+  routeAdd,
+  routeReplace,
+  vethPair,
+  type IpOp,
+} from '../util/ip-ops.js';
 import type { PluginConfig } from './parse-config.js';
 import {
   CniError,
@@ -16,9 +26,6 @@ import {
   type CniResult,
   type CniRoute,
 } from './types.js';
-
-/** One `ip -batch` line as tokens (same shape as the Ip boundary's IpCommand). */
-export type IpCommand = readonly string[];
 
 /** What CHECK needs of a link as the Ip boundary reports it. */
 export interface ObservedLink {
@@ -50,9 +57,9 @@ export interface AttachNames {
 
 export interface AttachPlan {
   /** Run in the plugin's ("host") namespace, after ensuring the bridge in bridge mode. */
-  readonly hostLines: IpCommand[];
+  readonly hostOps: IpOp[];
   /** Run inside the Pod namespace. */
-  readonly podLines: IpCommand[];
+  readonly podOps: IpOp[];
   /** IPv4/IPv6 forwarding sysctls to enable in the host namespace. */
   readonly forwarding: readonly ('IPv4' | 'IPv6')[];
 }
@@ -131,7 +138,7 @@ function familyOfCidr(text: string): 'IPv4' | 'IPv6' | undefined {
 }
 
 /**
- * The lines that attach the Pod. Throws code 7 when ptp mode gets an address without a
+ * The ops that attach the Pod. Throws code 7 when ptp mode gets an address without a
  * gateway (ptp routes everything through it).
  */
 export function planAttach(
@@ -142,47 +149,33 @@ export function planAttach(
   addrs: readonly PodAddress[],
   routes: readonly CniRoute[],
 ): AttachPlan {
-  const mtu = cfg.mtu === undefined ? [] : ['mtu', String(cfg.mtu)];
-  const host: IpCommand[] = [];
-  const pod: IpCommand[] = [
-    ['link', 'set', 'lo', 'up'],
-    ['link', 'set', ifName, 'up'],
-  ];
+  const host: IpOp[] = [];
+  const pod: IpOp[] = [linkUp('lo'), linkUp(ifName)];
   if (cfg.mode === 'bridge') {
-    host.push(['link', 'set', cfg.bridge, 'up']);
+    host.push(linkUp(cfg.bridge));
     if (cfg.isGateway)
       for (const a of addrs)
-        if (a.gateway)
-          host.push(['addr', 'replace', `${formatIP(a.gateway)}/${a.prefix}`, 'dev', cfg.bridge]);
+        if (a.gateway) host.push(addrReplace(`${formatIP(a.gateway)}/${a.prefix}`, cfg.bridge));
   }
-  host.push([
-    'link',
-    'add',
-    names.hostVeth,
-    ...mtu,
-    'address',
-    names.hostMac,
-    'type',
-    'veth',
-    'peer',
-    'name',
-    ifName,
-    ...mtu,
-    'address',
-    names.podMac,
-    'netns',
-    netns,
-  ]);
+  host.push(
+    vethPair({
+      host: names.hostVeth,
+      peer: ifName,
+      mtu: cfg.mtu,
+      hostMac: names.hostMac,
+      peerMac: names.podMac,
+      netns,
+    }),
+  );
   if (cfg.mode === 'bridge') {
-    host.push(['link', 'set', names.hostVeth, 'master', cfg.bridge]);
-    host.push(['link', 'set', names.hostVeth, 'up']);
-    if (cfg.hairpinMode)
-      host.push(['link', 'set', names.hostVeth, 'type', 'bridge_slave', 'hairpin', 'on']);
-  } else host.push(['link', 'set', names.hostVeth, 'up']);
+    host.push(linkSet(names.hostVeth, { master: cfg.bridge }));
+    host.push(linkUp(names.hostVeth));
+    if (cfg.hairpinMode) host.push(linkSet(names.hostVeth, { hairpin: true }));
+  } else host.push(linkUp(names.hostVeth));
 
   for (const a of addrs) {
     const ip = formatIP(a.ip);
-    const v6 = a.ip.family === 'IPv6' ? ['nodad'] : [];
+    const nodad = a.ip.family === 'IPv6';
     if (cfg.mode === 'ptp') {
       if (!a.gateway)
         throw new CniError(
@@ -190,14 +183,14 @@ export function planAttach(
           `ptp mode needs a gateway for ${ip}/${a.prefix}; set ipam.ranges[].gateway`,
         );
       const gw = formatIP(a.gateway);
-      host.push(['addr', 'replace', `${gw}/${hostBits(a)}`, 'dev', names.hostVeth, ...v6]);
-      host.push(['route', 'add', `${ip}/${hostBits(a)}`, 'dev', names.hostVeth, 'scope', 'link']);
-      pod.push(['addr', 'add', `${ip}/${a.prefix}`, 'dev', ifName, 'noprefixroute', ...v6]);
-      pod.push(['route', 'add', `${gw}/${hostBits(a)}`, 'dev', ifName, 'scope', 'link', 'src', ip]);
+      host.push(addrReplace(`${gw}/${hostBits(a)}`, names.hostVeth, { nodad }));
+      host.push(routeAdd(`${ip}/${hostBits(a)}`, { dev: names.hostVeth, scope: 'link' }));
+      pod.push(addrAdd(`${ip}/${a.prefix}`, ifName, { noprefixroute: true, nodad }));
+      pod.push(routeAdd(`${gw}/${hostBits(a)}`, { dev: ifName, scope: 'link', src: ip }));
       if (a.prefix < hostBits(a))
-        pod.push(['route', 'add', subnetOf(a), 'via', gw, 'dev', ifName, 'src', ip]);
+        pod.push(routeAdd(subnetOf(a), { via: gw, dev: ifName, src: ip }));
     } else {
-      pod.push(['addr', 'add', `${ip}/${a.prefix}`, 'dev', ifName, ...v6]);
+      pod.push(addrAdd(`${ip}/${a.prefix}`, ifName, { nodad }));
     }
   }
   for (const r of routes) {
@@ -206,11 +199,11 @@ export function planAttach(
     if (!a) continue;
     if (cfg.mode === 'ptp' && r.dst === subnetOf(a) && r.gw === undefined) continue;
     const gw = r.gw ?? (a.gateway ? formatIP(a.gateway) : undefined);
-    pod.push(['route', 'replace', r.dst, ...(gw ? ['via', gw] : []), 'dev', ifName]);
+    pod.push(routeReplace(r.dst, { via: gw, dev: ifName }));
   }
   const families = [...new Set(addrs.map((a) => a.ip.family))];
   const forwarding = cfg.mode === 'ptp' || cfg.isGateway ? families : [];
-  return { hostLines: host, podLines: pod, forwarding };
+  return { hostOps: host, podOps: pod, forwarding };
 }
 
 /**

@@ -3,9 +3,11 @@ import assert from 'node:assert/strict';
 import { FakeExecer } from '../os/exec.js';
 import { FakeIp } from '../os/ip.js';
 import { FakeSysctl } from '../os/sysctl.js';
+import { bridge, routeDel } from '../util/ip-ops.js';
 import { MemoryIpamStore } from './ipam-store.js';
 import { runPlugin, type PluginDeps } from './plugin.js';
 import { attachNames } from './plan-link.js';
+import { kindnetConfig } from './test-configs.js';
 import type { CniResult } from './types.js';
 
 const POD = '/run/netns/pod1';
@@ -22,7 +24,7 @@ function world(execer = new FakeExecer()): {
   execer: FakeExecer;
 } {
   const ip = new FakeIp();
-  ip.addNetns(POD);
+  ip.addNetnsAt(POD);
   const sysctl = new FakeSysctl({
     'net.ipv4.ip_forward': '0',
     'net.ipv6.conf.all.forwarding': '0',
@@ -48,17 +50,7 @@ function env(command: string, extra: Record<string, string> = {}): Record<string
   };
 }
 
-const ptp = {
-  cniVersion: '1.0.0',
-  name: 'kindnet',
-  type: 'svcnet-cni',
-  ipam: {
-    type: 'host-local',
-    ranges: [[{ subnet: '10.244.1.0/24' }]],
-    routes: [{ dst: '0.0.0.0/0' }],
-    dataDir: '/ipam',
-  },
-};
+const ptp = kindnetConfig('1.0.0', '/ipam');
 
 test('ptp ADD: result JSON, kernel state on both sides, forwarding; CHECK; DEL twice', async () => {
   const w = world();
@@ -99,7 +91,7 @@ test('ptp ADD: result JSON, kernel state on both sides, forwarding; CHECK; DEL t
 
   const withPrev = JSON.stringify({ ...ptp, prevResult: result });
   assert.deepEqual(await runPlugin(env('CHECK'), withPrev, w.deps), { stdout: '', exitCode: 0 });
-  await w.ip.batch(undefined, [['route', 'del', '10.244.1.2/32', 'dev', names.hostVeth]]);
+  await w.ip.batch(undefined, [routeDel('10.244.1.2/32', { dev: names.hostVeth })]);
   const bad = await runPlugin(env('CHECK'), withPrev, w.deps);
   assert.equal(bad.exitCode, 1);
   assert.deepEqual(JSON.parse(bad.stdout), {
@@ -196,7 +188,7 @@ test('bridge ADD: gateway on the bridge, port with hairpin, masquerade through n
 
 test('a failing step after IPAM undoes the veth and the reservation', async () => {
   const w = world();
-  await w.ip.batch(POD, [['link', 'add', 'eth0', 'type', 'bridge']]);
+  await w.ip.batch(POD, [bridge('eth0')]);
   const out = await runPlugin(env('ADD'), JSON.stringify(ptp), w.deps);
   assert.equal(out.exitCode, 1);
   assert.match(errOf(out.stdout).msg, /container interface eth0 already exists/);

@@ -99,7 +99,7 @@ async function cmdAdd(c: Ctx): Promise<CniResult> {
     const plan = planAttach(cfg, names, ifName, netns, addrs, routes);
     if (cfg.mode === 'bridge') await deps.ip.ensureBridge(undefined, cfg.bridge, cfg.mtu);
     try {
-      await deps.ip.batch(undefined, plan.hostLines);
+      await deps.ip.batch(undefined, plan.hostOps);
     } catch (e) {
       if (/File exists/.test(errorText(e)))
         throw new CniError(
@@ -108,7 +108,7 @@ async function cmdAdd(c: Ctx): Promise<CniResult> {
         );
       throw e;
     }
-    await deps.ip.batch(netns, plan.podLines);
+    await deps.ip.batch(netns, plan.podOps);
     for (const fam of plan.forwarding)
       await deps.sysctl.set(
         fam === 'IPv4' ? 'net.ipv4.ip_forward' : 'net.ipv6.conf.all.forwarding',

@@ -14,6 +14,7 @@
 import { chmodSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { BuildOptions } from 'esbuild';
 import { SvcnetError } from '../errors.js';
 
 export interface LabBinaries {
@@ -56,6 +57,14 @@ const REQUIRE_BANNER =
 /** What stays a runtime import: esbuild (only used here) and native addons. */
 const EXTERNAL = ['esbuild', 'better-sqlite3'];
 
+/** What both bundles share: one self-contained file set for the Node this package requires. */
+const NODE_BUNDLE = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'warning',
+} as const;
+
 /** Bundles the lab CLI (`build/lab/`) and/or the CNI plugin (`build/cni/`) from `<root>/src`. */
 export async function buildBundles(
   root = packageRoot(),
@@ -64,43 +73,34 @@ export async function buildBundles(
   const src = join(root, 'src');
   const p = bundlePaths(root);
   const esbuild = await import('esbuild');
-  const jobs: Promise<unknown>[] = [];
-  if (which !== 'cni') {
-    // Chunk names carry content hashes: start empty so old chunks do not pile up. A running
-    // lab is unaffected: its processes loaded their chunks at start, and new ones start from
-    // the new main.mjs.
-    rmSync(p.labDir, { recursive: true, force: true });
-    jobs.push(
-      esbuild.build({
+  const bundles: { dir: string; options: BuildOptions }[] = [];
+  if (which !== 'cni')
+    bundles.push({
+      dir: p.labDir,
+      options: {
         entryPoints: [join(src, 'cli', 'main.ts')],
-        bundle: true,
         splitting: true,
-        platform: 'node',
-        target: 'node20',
         format: 'esm',
         outdir: p.labDir,
         outExtension: { '.js': '.mjs' },
         banner: { js: REQUIRE_BANNER },
         external: EXTERNAL,
-        logLevel: 'warning',
-      }),
-    );
-  }
-  if (which !== 'lab') {
-    rmSync(p.cniDir, { recursive: true, force: true });
-    jobs.push(
-      esbuild.build({
-        entryPoints: [join(src, 'cli', 'svcnet-cni.ts')],
-        bundle: true,
-        platform: 'node',
-        target: 'node20',
-        format: 'cjs',
-        outfile: p.cni,
-        logLevel: 'warning',
-      }),
-    );
-  }
-  await Promise.all(jobs);
+      },
+    });
+  if (which !== 'lab')
+    bundles.push({
+      dir: p.cniDir,
+      options: { entryPoints: [join(src, 'cli', 'svcnet-cni.ts')], format: 'cjs', outfile: p.cni },
+    });
+  await Promise.all(
+    bundles.map(({ dir, options }) => {
+      // Chunk names carry content hashes: start empty so old chunks do not pile up. A running
+      // lab is unaffected: its processes loaded their chunks at start, and new ones start from
+      // the new main.mjs.
+      rmSync(dir, { recursive: true, force: true });
+      return esbuild.build({ ...NODE_BUNDLE, ...options });
+    }),
+  );
   if (which !== 'lab') {
     chmodSync(p.cni, 0o755);
     // The package is "type": "module"; the plugin file has no extension, so mark its folder CommonJS.

@@ -26,6 +26,7 @@ import { loadKubeConfig } from '../kube/client.js';
 import type { KubeObject } from '../kube/types.js';
 import { RealExecer, type ExecResult, type Execer } from '../os/exec.js';
 import { runAttached, signalPid, spawnDetached } from '../os/process.js';
+import { netnsExecArgv } from '../os/netns.js';
 import { applyObjects, type Applied } from './apply.js';
 import { ensureLabBinaries } from './binaries.js';
 import type { ComponentOptions } from './components.js';
@@ -437,7 +438,7 @@ export function inLab(
 ): Promise<ExecResult> {
   return execer.run({
     cmd: 'nsenter',
-    args: ['-t', String(lab.initPid), '-m', '-p', '--', 'ip', 'netns', 'exec', netns, ...argv],
+    args: ['-t', String(lab.initPid), '-m', '-p', '--', ...netnsExecArgv(netns, argv)],
   });
 }
 
@@ -516,11 +517,7 @@ export async function labExec(
     '-m',
     '-p',
     '--',
-    'ip',
-    'netns',
-    'exec',
-    netns,
-    ...argv,
+    ...netnsExecArgv(netns, argv),
   ]);
 }
 

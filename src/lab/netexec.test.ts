@@ -2,6 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
 import { startNetexec, answerUdp } from './netexec.js';
+import { FakeExecer } from '../os/exec.js';
 
 const server = await startNetexec({
   httpPort: 0,
@@ -89,4 +90,39 @@ test('/dial over UDP to a closed port reports the refusal, not a timeout', async
   const errors = (JSON.parse(r.body) as { errors: string[] }).errors;
   assert.equal(errors.length, 1);
   assert.match(errors[0] ?? '', /connection refused/);
+});
+
+test('/shell runs /bin/sh -c through the Execer and reports failures in execFile wording', async () => {
+  const execer = new FakeExecer().expect(
+    { cmd: '/bin/sh', args: ['-c', 'echo hi'], result: { stdout: 'hi\n' } },
+    {
+      cmd: '/bin/sh',
+      args: ['-c', 'echo out; echo boom >&2; exit 3'],
+      result: { code: 3, stdout: 'out\n', stderr: 'boom\n' },
+    },
+  );
+  const s = await startNetexec({
+    httpPort: 0,
+    udpPort: -1,
+    hostname: 'x',
+    host: '127.0.0.1',
+    enableShell: true,
+    execer,
+  });
+  try {
+    const url = `http://127.0.0.1:${s.httpPort!}/shell?cmd=`;
+    const ok = await fetch(`${url}${encodeURIComponent('echo hi')}`);
+    assert.deepEqual([ok.status, await ok.text()], [200, '{"output":"hi\\n","error":""}']);
+    const bad = await fetch(`${url}${encodeURIComponent('echo out; echo boom >&2; exit 3')}`);
+    assert.deepEqual(
+      [bad.status, await bad.text()],
+      [
+        417,
+        '{"output":"out\\nboom\\n","error":"Command failed: /bin/sh -c echo out; echo boom >&2; exit 3\\nboom\\n"}',
+      ],
+    );
+    execer.verify();
+  } finally {
+    await s.close();
+  }
 });

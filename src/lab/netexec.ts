@@ -17,8 +17,8 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createSocket, type Socket } from 'node:dgram';
-import { execFile } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
+import { RealExecer, type Execer } from '../os/exec.js';
 
 export interface NetexecOptions {
   /** TCP port for HTTP (0 picks a free one, -1 disables). */
@@ -33,6 +33,8 @@ export interface NetexecOptions {
   readonly enableShell?: boolean;
   /** Timeout for each /dial try, ms (agnhost: 5 s). */
   readonly dialTimeoutMs?: number;
+  /** Runs /shell commands (default RealExecer). */
+  readonly execer?: Execer;
 }
 
 export interface Netexec {
@@ -139,123 +141,151 @@ async function bindUdp(port: number, host: string | undefined): Promise<Socket> 
   }
 }
 
+/** What one HTTP request's handler sees. */
+interface RequestContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly url: URL;
+  readonly q: URLSearchParams;
+}
+
+/** The server's mutable state the handlers read and change. */
+interface ServerState {
+  udpReady: boolean;
+  terminating: boolean;
+  requestExit: (code: number) => void;
+}
+
+type Handler = (c: RequestContext) => void | Promise<void>;
+
+const DIAL_USAGE =
+  'bad parameters: need host, port (1-65535), request, protocol http|udp, tries >= 1';
+
+async function handleDial({ res, q }: RequestContext, timeoutMs: number): Promise<void> {
+  const host = q.get('host');
+  const port = Number(q.get('port'));
+  const request = q.get('request') ?? '';
+  const protocol = q.get('protocol') ?? 'http';
+  const tries = Number(q.get('tries') ?? '1');
+  if (
+    !host ||
+    !Number.isInteger(port) ||
+    port < 1 ||
+    port > 65535 ||
+    !Number.isInteger(tries) ||
+    tries < 1 ||
+    (protocol !== 'http' && protocol !== 'udp')
+  ) {
+    send(res, 400, DIAL_USAGE);
+    return;
+  }
+  const result: DialResult = { responses: [], errors: [] };
+  let lastOk = false;
+  for (let i = 0; i < Math.min(tries, 1000); i++) {
+    try {
+      const r =
+        protocol === 'http'
+          ? await dialHttp(host, port, request, timeoutMs)
+          : await dialUdp(host, port, request, timeoutMs);
+      result.responses.push(r);
+      lastOk = true;
+    } catch (e) {
+      result.errors.push(e instanceof Error ? e.message : String(e));
+      lastOk = false;
+    }
+  }
+  send(res, lastOk ? 200 : 417, JSON.stringify(result), 'application/json');
+}
+
+/** /shell: `/bin/sh -c CMD`, output and error as agnhost reports them (execFile's wording). */
+async function handleShell(
+  { res, q }: RequestContext,
+  enabled: boolean,
+  execer: Execer,
+): Promise<void> {
+  if (!enabled) {
+    send(res, 404, '/shell is disabled (start with --enable-shell)');
+    return;
+  }
+  const cmd = q.get('shellCommand') ?? q.get('cmd') ?? '';
+  let out: { output: string; error: string };
+  try {
+    const r = await execer.run({ cmd: '/bin/sh', args: ['-c', cmd], timeoutMs: 30_000 });
+    out = {
+      output: r.stdout + r.stderr,
+      error: r.code === 0 ? '' : `Command failed: /bin/sh -c ${cmd}\n${r.stderr}`,
+    };
+  } catch (e) {
+    out = { output: '', error: e instanceof Error ? e.message : String(e) };
+  }
+  send(res, out.error === '' ? 200 : 417, JSON.stringify(out), 'application/json');
+}
+
+function handleEcho({ res, q }: RequestContext): void {
+  const code = Number(q.get('code') ?? '200');
+  send(res, Number.isInteger(code) && code >= 100 && code <= 599 ? code : 200, q.get('msg') ?? '');
+}
+
+function handleRedirect({ res, q }: RequestContext): void {
+  const location = q.get('location') ?? '/';
+  const code = Number(q.get('code') ?? '303');
+  res.writeHead(code >= 300 && code < 400 ? code : 303, { Location: location });
+  res.end();
+}
+
+/** The route table: path → handler, as agnhost's netexec registers them. */
+function netexecRoutes(opts: NetexecOptions, state: ServerState): Record<string, Handler> {
+  const dialTimeout = opts.dialTimeoutMs ?? 5000;
+  const execer = opts.execer ?? new RealExecer();
+  const hostname: Handler = ({ res }) => {
+    send(res, 200, opts.hostname);
+  };
+  const exit: Handler = ({ res, url, q }) => {
+    const code = url.pathname === '/shutdown' ? 0 : Number(q.get('code') ?? '0');
+    send(res, 200, 'exiting');
+    state.requestExit(Number.isInteger(code) ? code : 0);
+  };
+  return {
+    '/': ({ res }) => {
+      send(res, 200, `NOW: ${new Date().toISOString()}`);
+    },
+    '/hostname': hostname,
+    '/hostName': hostname,
+    '/clientip': ({ req, res }) => {
+      send(res, 200, formatPeer(req.socket.remoteAddress, req.socket.remotePort));
+    },
+    '/serverport': ({ req, res }) => {
+      send(res, 200, String((req.socket.address() as AddressInfo).port));
+    },
+    '/echo': handleEcho,
+    '/healthz': ({ res }) => {
+      const ok = state.udpReady || opts.udpPort < 0;
+      send(res, ok ? 200 : 412, ok ? 'ok' : 'udp server not up');
+    },
+    '/readyz': ({ res }) => {
+      send(res, state.terminating ? 503 : 200, state.terminating ? 'terminating' : 'ok');
+    },
+    '/dial': (c) => handleDial(c, dialTimeout),
+    '/shell': (c) => handleShell(c, opts.enableShell === true, execer),
+    '/exit': exit,
+    '/shutdown': exit,
+    '/redirect': handleRedirect,
+  };
+}
+
 export async function startNetexec(opts: NetexecOptions): Promise<Netexec> {
   let udp: Socket | undefined;
-  let udpReady = false;
-  let terminating = false;
-  let requestExit: (code: number) => void = () => undefined;
+  const state: ServerState = { udpReady: false, terminating: false, requestExit: () => undefined };
   const exitRequested = new Promise<number>((resolve) => {
-    requestExit = resolve;
+    state.requestExit = resolve;
   });
-  const dialTimeout = opts.dialTimeoutMs ?? 5000;
+  const routes = new Map(Object.entries(netexecRoutes(opts, state)));
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://netexec');
-    const q = url.searchParams;
-    switch (url.pathname) {
-      case '/':
-        send(res, 200, `NOW: ${new Date().toISOString()}`);
-        return;
-      case '/hostname':
-      case '/hostName':
-        send(res, 200, opts.hostname);
-        return;
-      case '/clientip':
-        send(res, 200, formatPeer(req.socket.remoteAddress, req.socket.remotePort));
-        return;
-      case '/serverport':
-        send(res, 200, String((req.socket.address() as AddressInfo).port));
-        return;
-      case '/echo': {
-        const code = Number(q.get('code') ?? '200');
-        send(
-          res,
-          Number.isInteger(code) && code >= 100 && code <= 599 ? code : 200,
-          q.get('msg') ?? '',
-        );
-        return;
-      }
-      case '/healthz':
-        send(
-          res,
-          udpReady || opts.udpPort < 0 ? 200 : 412,
-          udpReady || opts.udpPort < 0 ? 'ok' : 'udp server not up',
-        );
-        return;
-      case '/readyz':
-        send(res, terminating ? 503 : 200, terminating ? 'terminating' : 'ok');
-        return;
-      case '/dial': {
-        const host = q.get('host');
-        const port = Number(q.get('port'));
-        const request = q.get('request') ?? '';
-        const protocol = q.get('protocol') ?? 'http';
-        const tries = Number(q.get('tries') ?? '1');
-        if (
-          !host ||
-          !Number.isInteger(port) ||
-          port < 1 ||
-          port > 65535 ||
-          !Number.isInteger(tries) ||
-          tries < 1 ||
-          (protocol !== 'http' && protocol !== 'udp')
-        ) {
-          send(
-            res,
-            400,
-            'bad parameters: need host, port (1-65535), request, protocol http|udp, tries >= 1',
-          );
-          return;
-        }
-        const result: DialResult = { responses: [], errors: [] };
-        let lastOk = false;
-        for (let i = 0; i < Math.min(tries, 1000); i++) {
-          try {
-            const r =
-              protocol === 'http'
-                ? await dialHttp(host, port, request, dialTimeout)
-                : await dialUdp(host, port, request, dialTimeout);
-            result.responses.push(r);
-            lastOk = true;
-          } catch (e) {
-            result.errors.push(e instanceof Error ? e.message : String(e));
-            lastOk = false;
-          }
-        }
-        send(res, lastOk ? 200 : 417, JSON.stringify(result), 'application/json');
-        return;
-      }
-      case '/shell': {
-        if (opts.enableShell !== true) {
-          send(res, 404, '/shell is disabled (start with --enable-shell)');
-          return;
-        }
-        const cmd = q.get('shellCommand') ?? q.get('cmd') ?? '';
-        const out = await new Promise<{ output: string; error: string }>((resolve) => {
-          execFile('/bin/sh', ['-c', cmd], { timeout: 30_000 }, (err, stdout, stderr) => {
-            resolve({ output: stdout + stderr, error: err ? err.message : '' });
-          });
-        });
-        send(res, out.error === '' ? 200 : 417, JSON.stringify(out), 'application/json');
-        return;
-      }
-      case '/exit':
-      case '/shutdown': {
-        const code = url.pathname === '/shutdown' ? 0 : Number(q.get('code') ?? '0');
-        send(res, 200, 'exiting');
-        requestExit(Number.isInteger(code) ? code : 0);
-        return;
-      }
-      case '/redirect': {
-        const location = q.get('location') ?? '/';
-        const code = Number(q.get('code') ?? '303');
-        res.writeHead(code >= 300 && code < 400 ? code : 303, { Location: location });
-        res.end();
-        return;
-      }
-      default:
-        send(res, 404, `404 page not found: ${url.pathname}`);
-    }
+    const route = routes.get(url.pathname);
+    if (route === undefined) send(res, 404, `404 page not found: ${url.pathname}`);
+    else await route({ req, res, url, q: url.searchParams });
   };
 
   const http: Server = createServer((req, res) => {
@@ -287,7 +317,7 @@ export async function startNetexec(opts: NetexecOptions): Promise<Netexec> {
       if (answer !== undefined) sock.send(answer, rinfo.port, rinfo.address);
     });
     udpPort = sock.address().port;
-    udpReady = true;
+    state.udpReady = true;
   }
 
   return {
@@ -295,7 +325,7 @@ export async function startNetexec(opts: NetexecOptions): Promise<Netexec> {
     udpPort,
     exitRequested,
     markTerminating: () => {
-      terminating = true;
+      state.terminating = true;
     },
     close: async () => {
       if (http.listening) {

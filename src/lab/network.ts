@@ -1,40 +1,42 @@
-// Applies the lab's network script (topology.ts) through the Execer: namespaces with
-// `ip netns add`, one `ip -n NS -batch -` per namespace, firewall rules and sysctls inside
-// each namespace.
-// Runs only inside the lab sandbox, whose private /run/netns keeps every name off the host.
+// Applies the lab's network script (topology.ts): namespaces and links, addresses and routes
+// through the Ip seam (one batch per namespace), then firewall rules and sysctls inside each
+// namespace through netnsExecer. Runs only inside the lab sandbox, whose private /run/netns
+// keeps every name off the host; unit tests build the same network on FakeIp.
 
 import type { Execer } from '../os/exec.js';
 import { runChecked } from '../os/exec.js';
+import type { Ip } from '../os/ip.js';
+import { netnsExecer } from '../os/netns.js';
+import { netnsPath } from '../util/ip-ops.js';
 import type { NetworkScript } from './topology.js';
 
-export async function applyNetworkScript(execer: Execer, script: NetworkScript): Promise<void> {
-  for (const ns of script.namespaces)
-    await runChecked(execer, { cmd: 'ip', args: ['netns', 'add', ns] });
-  for (const b of script.batches)
-    await runChecked(execer, {
-      cmd: 'ip',
-      args: ['-n', b.netns, '-batch', '-'],
-      stdin: `${b.lines.join('\n')}\n`,
-    });
+/** Creates the script's namespaces and runs each namespace's ops. */
+export async function buildNetwork(ip: Ip, script: NetworkScript): Promise<void> {
+  for (const ns of script.namespaces) await ip.addNetns(ns);
+  for (const b of script.batches) await ip.batch(netnsPath(b.netns), b.ops);
+}
+
+export async function applyNetworkScript(
+  ip: Ip,
+  execer: Execer,
+  script: NetworkScript,
+): Promise<void> {
+  await buildNetwork(ip, script);
   for (const f of script.firewall)
-    await runChecked(execer, {
-      cmd: 'ip',
+    await runChecked(netnsExecer(execer, f.netns), {
+      cmd: 'iptables-restore',
       // -w: the xtables lock file is shared with every namespace's iptables, proxies included.
-      args: ['netns', 'exec', f.netns, 'iptables-restore', '-w', '5', '--noflush'],
+      args: ['-w', '5', '--noflush'],
       stdin: `${f.restore.join('\n')}\n`,
     });
   for (const s of script.sysctls)
-    await runChecked(execer, {
-      cmd: 'ip',
-      args: ['netns', 'exec', s.netns, 'sysctl', '-qw', ...s.settings],
+    await runChecked(netnsExecer(execer, s.netns), {
+      cmd: 'sysctl',
+      args: ['-qw', ...s.settings],
     });
 }
 
-/** Deletes the namespaces (reverse order). Missing ones are ignored: teardown is idempotent. */
-export async function deleteNamespaces(
-  execer: Execer,
-  namespaces: readonly string[],
-): Promise<void> {
-  for (const ns of [...namespaces].reverse())
-    await execer.run({ cmd: 'ip', args: ['netns', 'del', ns] });
+/** Deletes the namespaces (reverse order). Failures are ignored: teardown is idempotent. */
+export async function deleteNamespaces(ip: Ip, namespaces: readonly string[]): Promise<void> {
+  for (const ns of [...namespaces].reverse()) await ip.deleteNetns(ns).catch(() => false);
 }

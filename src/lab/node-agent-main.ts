@@ -17,6 +17,7 @@ import {
 import { createInformer, loadKubeConfig, PODS } from '../kube/client.js';
 import type { Node, Pod } from '../kube/types.js';
 import { RealExecer } from '../os/exec.js';
+import { RealIp } from '../os/ip.js';
 import { FileResultCache } from '../cni/runtime/cache.js';
 import { parseConflist, type NetworkConfigList } from '../cni/runtime/parse-conflist.js';
 import { CniRuntime } from '../cni/runtime/runtime.js';
@@ -250,7 +251,7 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   opts.log.info({ node: opts.node, podCIDR: opts.podCIDR, cni: opts.cni }, 'Node registered');
   const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
   const runtime = new LabPodRuntime({
-    execer,
+    ip: new RealIp(execer),
     network: new CniPodNetwork(rt, conflist),
     self: opts.self,
     logDir,

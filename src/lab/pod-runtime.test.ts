@@ -8,6 +8,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeExecer } from '../os/exec.js';
+import { RealIp } from '../os/ip.js';
 import { LabPodRuntime, podResolvConfFor } from './pod-runtime.js';
 
 const NODE = 'nameserver 192.0.2.53\nsearch corp.example\noptions edns0\n';
@@ -96,7 +97,7 @@ test('sweep removes the sandboxes of Pods that no longer exist, and only those',
       args: ['netns', 'del', 'pod-bbbbbbbbbbbb'],
     });
     const runtime = new LabPodRuntime({
-      execer,
+      ip: new RealIp(execer),
       network: {
         add: () => Promise.reject(new Error('no ADD in a sweep')),
         del: (req) => {

@@ -18,8 +18,9 @@ import {
 import { connect } from 'node:net';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { Execer } from '../os/exec.js';
-import { runChecked } from '../os/exec.js';
+import type { Ip } from '../os/ip.js';
+import { netnsExecArgv } from '../os/netns.js';
+import { linkUp, netnsPath } from '../util/ip-ops.js';
 import {
   adoptProcess,
   processGone,
@@ -57,7 +58,8 @@ export interface PodNetworkRequest {
 }
 
 export interface PodRuntimeOptions {
-  readonly execer: Execer;
+  /** Creates and deletes the Pods' namespaces. */
+  readonly ip: Ip;
   readonly network: PodNetwork;
   /** argv that runs the svcnet CLI (node + flags + script). */
   readonly self: readonly string[];
@@ -209,7 +211,7 @@ export class LabPodRuntime implements PodRuntime {
   private request(pod: Pod, netns: string): PodNetworkRequest {
     return {
       containerId: pod.metadata?.uid ?? netns,
-      netnsPath: `/run/netns/${netns}`,
+      netnsPath: netnsPath(netns),
       ifName: 'eth0',
       podNamespace: pod.metadata?.namespace ?? 'default',
       podName: pod.metadata?.name ?? '',
@@ -220,10 +222,10 @@ export class LabPodRuntime implements PodRuntime {
   async start(pod: Pod): Promise<StartedPod> {
     const key = objectKey(pod);
     const netns = podNetnsName(pod);
-    const { execer, network } = this.opts;
-    await runChecked(execer, { cmd: 'ip', args: ['netns', 'add', netns] });
+    const { ip: iproute, network } = this.opts;
+    await iproute.addNetns(netns);
     try {
-      await runChecked(execer, { cmd: 'ip', args: ['-n', netns, 'link', 'set', 'lo', 'up'] });
+      await iproute.batch(netnsPath(netns), [linkUp('lo')]);
       const { ip } = await network.add(this.request(pod, netns));
       const etc = join('/etc/netns', netns);
       mkdirSync(etc, { recursive: true });
@@ -243,15 +245,11 @@ export class LabPodRuntime implements PodRuntime {
         pod,
         this.opts.kubeconfig === undefined ? {} : { kubeconfig: this.opts.kubeconfig },
       );
-      const proc = startProcess(
-        'ip',
-        ['netns', 'exec', netns, ...this.opts.self, ...plan.args],
-        join(this.opts.logDir, `${netns}.log`),
-        {
-          POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',
-          POD_NAMESPACE: pod.metadata?.namespace ?? 'default',
-        },
-      );
+      const [cmd, ...args] = netnsExecArgv(netns, [...this.opts.self, ...plan.args]);
+      const proc = startProcess(cmd, args, join(this.opts.logDir, `${netns}.log`), {
+        POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',
+        POD_NAMESPACE: pod.metadata?.namespace ?? 'default',
+      });
       this.running.set(key, { pod, netns, proc });
       const port = plan.tcpPorts[0];
       const clock = this.opts.clock ?? realClock;
@@ -373,7 +371,7 @@ export class LabPodRuntime implements PodRuntime {
       await this.opts.network.del(this.request(pod, netns));
     } finally {
       // The namespace goes even when CNI DEL fails, so a retry starts from scratch.
-      await this.opts.execer.run({ cmd: 'ip', args: ['netns', 'del', netns] });
+      await this.opts.ip.deleteNetns(netns).catch(() => false);
       rmSync(join('/etc/netns', netns), { recursive: true, force: true });
       const path = this.recordPath(netns);
       if (path !== undefined) rmSync(path, { force: true });

@@ -13,6 +13,7 @@ import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { Execer } from '../os/exec.js';
+import type { Ip } from '../os/ip.js';
 import { loadKubeConfig } from '../kube/client.js';
 import { SvcnetError } from '../errors.js';
 import { realClock, type Clock } from '../util/clock.js';
@@ -117,6 +118,8 @@ export interface SupervisorOptions {
   readonly plan: LabPlan;
   readonly stateDir: string;
   readonly execer: Execer;
+  /** Builds the lab network (RealIp over the same execer in production). */
+  readonly ip: Ip;
   readonly components: ComponentOptions;
   /** argv prefix that runs the svcnet CLI (the components are `self + args`). */
   readonly self: readonly string[];
@@ -178,7 +181,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
   let ready: Pick<LabState, 'apiServer' | 'kubeconfig' | 'apiServerCA'>;
   try {
     await mountPrivateDirs(execer);
-    await applyNetworkScript(execer, script);
+    await applyNetworkScript(opts.ip, execer, script);
     log(`network ready: ${plan.nodes.length} nodes`);
     running = await startComponents(
       planComponents(plan, paths, opts.components),
@@ -230,5 +233,5 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
   writeState(stateDir, { status: 'stopping', ...base, ...ready });
   await forwarder.close();
   await stopComponents(running);
-  await deleteNamespaces(execer, script.namespaces);
+  await deleteNamespaces(opts.ip, script.namespaces);
 }

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { planLab, networkScript, podGateway } from './topology.js';
+import { renderIpOp } from '../util/ip-ops.js';
 
 test('the default lab is kind-like: one control plane and two workers on 172.18.0.0/16', () => {
   const plan = planLab();
@@ -19,7 +20,7 @@ test('the default lab is kind-like: one control plane and two workers on 172.18.
 test('every node routes the other nodes pod CIDRs via their node IPs and has a default route', () => {
   const script = networkScript(planLab({ nodes: 3 }));
   assert.deepEqual(script.namespaces, ['hub', 'node-0', 'node-1', 'node-2']);
-  const node1 = script.batches.find((b) => b.netns === 'node-1')!;
+  const node1 = { lines: script.batches.find((b) => b.netns === 'node-1')!.ops.map(renderIpOp) };
   assert.ok(node1.lines.includes('route add 10.244.0.0/24 via 172.18.0.2 dev eth0'));
   assert.ok(node1.lines.includes('route add 10.244.2.0/24 via 172.18.0.4 dev eth0'));
   assert.ok(!node1.lines.some((l) => l.includes('10.244.1.0/24')));
@@ -34,7 +35,7 @@ test('bad names and node counts are rejected naming the flag', () => {
 
 test('traffic leaving the lab is routed to a dead-end device in the hub and rejected there', () => {
   const script = networkScript(planLab({ nodes: 2 }));
-  const hub = script.batches.find((b) => b.netns === 'hub')?.lines ?? [];
+  const hub = (script.batches.find((b) => b.netns === 'hub')?.ops ?? []).map(renderIpOp);
   assert.ok(hub.includes('route add default dev nowhere'));
   assert.ok(
     hub.includes('route add 10.244.1.0/24 via 172.18.0.3 dev br0'),

@@ -1,10 +1,12 @@
 // The lab's topology as plain data: which network namespaces exist, their addresses, pod
-// CIDRs and the `ip` commands that build them. Like kind, but each node is a network
+// CIDRs and the iproute2 ops (util/ip-ops.ts) that build them. Like kind, but each node is a network
 // namespace: a hub namespace with a bridge plays kind's docker network (172.18.0.0/16), node
 // N gets 172.18.0.(N+2) and podCIDR 10.244.N.0/24, and every node routes the other nodes'
-// podCIDRs via their node IPs (kindnet's job). Pure: the commands are applied by network.ts.
+// podCIDRs via their node IPs (kindnet's job). Pure: network.ts applies the script through the
+// Ip seam (RealIp in the lab, FakeIp in unit tests).
 
 import { SvcnetError } from '../errors.js';
+import { addrAdd, bridge, linkSet, linkUp, routeAdd, vethPair, type IpOp } from '../util/ip-ops.js';
 
 export interface LabNodePlan {
   /** Kubernetes Node name, kind-style: `<lab>-control-plane`, `<lab>-worker`, `<lab>-worker2`. */
@@ -90,8 +92,8 @@ const NOWHERE = 'nowhere';
 export interface NetworkScript {
   /** Namespaces to create, hub first. */
   readonly namespaces: readonly string[];
-  /** `ip -batch` lines to run in each namespace, in order (hub first). */
-  readonly batches: readonly { readonly netns: string; readonly lines: readonly string[] }[];
+  /** iproute2 ops to run in each namespace (by name), in order (hub first). */
+  readonly batches: readonly { readonly netns: string; readonly ops: readonly IpOp[] }[];
   /** sysctls per namespace, `key=value`. */
   readonly sysctls: readonly { readonly netns: string; readonly settings: readonly string[] }[];
   /** iptables-restore input (filter table) per namespace, applied with --noflush. */
@@ -107,42 +109,42 @@ export interface NetworkScript {
  */
 export function networkScript(plan: LabPlan): NetworkScript {
   const hub = plan.hubNetns;
-  const hubLines = [
-    'link set lo up',
-    'link add br0 type bridge',
-    'link set br0 up',
-    `addr add ${plan.hubIP}/${plan.nodeNetworkPrefix} dev br0`,
+  const hubOps: IpOp[] = [
+    linkUp('lo'),
+    bridge('br0'),
+    linkUp('br0'),
+    addrAdd(`${plan.hubIP}/${plan.nodeNetworkPrefix}`, 'br0'),
     // The lab has no way out: everything bound elsewhere goes to a dead-end veth (its peer
     // stays down; a dummy device would need a kernel module the host may lack), and the
     // hub's firewall (below) answers it at once, so a lookup the cluster DNS forwards upstream
     // fails in milliseconds instead of waiting out its timeout.
-    `link add ${NOWHERE} type veth peer name ${NOWHERE}-end`,
-    `link set ${NOWHERE} up`,
-    `route add default dev ${NOWHERE}`,
+    vethPair({ host: NOWHERE, peer: `${NOWHERE}-end` }),
+    linkUp(NOWHERE),
+    routeAdd('default', { dev: NOWHERE }),
   ];
-  const batches: { netns: string; lines: string[] }[] = [{ netns: hub, lines: hubLines }];
+  const batches: { netns: string; ops: IpOp[] }[] = [{ netns: hub, ops: hubOps }];
   const sysctls: { netns: string; settings: string[] }[] = [
     // Every packet leaving the lab gets its answer: no ICMP rate limit in the hub.
     { netns: hub, settings: ['net.ipv4.ip_forward=1', 'net.ipv4.icmp_ratelimit=0'] },
   ];
   for (const n of plan.nodes) {
-    hubLines.push(
-      `link add ${n.hubInterface} type veth peer name eth0 netns ${n.netns}`,
-      `link set ${n.hubInterface} master br0 up`,
+    hubOps.push(
+      vethPair({ host: n.hubInterface, peer: 'eth0', netns: n.netns }),
+      linkSet(n.hubInterface, { master: 'br0', up: true }),
     );
   }
   // Routes back to the Pods, so the hub's rejections find their way to them.
-  for (const n of plan.nodes) hubLines.push(`route add ${n.podCIDR} via ${n.ip} dev br0`);
+  for (const n of plan.nodes) hubOps.push(routeAdd(n.podCIDR, { via: n.ip, dev: 'br0' }));
   for (const n of plan.nodes) {
-    const lines = [
-      'link set lo up',
-      `addr add ${n.ip}/${plan.nodeNetworkPrefix} dev eth0`,
-      'link set eth0 up',
-      `route add default via ${plan.hubIP} dev eth0`,
+    const ops = [
+      linkUp('lo'),
+      addrAdd(`${n.ip}/${plan.nodeNetworkPrefix}`, 'eth0'),
+      linkUp('eth0'),
+      routeAdd('default', { via: plan.hubIP, dev: 'eth0' }),
     ];
     for (const other of plan.nodes)
-      if (other !== n) lines.push(`route add ${other.podCIDR} via ${other.ip} dev eth0`);
-    batches.push({ netns: n.netns, lines });
+      if (other !== n) ops.push(routeAdd(other.podCIDR, { via: other.ip, dev: 'eth0' }));
+    batches.push({ netns: n.netns, ops });
     sysctls.push({
       netns: n.netns,
       settings: [

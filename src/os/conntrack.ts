@@ -6,7 +6,7 @@
 import type { IPFamily } from '../util/ip.js';
 import { canonicalIP } from '../util/ip.js';
 import type { Execer } from './exec.js';
-import { ExecError } from './exec.js';
+import { ExecError, ExecTool } from './exec.js';
 
 export type ConntrackProtocol = 'TCP' | 'UDP' | 'SCTP';
 
@@ -42,18 +42,14 @@ export function conntrackDeleteArgs(f: ConntrackFilter): string[] {
 const DELETED_RE = /(\d+) flow entries have been deleted/;
 
 /** conntrack-tools backed implementation. */
-export class RealConntrack implements Conntrack {
-  private readonly execer: Execer;
-  private readonly binary: string;
-
+export class RealConntrack extends ExecTool implements Conntrack {
   constructor(execer: Execer, binary = 'conntrack') {
-    this.execer = execer;
-    this.binary = binary;
+    super(execer, binary);
   }
 
   async deleteEntries(filter: ConntrackFilter): Promise<number> {
     const args = conntrackDeleteArgs(filter);
-    const res = await this.execer.run({ cmd: this.binary, args, timeoutMs: 30_000 });
+    const res = await this.run(args, 30_000);
     // conntrack exits 1 when nothing matched but still prints the count.
     const m = DELETED_RE.exec(res.stderr) ?? DELETED_RE.exec(res.stdout);
     if (m?.[1] !== undefined) return Number(m[1]);

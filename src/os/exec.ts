@@ -96,6 +96,25 @@ export async function runChecked(execer: Execer, req: ExecRequest): Promise<Exec
   return res;
 }
 
+/**
+ * The base of the Real* edges that wrap one command-line tool (conntrack, nfacct): the Execer
+ * and the binary (overridable for tests and distribution variants), and `run`, which resolves
+ * with the result whatever the exit code so each tool reads its own failure modes.
+ */
+export class ExecTool {
+  protected readonly execer: Execer;
+  protected readonly binary: string;
+
+  constructor(execer: Execer, binary: string) {
+    this.execer = execer;
+    this.binary = binary;
+  }
+
+  protected run(args: readonly string[], timeoutMs: number): Promise<ExecResult> {
+    return this.execer.run({ cmd: this.binary, args, timeoutMs });
+  }
+}
+
 /** The real Execer, on node:child_process spawn (no shell). */
 export class RealExecer implements Execer {
   run(req: ExecRequest): Promise<ExecResult> {

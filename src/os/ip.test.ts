@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeExecer } from './exec.js';
 import { FakeIp, IpError, parseIpAddrJson, parseIpRouteJson, RealIp } from './ip.js';
+import { addrAdd, linkUp, routeAdd, vethPair } from '../util/ip-ops.js';
 
 test('RealIp: batches through nsenter for a netns path, names the failing line, tolerates missing links', async () => {
   const fake = new FakeExecer().expect(
@@ -29,15 +30,9 @@ test('RealIp: batches through nsenter for a netns path, names the failing line, 
     },
   );
   const ip = new RealIp(fake);
-  await ip.batch('/run/netns/p', [
-    ['link', 'set', 'lo', 'up'],
-    ['addr', 'add', '10.0.0.2/24', 'dev', 'eth0'],
-  ]);
+  await ip.batch('/run/netns/p', [linkUp('lo'), addrAdd('10.0.0.2/24', 'eth0')]);
   await assert.rejects(
-    ip.batch(undefined, [
-      ['link', 'set', 'x', 'up'],
-      ['route', 'add', 'default', 'via', '1.2.3.4'],
-    ]),
+    ip.batch(undefined, [linkUp('x'), routeAdd('default', { via: '1.2.3.4' })]),
     (e: unknown) => {
       assert.ok(e instanceof IpError);
       assert.equal(
@@ -83,37 +78,61 @@ test('ip -j output parses into links and routes', () => {
 
 test('FakeIp models the kernel rules the plugin depends on', async () => {
   const ip = new FakeIp();
-  ip.addNetns('/p');
-  await ip.batch(undefined, [
-    ['link', 'add', 'v1', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', '/p'],
-  ]);
+  ip.addNetnsAt('/p');
+  await ip.batch(undefined, [vethPair({ host: 'v1', peer: 'eth0', netns: '/p' })]);
   await assert.rejects(
-    ip.batch(undefined, [['route', 'add', '10.0.0.2/32', 'dev', 'v1']]),
+    ip.batch(undefined, [routeAdd('10.0.0.2/32', { dev: 'v1' })]),
     /Nexthop device is not up/,
   );
   await assert.rejects(
-    ip.batch('/p', [
-      ['link', 'set', 'eth0', 'up'],
-      ['route', 'add', 'default', 'via', '10.0.0.1'],
-    ]),
+    ip.batch('/p', [linkUp('eth0'), routeAdd('default', { via: '10.0.0.1' })]),
     /Nexthop has invalid gateway/,
   );
-  await ip.batch('/p', [
-    ['addr', 'add', '10.0.0.2/24', 'dev', 'eth0'],
-    ['route', 'add', 'default', 'via', '10.0.0.1'],
-  ]);
+  await ip.batch('/p', [addrAdd('10.0.0.2/24', 'eth0'), routeAdd('default', { via: '10.0.0.1' })]);
   assert.equal(
     ip.dump('/p'),
     'link eth0 veth up 10.0.0.2/24\nlink lo\nroute 0.0.0.0/0 via 10.0.0.1 dev eth0\nroute 10.0.0.0/24 dev eth0 scope link',
   );
   await assert.rejects(
-    ip.batch(undefined, [
-      ['link', 'add', 'v2', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', '/p'],
-    ]),
+    ip.batch(undefined, [vethPair({ host: 'v2', peer: 'eth0', netns: '/p' })]),
     /File exists/,
   );
   ip.removeNetns('/p');
   assert.equal(ip.dump(undefined), 'link lo', 'the peer vanished with the namespace');
   assert.equal(await ip.netnsExists('/p'), false);
   await assert.rejects(ip.links('/p'), /No such file/);
+});
+
+test('namespaces by name: RealIp runs ip netns add/del, FakeIp keeps them at /run/netns/NAME', async () => {
+  const fake = new FakeExecer().expect(
+    { cmd: 'ip', args: ['netns', 'add', 'hub'] },
+    { cmd: 'ip', args: ['netns', 'del', 'hub'] },
+    {
+      cmd: 'ip',
+      args: ['netns', 'del', 'hub'],
+      result: {
+        code: 1,
+        stderr: 'Cannot remove namespace file "/run/netns/hub": No such file or directory\n',
+      },
+    },
+  );
+  const real = new RealIp(fake);
+  await real.addNetns('hub');
+  assert.equal(await real.deleteNetns('hub'), true);
+  assert.equal(await real.deleteNetns('hub'), false);
+  fake.verify();
+
+  const ip = new FakeIp();
+  await ip.addNetns('hub');
+  await assert.rejects(ip.addNetns('hub'), /File exists/);
+  await ip.addNetns('node-0');
+  await ip.batch('/run/netns/hub', [vethPair({ host: 'n0', peer: 'eth0', netns: 'node-0' })]);
+  assert.equal(ip.dump('/run/netns/node-0'), 'link eth0 veth\nlink lo');
+  await assert.rejects(
+    ip.batch('/run/netns/hub', [vethPair({ host: 'n1', peer: 'eth0', netns: 'node-9' })]),
+    /Invalid "netns" value "node-9"/,
+  );
+  assert.equal(await ip.deleteNetns('node-0'), true);
+  assert.equal(await ip.deleteNetns('node-0'), false);
+  assert.equal(ip.dump('/run/netns/hub'), 'link lo', 'the hub end went with the namespace');
 });

@@ -1,9 +1,10 @@
 // The `Ip` boundary: configuring links, addresses and routes in a network namespace with
-// iproute2 (`ip -batch -`, entered with `nsenter --net=PATH` for a namespace given by path)
-// and reading them back as JSON (`ip -j`). RealIp runs `ip` through an Execer; FakeIp is an
-// in-memory model of namespaces that interprets the same batch lines, raises the same
-// errors as the kernel for the cases svcnet relies on, and dumps canonical text. Not a
-// general iproute2 emulator: unknown commands are rejected loudly.
+// iproute2 (typed `IpOp`s from util/ip-ops.ts rendered to one `ip -batch -`, entered with
+// `nsenter --net=PATH` for a namespace given by path), creating and deleting named
+// namespaces (`ip netns add|del`), and reading state back as JSON (`ip -j`). RealIp runs `ip`
+// through an Execer; FakeIp is an in-memory model of namespaces that applies the same typed
+// ops, raises the same errors as the kernel for the cases svcnet relies on, and dumps
+// canonical text. Not a general iproute2 emulator: it models only the ops of the union.
 
 import { access } from 'node:fs/promises';
 import { SvcnetError } from '../errors.js';
@@ -15,13 +16,22 @@ import {
   parseIP,
   type IPFamily,
 } from '../util/ip.js';
+import {
+  bridge,
+  ipOpWords,
+  netnsPath,
+  renderIpBatch,
+  renderIpOp,
+  type AddrOp,
+  type IpOp,
+  type LinkAddOp,
+  type LinkSetOp,
+  type RouteOp,
+} from '../util/ip-ops.js';
 import { runChecked, type Execer } from './exec.js';
 
 /** A namespace: undefined = the one the process runs in ("host"); else a netns path. */
 export type NetnsPath = string | undefined;
-
-/** One `ip -batch` line as tokens (names never contain whitespace). */
-export type IpCommand = readonly string[];
 
 export interface IpAddress {
   readonly family: IPFamily;
@@ -51,8 +61,8 @@ export interface IpRoute {
 }
 
 export interface Ip {
-  /** Runs the lines in one `ip -batch -`; stops at the first failing line and throws IpError. */
-  batch(netns: NetnsPath, lines: readonly IpCommand[]): Promise<void>;
+  /** Runs the ops in one `ip -batch -`; stops at the first failing op and throws IpError. */
+  batch(netns: NetnsPath, ops: readonly IpOp[]): Promise<void>;
   /** Deletes a link; false when it did not exist. */
   deleteLink(netns: NetnsPath, name: string): Promise<boolean>;
   /** Creates a bridge unless present (safe under concurrent callers). */
@@ -60,6 +70,10 @@ export interface Ip {
   links(netns: NetnsPath): Promise<IpLink[]>;
   routes(netns: NetnsPath, family: IPFamily): Promise<IpRoute[]>;
   netnsExists(path: string): Promise<boolean>;
+  /** `ip netns add NAME`: a new namespace at netnsPath(NAME); throws IpError if it exists. */
+  addNetns(name: string): Promise<void>;
+  /** `ip netns del NAME`; false when it did not exist. */
+  deleteNetns(name: string): Promise<boolean>;
 }
 
 export class IpError extends SvcnetError {
@@ -87,19 +101,19 @@ export class RealIp implements Ip {
       : { cmd: 'nsenter', args: [`--net=${netns}`, 'ip', ...args] };
   }
 
-  async batch(netns: NetnsPath, lines: readonly IpCommand[]): Promise<void> {
-    if (lines.length === 0) return;
+  async batch(netns: NetnsPath, ops: readonly IpOp[]): Promise<void> {
+    if (ops.length === 0) return;
     const res = await this.execer.run({
       ...this.argv(netns, ['-batch', '-']),
-      stdin: lines.map((l) => l.join(' ')).join('\n') + '\n',
+      stdin: renderIpBatch(ops),
     });
     if (res.code !== 0) {
       const where = netns ?? 'host namespace';
       const err = (res.stderr || res.stdout).trim();
       const failed = /Command failed -:(\d+)/.exec(err);
-      const line = failed ? lines[Number(failed[1]) - 1] : undefined;
+      const op = failed ? ops[Number(failed[1]) - 1] : undefined;
       throw new IpError(
-        `ip in ${where}: ${line ? `"${line.join(' ')}": ` : ''}${err.replace(/\s*Command failed -:\d+\s*/, ' ').trim()}`,
+        `ip in ${where}: ${op ? `"${renderIpOp(op)}": ` : ''}${err.replace(/\s*Command failed -:\d+\s*/, ' ').trim()}`,
         err,
       );
     }
@@ -116,7 +130,7 @@ export class RealIp implements Ip {
   }
 
   async ensureBridge(netns: NetnsPath, name: string, mtu?: number): Promise<void> {
-    const args = ['link', 'add', name, ...(mtu ? ['mtu', String(mtu)] : []), 'type', 'bridge'];
+    const args = ipOpWords(bridge(name, mtu ? { mtu } : {}));
     const res = await this.execer.run(this.argv(netns, args));
     if (res.code === 0 || EXISTS_RE.test(res.stderr)) return;
     throw new IpError(`ip ${args.join(' ')}: ${res.stderr.trim()}`, res.stderr);
@@ -142,6 +156,22 @@ export class RealIp implements Ip {
     } catch {
       return false;
     }
+  }
+
+  async addNetns(name: string): Promise<void> {
+    await this.run(['netns', 'add', name]);
+  }
+
+  async deleteNetns(name: string): Promise<boolean> {
+    const res = await this.execer.run({ cmd: 'ip', args: ['netns', 'del', name] });
+    if (res.code === 0) return true;
+    if (/No such file/.test(res.stderr)) return false;
+    throw new IpError(`ip netns del ${name}: ${res.stderr.trim()}`, res.stderr);
+  }
+
+  private async run(args: string[]): Promise<void> {
+    const res = await this.execer.run({ cmd: 'ip', args });
+    if (res.code !== 0) throw new IpError(`ip ${args.join(' ')}: ${res.stderr.trim()}`, res.stderr);
   }
 }
 
@@ -215,7 +245,16 @@ interface FakeNs {
 
 const HOST = '';
 
-/** In-memory namespaces driven by the same batch lines as RealIp. */
+/** A synchronous body as a promise: its throw becomes a rejection, as with RealIp. */
+function settle<T>(body: () => T): Promise<T> {
+  try {
+    return Promise.resolve(body());
+  } catch (e) {
+    return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+  }
+}
+
+/** In-memory namespaces driven by the same typed ops as RealIp. */
 export class FakeIp implements Ip {
   private readonly spaces = new Map<string, FakeNs>([[HOST, FakeIp.emptyNs()]]);
   private nextIndex = 2;
@@ -246,8 +285,8 @@ export class FakeIp implements Ip {
     };
   }
 
-  /** Creates a pod/node namespace reachable at `path`. */
-  addNetns(path: string): void {
+  /** Creates a pod/node namespace reachable at `path` (a test's CNI_NETNS). */
+  addNetnsAt(path: string): void {
     this.spaces.set(path, FakeIp.emptyNs());
   }
 
@@ -298,72 +337,75 @@ export class FakeIp implements Ip {
     };
   }
 
-  batch(netns: NetnsPath, lines: readonly IpCommand[]): Promise<void> {
-    try {
+  batch(netns: NetnsPath, ops: readonly IpOp[]): Promise<void> {
+    return settle(() => {
       const ns = this.ns(netns);
-      lines.forEach((line, i) => {
+      ops.forEach((op, i) => {
+        const line = renderIpOp(op);
         try {
-          this.history.push(`${netns ?? 'host'}: ${line.join(' ')}`);
-          this.apply(netns ?? HOST, ns, line);
+          this.history.push(`${netns ?? 'host'}: ${line}`);
+          this.apply(netns ?? HOST, ns, op);
         } catch (e) {
           const msg = e instanceof Error ? e.message : String(e);
           throw new IpError(
-            `ip in ${netns ?? 'host namespace'}: "${line.join(' ')}": ${msg}`,
+            `ip in ${netns ?? 'host namespace'}: "${line}": ${msg}`,
             `${msg}\nCommand failed -:${i + 1}`,
           );
         }
       });
-      return Promise.resolve();
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
+    });
   }
 
   deleteLink(netns: NetnsPath, name: string): Promise<boolean> {
-    try {
-      const ns = this.ns(netns);
-      if (!ns.links.has(name)) return Promise.resolve(false);
+    return settle(() => {
+      if (!this.ns(netns).links.has(name)) return false;
       this.dropLink(netns ?? HOST, name, true);
-      return Promise.resolve(true);
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
+      return true;
+    });
   }
 
   ensureBridge(netns: NetnsPath, name: string, mtu?: number): Promise<void> {
-    try {
+    return settle(() => {
       const ns = this.ns(netns);
       if (!ns.links.has(name)) ns.links.set(name, this.newLink(name, 'bridge', mtu ?? 1500));
-      return Promise.resolve();
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
+    });
   }
 
   links(netns: NetnsPath): Promise<IpLink[]> {
-    try {
-      return Promise.resolve(
-        [...this.ns(netns).links.values()].map((l) => ({ ...l, addrs: [...l.addrs] })),
-      );
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
+    return settle(() =>
+      [...this.ns(netns).links.values()].map((l) => ({ ...l, addrs: [...l.addrs] })),
+    );
   }
 
   routes(netns: NetnsPath, family: IPFamily): Promise<IpRoute[]> {
-    try {
-      return Promise.resolve(
-        this.ns(netns)
-          .routes.filter((r) => parseCIDR(r.dst)?.family === family)
-          .map(({ dst, gateway, dev, scope }) => ({ dst, gateway, dev, scope })),
-      );
-    } catch (e) {
-      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
-    }
+    return settle(() =>
+      this.ns(netns)
+        .routes.filter((r) => parseCIDR(r.dst)?.family === family)
+        .map(({ dst, gateway, dev, scope }) => ({ dst, gateway, dev, scope })),
+    );
   }
 
   netnsExists(path: string): Promise<boolean> {
     return Promise.resolve(this.spaces.has(path));
+  }
+
+  addNetns(name: string): Promise<void> {
+    return settle(() => {
+      const path = netnsPath(name);
+      if (this.spaces.has(path))
+        throw new IpError(
+          `ip netns add ${name}: Cannot create namespace file "${path}": File exists`,
+          'File exists',
+        );
+      this.addNetnsAt(path);
+    });
+  }
+
+  deleteNetns(name: string): Promise<boolean> {
+    const path = netnsPath(name);
+    const had = this.spaces.has(path);
+    this.removeNetns(path);
+    return Promise.resolve(had);
   }
 
   /** True when `dev` in namespace `netns` has hairpin mode on. */
@@ -396,115 +438,92 @@ export class FakeIp implements Ip {
     return l;
   }
 
-  private apply(nsKey: string, ns: FakeNs, line: IpCommand): void {
-    const [obj, verb, ...rest] = line;
-    if (obj === 'link' && verb === 'add') {
-      this.linkAdd(nsKey, ns, rest);
-      return;
+  private apply(nsKey: string, ns: FakeNs, op: IpOp): void {
+    switch (op.op) {
+      case 'linkAdd':
+        this.linkAdd(nsKey, ns, op);
+        return;
+      case 'linkSet':
+        this.linkSet(ns, op);
+        return;
+      case 'linkDel':
+        this.link(ns, op.dev);
+        this.dropLink(nsKey, op.dev, true);
+        return;
+      case 'addrAdd':
+      case 'addrReplace':
+      case 'addrDel':
+        this.addr(ns, op);
+        return;
+      case 'routeAdd':
+      case 'routeReplace':
+      case 'routeDel':
+        this.route(ns, op);
+        return;
     }
-    if (obj === 'link' && verb === 'set') {
-      this.linkSet(ns, rest);
-      return;
-    }
-    if (obj === 'link' && (verb === 'del' || verb === 'delete')) {
-      this.link(ns, rest[0]);
-      this.dropLink(nsKey, rest[0] ?? '', true);
-      return;
-    }
-    if (obj === 'addr' && (verb === 'add' || verb === 'replace' || verb === 'del')) {
-      this.addr(ns, verb, rest);
-      return;
-    }
-    if (obj === 'route' && (verb === 'add' || verb === 'replace' || verb === 'del')) {
-      this.route(ns, verb, rest);
-      return;
-    }
-    throw new Error(`FakeIp: unsupported command "${line.join(' ')}"`);
   }
 
-  private linkAdd(nsKey: string, ns: FakeNs, rest: readonly string[]): void {
-    const name = rest[0] ?? '';
-    const typeAt = rest.indexOf('type');
-    const opts = (from: number, to: number): Map<string, string> => {
-      const m = new Map<string, string>();
-      for (let i = from; i + 1 < to; i += 2) m.set(rest[i] ?? '', rest[i + 1] ?? '');
-      return m;
-    };
-    const own = opts(1, typeAt);
-    const kind = rest[typeAt + 1];
+  private linkAdd(nsKey: string, ns: FakeNs, op: LinkAddOp): void {
+    const { name } = op;
     if (ns.links.has(name)) throw new Error('RTNETLINK answers: File exists');
-    if (kind === 'bridge') {
-      ns.links.set(
-        name,
-        this.newLink(name, 'bridge', Number(own.get('mtu') ?? 1500), own.get('address')),
-      );
+    if (op.kind !== 'veth') {
+      ns.links.set(name, this.newLink(name, op.kind, op.mtu ?? 1500, op.address));
       return;
     }
-    if (kind !== 'veth' || rest[typeAt + 2] !== 'peer' || rest[typeAt + 3] !== 'name')
-      throw new Error(`FakeIp: unsupported link add "${rest.join(' ')}"`);
-    const peerName = rest[typeAt + 4] ?? '';
-    const peerOpts = opts(typeAt + 5, rest.length + 1);
-    const peerNsKey = peerOpts.get('netns') ?? nsKey;
+    // As iproute2: a value without a slash names a namespace in /run/netns.
+    const peerNs0 = op.peer.netns;
+    const peerNsKey =
+      peerNs0 === undefined ? nsKey : peerNs0.includes('/') ? peerNs0 : netnsPath(peerNs0);
     const peerNs = this.spaces.get(peerNsKey);
-    if (!peerNs) throw new Error(`Invalid "netns" value "${peerNsKey}"`);
-    if (peerNs.links.has(peerName) || (peerNsKey === nsKey && peerName === name))
+    if (!peerNs) throw new Error(`Invalid "netns" value "${peerNs0 ?? nsKey}"`);
+    if (peerNs.links.has(op.peer.name) || (peerNsKey === nsKey && op.peer.name === name))
       throw new Error('RTNETLINK answers: File exists');
-    const a = this.newLink(name, 'veth', Number(own.get('mtu') ?? 1500), own.get('address'));
-    const b = this.newLink(
-      peerName,
-      'veth',
-      Number(peerOpts.get('mtu') ?? own.get('mtu') ?? 1500),
-      peerOpts.get('address'),
-    );
-    a.peer = { ns: peerNsKey, name: peerName };
+    const a = this.newLink(name, 'veth', op.mtu ?? 1500, op.address);
+    const b = this.newLink(op.peer.name, 'veth', op.peer.mtu ?? op.mtu ?? 1500, op.peer.address);
+    a.peer = { ns: peerNsKey, name: op.peer.name };
     b.peer = { ns: nsKey, name };
     ns.links.set(name, a);
-    peerNs.links.set(peerName, b);
+    peerNs.links.set(op.peer.name, b);
   }
 
-  private linkSet(ns: FakeNs, rest: readonly string[]): void {
-    const l = this.link(ns, rest[0]);
-    for (let i = 1; i < rest.length; i++) {
-      const w = rest[i];
-      if (w === 'up') l.up = true;
-      else if (w === 'down') l.up = false;
-      else if (w === 'master') {
-        const m = this.link(ns, rest[++i]);
-        if (m.kind !== 'bridge') throw new Error('RTNETLINK answers: Operation not supported');
-        l.master = m.name;
-      } else if (w === 'nomaster') l.master = undefined;
-      else if (w === 'mtu') l.mtu = Number(rest[++i]);
-      else if (w === 'type' && rest[i + 1] === 'bridge_slave' && rest[i + 2] === 'hairpin') {
-        if (!l.master) throw new Error('RTNETLINK answers: Operation not supported');
-        l.hairpin = rest[i + 3] === 'on';
-        i += 3;
-      } else throw new Error(`FakeIp: unsupported link set "${rest.join(' ')}"`);
+  private linkSet(ns: FakeNs, op: LinkSetOp): void {
+    const l = this.link(ns, op.dev);
+    if (op.mtu !== undefined) l.mtu = op.mtu;
+    if (op.master === null) l.master = undefined;
+    else if (op.master !== undefined) {
+      const m = this.link(ns, op.master);
+      if (m.kind !== 'bridge') throw new Error('RTNETLINK answers: Operation not supported');
+      l.master = m.name;
+    }
+    if (op.up !== undefined) l.up = op.up;
+    if (op.hairpin !== undefined) {
+      if (!l.master) throw new Error('RTNETLINK answers: Operation not supported');
+      l.hairpin = op.hairpin;
     }
   }
 
-  private addr(ns: FakeNs, verb: string, rest: readonly string[]): void {
-    const cidrText = rest[0] ?? '';
+  private addr(ns: FakeNs, op: AddrOp): void {
+    const cidrText = op.cidr;
     const slash = cidrText.indexOf('/');
     const ip = parseIP(slash < 0 ? cidrText : cidrText.slice(0, slash));
     if (!ip) throw new Error(`Error: any valid prefix is expected rather than "${cidrText}".`);
     const bits = ip.family === 'IPv4' ? 32 : 128;
     const prefixlen = slash < 0 ? bits : Number(cidrText.slice(slash + 1));
-    const devAt = rest.indexOf('dev');
-    const l = this.link(ns, rest[devAt + 1]);
+    const l = this.link(ns, op.dev);
     const local = formatIP(ip);
     const existing = l.addrs.findIndex((a) => a.local === local);
-    if (verb === 'del') {
+    if (op.op === 'addrDel') {
       if (existing < 0) throw new Error('RTNETLINK answers: Cannot assign requested address');
       l.addrs.splice(existing, 1);
       ns.routes = ns.routes.filter((r) => !(r.proto === 'kernel' && r.dev === l.name));
       return;
     }
     if (existing >= 0) {
-      if (verb === 'add') throw new Error('RTNETLINK answers: File exists');
+      if (op.op === 'addrAdd') throw new Error('RTNETLINK answers: File exists');
       return;
     }
     l.addrs.push({ family: ip.family, local, prefixlen });
-    if (prefixlen < bits && !rest.includes('noprefixroute')) {
+    if (prefixlen < bits && op.noprefixroute !== true) {
       const dst = formatCIDR({
         family: ip.family,
         base: parseCIDR(`${local}/${prefixlen}`)?.base ?? 0n,
@@ -514,28 +533,17 @@ export class FakeIp implements Ip {
     }
   }
 
-  private route(ns: FakeNs, verb: string, rest: readonly string[]): void {
-    const dstText = rest[0] === 'default' ? undefined : rest[0];
-    const get = (k: string): string | undefined => {
-      const i = rest.indexOf(k);
-      return i < 0 ? undefined : rest[i + 1];
-    };
-    const via = get('via');
-    const devName = get('dev');
+  private route(ns: FakeNs, op: RouteOp): void {
+    const dstText = op.dst === 'default' ? undefined : op.dst;
+    const { via } = op;
+    const devName = op.dev;
     const family: IPFamily = (dstText ?? via ?? '').includes(':') ? 'IPv6' : 'IPv4';
-    const dstCidr =
-      dstText === undefined
-        ? family === 'IPv4'
-          ? '0.0.0.0/0'
-          : '::/0'
-        : dstText.includes('/')
-          ? dstText
-          : `${dstText}/${family === 'IPv4' ? 32 : 128}`;
-    const parsed = parseCIDR(dstCidr);
-    if (!parsed)
-      throw new Error(`Error: any valid prefix is expected rather than "${rest[0] ?? ''}".`);
+    const parsed = parseCIDR(
+      dstText === undefined ? routeDst('default', family) : routeDst(dstText, family),
+    );
+    if (!parsed) throw new Error(`Error: any valid prefix is expected rather than "${op.dst}".`);
     const dst = formatCIDR(parsed);
-    if (verb === 'del') {
+    if (op.op === 'routeDel') {
       const i = ns.routes.findIndex(
         (r) => r.dst === dst && (devName === undefined || r.dev === devName),
       );
@@ -547,7 +555,7 @@ export class FakeIp implements Ip {
     if (via !== undefined) {
       const gw = parseIP(via);
       if (!gw) throw new Error(`Error: inet prefix is expected rather than "${via}".`);
-      if (!rest.includes('onlink')) {
+      if (op.onlink !== true) {
         const reach = ns.routes.find(
           (r) =>
             r.gateway === undefined &&
@@ -560,16 +568,10 @@ export class FakeIp implements Ip {
     }
     const l = this.link(ns, dev);
     if (!l.up) throw new Error('Error: Nexthop device is not up.');
-    const scopeText = get('scope');
-    const scope: IpRoute['scope'] =
-      scopeText === 'link' || scopeText === 'host'
-        ? scopeText
-        : via === undefined
-          ? 'link'
-          : 'global';
+    const scope: IpRoute['scope'] = op.scope ?? (via === undefined ? 'link' : 'global');
     const i = ns.routes.findIndex((r) => r.dst === dst);
     if (i >= 0) {
-      if (verb === 'add') throw new Error('RTNETLINK answers: File exists');
+      if (op.op === 'routeAdd') throw new Error('RTNETLINK answers: File exists');
       ns.routes.splice(i, 1);
     }
     ns.routes.push({

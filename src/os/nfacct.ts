@@ -7,7 +7,7 @@
 
 import { SvcnetError } from '../errors.js';
 import type { Execer } from './exec.js';
-import { ExecError } from './exec.js';
+import { ExecError, ExecTool } from './exec.js';
 
 /** The counts of one accounting object. */
 export interface NfacctCounts {
@@ -50,27 +50,19 @@ function checkName(name: string): void {
 }
 
 /** nfacct(8) backed implementation. */
-export class RealNfacct implements Nfacct {
-  private readonly execer: Execer;
-  private readonly binary: string;
-
+export class RealNfacct extends ExecTool implements Nfacct {
   constructor(execer: Execer, binary = 'nfacct') {
-    this.execer = execer;
-    this.binary = binary;
+    super(execer, binary);
   }
 
   async ensure(name: string): Promise<void> {
     checkName(name);
-    const got = await this.execer.run({ cmd: this.binary, args: ['get', name], timeoutMs: 10_000 });
+    const got = await this.run(['get', name], 10_000);
     if (got.code === 0 && parseNfacctOutput(got.stdout).has(name)) return;
-    const add = await this.execer.run({ cmd: this.binary, args: ['add', name], timeoutMs: 10_000 });
+    const add = await this.run(['add', name], 10_000);
     if (add.code === 0) return;
     // Another process may have created it between the two calls (nfacct reports EBUSY).
-    const again = await this.execer.run({
-      cmd: this.binary,
-      args: ['get', name],
-      timeoutMs: 10_000,
-    });
+    const again = await this.run(['get', name], 10_000);
     if (again.code === 0 && parseNfacctOutput(again.stdout).has(name)) return;
     throw new ExecError(
       `${this.binary} add ${name}: exit ${add.code}: ${add.stderr.trim() || add.stdout.trim()}`,
@@ -80,7 +72,7 @@ export class RealNfacct implements Nfacct {
 
   async get(name: string): Promise<NfacctCounts> {
     checkName(name);
-    const res = await this.execer.run({ cmd: this.binary, args: ['get', name], timeoutMs: 10_000 });
+    const res = await this.run(['get', name], 10_000);
     const counts = res.code === 0 ? parseNfacctOutput(res.stdout).get(name) : undefined;
     if (counts !== undefined) return counts;
     const detail = res.stderr.trim() || res.stdout.trim();

@@ -1,0 +1,49 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeIp } from '../os/ip.js';
+import { netnsPath } from '../util/ip-ops.js';
+import { buildNetwork, deleteNamespaces } from './network.js';
+import { networkScript, planLab } from './topology.js';
+
+test('the 3-node lab network on FakeIp: each namespace gets its links, addresses and routes', async () => {
+  const ip = new FakeIp();
+  const script = networkScript(planLab({ nodes: 3 }));
+  await buildNetwork(ip, script);
+  assert.equal(
+    ip.dump(netnsPath('hub')),
+    [
+      'link br0 bridge up 172.18.0.1/16',
+      'link lo up',
+      'link n0 veth up master br0',
+      'link n1 veth up master br0',
+      'link n2 veth up master br0',
+      'link nowhere veth up',
+      'link nowhere-end veth',
+      'route 0.0.0.0/0 dev nowhere scope link',
+      'route 10.244.0.0/24 via 172.18.0.2 dev br0',
+      'route 10.244.1.0/24 via 172.18.0.3 dev br0',
+      'route 10.244.2.0/24 via 172.18.0.4 dev br0',
+      'route 172.18.0.0/16 dev br0 scope link',
+    ].join('\n'),
+  );
+  const nodes = [
+    ['node-0', '172.18.0.2', ['10.244.1.0/24 via 172.18.0.3', '10.244.2.0/24 via 172.18.0.4']],
+    ['node-1', '172.18.0.3', ['10.244.0.0/24 via 172.18.0.2', '10.244.2.0/24 via 172.18.0.4']],
+    ['node-2', '172.18.0.4', ['10.244.0.0/24 via 172.18.0.2', '10.244.1.0/24 via 172.18.0.3']],
+  ] as const;
+  for (const [ns, nodeIP, podRoutes] of nodes)
+    assert.equal(
+      ip.dump(netnsPath(ns)),
+      [
+        `link eth0 veth up ${nodeIP}/16`,
+        'link lo up',
+        'route 0.0.0.0/0 via 172.18.0.1 dev eth0',
+        ...podRoutes.map((r) => `route ${r} dev eth0`),
+        'route 172.18.0.0/16 dev eth0 scope link',
+      ].join('\n'),
+      ns,
+    );
+  await deleteNamespaces(ip, script.namespaces);
+  for (const ns of script.namespaces) assert.equal(await ip.netnsExists(netnsPath(ns)), false);
+  assert.equal(ip.dump(undefined), 'link lo', 'nothing leaks into the namespace we run in');
+});
