@@ -480,11 +480,7 @@ export class Store {
       return obj;
     }
     if (undo) this.op?.undo.push(undo);
-    meta.resourceVersion = String(this.nextRV());
-    this.put(rt, key, obj);
-    this.indexOwners(rt, obj, undefined);
-    this.emit(rt, 'ADDED', obj, undefined);
-    return obj;
+    return this.commitWrite(rt, obj, undefined);
   }
 
   /**
@@ -541,16 +537,10 @@ export class Store {
     // As kube-apiserver: an update that leaves a terminating object without finalizers and
     // with no grace period left removes it (a pod still in its grace period stays).
     if (finalizersGone && (obj.metadata.deletionGracePeriodSeconds ?? 0) === 0) {
-      obj.metadata.resourceVersion = String(this.nextRV());
-      this.put(rt, storeKey(obj.metadata.namespace, name), obj);
-      this.remove(rt, obj);
+      this.remove(rt, this.bump(rt, obj));
       return obj;
     }
-    obj.metadata.resourceVersion = String(this.nextRV());
-    this.put(rt, storeKey(obj.metadata.namespace, name), obj);
-    this.indexOwners(rt, obj, old);
-    this.emit(rt, 'MODIFIED', obj, old);
-    return obj;
+    return this.commitWrite(rt, obj, old);
   }
 
   /**
@@ -618,7 +608,7 @@ export class Store {
     if (m.deletionTimestamp !== undefined) {
       // Already terminating: only a shorter grace period changes anything.
       const current = m.deletionGracePeriodSeconds ?? 0;
-      if (grace === 0 && !pending) return this.remove(rt, this.bump(rt, obj, old));
+      if (grace === 0 && !pending) return this.remove(rt, this.bump(rt, obj));
       if (grace < current) {
         m.deletionGracePeriodSeconds = grace;
         m.deletionTimestamp = formatTime(now + grace * 1000);
@@ -627,7 +617,7 @@ export class Store {
       return old;
     }
     if (grace === 0 && !pending) {
-      return this.remove(rt, this.bump(rt, obj, old));
+      return this.remove(rt, this.bump(rt, obj));
     }
     m.deletionTimestamp = formatTime(now + grace * 1000);
     m.deletionGracePeriodSeconds = grace;
@@ -637,15 +627,27 @@ export class Store {
     return out;
   }
 
-  private bump(rt: ResourceType, obj: StoredObject, _old: StoredObject): StoredObject {
+  /** Gives `obj` the next resourceVersion and writes it to the working state. */
+  private bump(rt: ResourceType, obj: StoredObject): StoredObject {
     obj.metadata.resourceVersion = String(this.nextRV());
     this.put(rt, storeKey(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
     return obj;
   }
 
+  /** Stages a created (`old` undefined) or replaced object, indexing its owners anew. */
+  private commitWrite(
+    rt: ResourceType,
+    obj: StoredObject,
+    old: StoredObject | undefined,
+  ): StoredObject {
+    this.bump(rt, obj);
+    this.indexOwners(rt, obj, old);
+    this.emit(rt, old ? 'MODIFIED' : 'ADDED', obj, old);
+    return obj;
+  }
+
   private commitModified(rt: ResourceType, obj: StoredObject, old: StoredObject): StoredObject {
-    obj.metadata.resourceVersion = String(this.nextRV());
-    this.put(rt, storeKey(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
+    this.bump(rt, obj);
     this.emit(rt, 'MODIFIED', obj, old);
     return obj;
   }
@@ -676,7 +678,7 @@ export class Store {
       for (const o of this.table(rt).values()) if (o.metadata.namespace === name) return undefined;
     }
     const obj = clone(ns);
-    return this.remove(NAMESPACES, this.bump(NAMESPACES, obj, ns));
+    return this.remove(NAMESPACES, this.bump(NAMESPACES, obj));
   }
 
   /** Final removal: DELETED event, allocator release, garbage collection of dependents. */
