@@ -3,8 +3,7 @@
 // object; subresources are handed to subresources.ts. Answers wait until the writes they may
 // have seen are durable.
 
-import type { Context } from 'hono';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { isPlainObject } from '../object.js';
 import { apiVersionOf, findResource, type ResourceType } from '../resources.js';
 import { ApiError } from '../status.js';
