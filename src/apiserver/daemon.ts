@@ -196,13 +196,30 @@ function listenBacklog(): number {
   }
 }
 
-/** The object store, loaded from the data dir's SQLite database when there is one. */
+/** The Service allocators of the configured ranges; INVALID_INPUT for a bad range. */
+function serviceRegistry(cfg: ApiServerConfig): ServiceRegistry {
+  try {
+    return new ServiceRegistry({
+      serviceCIDRs: cfg.serviceCIDRs ?? ['10.96.0.0/12'],
+      nodePortRange: cfg.nodePortRange ?? '30000-32767',
+    });
+  } catch (e) {
+    throw new SvcnetError('INVALID_INPUT', e instanceof Error ? e.message : String(e), {
+      cause: e,
+    });
+  }
+}
+
+/**
+ * The store, on SQLite storage in the data dir (loaded from it) when there is one, else in
+ * memory; the storage is closed again if loading fails.
+ */
 function openStore(
   cfg: ApiServerConfig,
   services: ServiceRegistry,
-  warn: (message: string) => void,
+  warn: (msg: string) => void,
   clock: Clock,
-): { storage: SqliteStorage | undefined; store: Store } {
+): { store: Store; storage: SqliteStorage | undefined } {
   if (cfg.dataDir !== undefined) mkdirSync(cfg.dataDir, { recursive: true, mode: 0o700 });
   const storage =
     cfg.dataDir !== undefined
@@ -231,26 +248,32 @@ function openStore(
     storage?.close();
     throw e;
   }
-  return { storage, store };
+  return { store, storage };
+}
+
+/** The serving certificate's hosts: the listen address, the advertised one, loopback, in-cluster names. */
+function servingHosts(host: string, advertise: string, services: ServiceRegistry): string[] {
+  return [
+    ...(host !== '0.0.0.0' && host !== '::' ? [host] : []),
+    advertise,
+    '127.0.0.1',
+    '::1',
+    'localhost',
+    services.kubernetesServiceIP,
+    'kubernetes',
+    'kubernetes.default',
+    'kubernetes.default.svc',
+    'kubernetes.default.svc.cluster.local',
+  ];
 }
 
 /** Starts an API server; resolves once it listens and the bootstrap objects exist. */
 export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiServer> {
   const { host, port } = parseListen(cfg.listen);
   const clock = cfg.clock ?? realClock;
-  let services: ServiceRegistry;
-  try {
-    services = new ServiceRegistry({
-      serviceCIDRs: cfg.serviceCIDRs ?? ['10.96.0.0/12'],
-      nodePortRange: cfg.nodePortRange ?? '30000-32767',
-    });
-  } catch (e) {
-    throw new SvcnetError('INVALID_INPUT', e instanceof Error ? e.message : String(e), {
-      cause: e,
-    });
-  }
+  const services = serviceRegistry(cfg);
   const warn = cfg.warn ?? (() => undefined);
-  const { storage, store } = openStore(cfg, services, warn, clock);
+  const { store, storage } = openStore(cfg, services, warn, clock);
   const generate = (): string => randomBytes(24).toString('base64url');
   const token =
     cfg.token ?? (cfg.dataDir !== undefined ? storedToken(cfg.dataDir, generate) : generate());
@@ -259,22 +282,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
   const tls =
     cfg.insecureHttp === true
       ? undefined
-      : servingCert(
-          [
-            ...(host !== '0.0.0.0' && host !== '::' ? [host] : []),
-            advertise,
-            '127.0.0.1',
-            '::1',
-            'localhost',
-            services.kubernetesServiceIP,
-            'kubernetes',
-            'kubernetes.default',
-            'kubernetes.default.svc',
-            'kubernetes.default.svc.cluster.local',
-          ],
-          cfg.dataDir,
-          clock,
-        );
+      : servingCert(servingHosts(host, advertise, services), cfg.dataDir, clock);
 
   let server: ServerType | undefined;
   const maxRequestBytes = cfg.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES;

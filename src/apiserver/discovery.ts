@@ -145,7 +145,7 @@ export function apiResourceList(
   group: string,
   version: string,
 ): Record<string, unknown> | undefined {
-  const gv = groupVersions().find((g) => g.group === group && g.version === version);
+  const gv = findGroupVersion(group, version);
   if (!gv) return undefined;
   const resources: Record<string, unknown>[] = [];
   for (const rt of gv.resources) {
@@ -179,6 +179,14 @@ export function apiResourceList(
 }
 
 // ---- OpenAPI v3 ----
+
+/** The served group version `group`/`version`, if there is one. */
+function findGroupVersion(
+  group: string,
+  version: string,
+): ReturnType<typeof groupVersions>[number] | undefined {
+  return groupVersions().find((g) => g.group === group && g.version === version);
+}
 
 function gvPath(group: string, version: string): string {
   return group === '' ? `api/${version}` : `apis/${group}/${version}`;
@@ -236,7 +244,7 @@ export function openAPIV3Document(
   group: string,
   version: string,
 ): Record<string, unknown> | undefined {
-  const gv = groupVersions().find((g) => g.group === group && g.version === version);
+  const gv = findGroupVersion(group, version);
   if (!gv) return undefined;
   const paths: Record<string, unknown> = {};
   const base = `/${gvPath(group, version)}`;

@@ -75,6 +75,101 @@ export function defaultServiceSpec(s: ServiceSpec): void {
   if (s.clusterIP === '') delete s.clusterIP;
 }
 
+/** A port number repeated for the same protocol. */
+function duplicatePortCauses(s: ServiceSpec): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const ports = s.ports ?? [];
+  const seen = new Set<string>();
+  ports.forEach((p, i) => {
+    const key = `${p.port}/${p.protocol ?? 'TCP'}`;
+    if (seen.has(key))
+      causes.push(
+        fieldCause('FieldValueDuplicate', `spec.ports[${i}]`, '', {
+          port: p.port,
+          protocol: p.protocol,
+        }),
+      );
+    seen.add(key);
+  });
+  return causes;
+}
+
+/** clusterIPs against clusterIP, ipFamilies and ipFamilyPolicy. */
+function clusterIPsCauses(s: ServiceSpec): StatusCause[] {
+  const causes: StatusCause[] = [];
+  const ips = s.clusterIPs ?? [];
+  if (s.clusterIP !== undefined && ips.length > 0 && ips[0] !== s.clusterIP)
+    causes.push(
+      fieldCause(
+        'FieldValueInvalid',
+        'spec.clusterIPs',
+        'first value must match `spec.clusterIP`',
+        ips,
+      ),
+    );
+  ips.forEach((ip, i) => {
+    if (ip === 'None') return;
+    const fam = parseIPSloppy(ip)?.family;
+    const want = s.ipFamilies?.[i];
+    if (fam !== undefined && want !== undefined && fam !== want)
+      causes.push(
+        fieldCause(
+          'FieldValueInvalid',
+          `spec.clusterIPs[${i}]`,
+          `expected an ${want} value as indicated by \`ipFamilies[${i}]\``,
+          ip,
+        ),
+      );
+  });
+  if (s.ipFamilyPolicy === 'SingleStack' && ips.length > 1)
+    causes.push(
+      fieldCause(
+        'FieldValueInvalid',
+        'spec.clusterIPs',
+        'when spec.ipFamilyPolicy is SingleStack, only one clusterIP is allowed',
+        ips,
+      ),
+    );
+  return causes;
+}
+
+/** Cluster IPs may not change once set (ExternalName transitions aside). */
+function immutableIPCauses(s: ServiceSpec, o: ServiceSpec): StatusCause[] {
+  const causes: StatusCause[] = [];
+  if (o.type !== 'ExternalName' && s.type !== 'ExternalName') {
+    const oldIPs = o.clusterIPs ?? [];
+    const newIPs = s.clusterIPs ?? [];
+    oldIPs.forEach((ip, i) => {
+      const n = newIPs[i];
+      if (n !== undefined && n !== ip)
+        causes.push(
+          fieldCause('FieldValueInvalid', `spec.clusterIPs[${i}]`, 'may not change once set', n),
+        );
+    });
+    if (
+      o.clusterIP !== undefined &&
+      s.clusterIP !== undefined &&
+      o.clusterIP !== s.clusterIP &&
+      oldIPs.length === 0
+    )
+      causes.push(
+        fieldCause('FieldValueInvalid', 'spec.clusterIP', 'field is immutable', s.clusterIP),
+      );
+  }
+  return causes;
+}
+
+/** One allocate() call: what it reserved so far (to undo) and what the old object held. */
+interface Allocation {
+  readonly undo: (() => void)[];
+  /** Undoes what was reserved and throws 422 with the causes. */
+  readonly fail: (causes: StatusCause[]) => never;
+  readonly oldIPs: ReadonlySet<string>;
+  readonly oldPorts: ReadonlySet<number>;
+  /** Node ports the new object holds. */
+  readonly taken: Set<number>;
+}
+
 /** The Service strategy with its allocators; one per API server. */
 export class ServiceRegistry implements Strategy {
   readonly ipAllocators: ClusterIPAllocator[];
@@ -184,19 +279,7 @@ export class ServiceRegistry implements Strategy {
     const name = obj.metadata.name ?? '';
     if (name !== '' && (name.length > 63 || !DNS1035_LABEL.test(name)))
       causes.push(fieldCause('FieldValueInvalid', 'metadata.name', DNS1035_MSG, name));
-    const ports = s.ports ?? [];
-    const seen = new Set<string>();
-    ports.forEach((p, i) => {
-      const key = `${p.port}/${p.protocol ?? 'TCP'}`;
-      if (seen.has(key))
-        causes.push(
-          fieldCause('FieldValueDuplicate', `spec.ports[${i}]`, '', {
-            port: p.port,
-            protocol: p.protocol,
-          }),
-        );
-      seen.add(key);
-    });
+    causes.push(...duplicatePortCauses(s));
     if (s.type === 'ExternalName') {
       if (s.clusterIP !== undefined && s.clusterIP !== '')
         causes.push(
@@ -206,98 +289,7 @@ export class ServiceRegistry implements Strategy {
             'may not be set for ExternalName services',
           ),
         );
-    } else {
-      if (isHeadless(s) && (s.type === 'NodePort' || s.type === 'LoadBalancer'))
-        causes.push(
-          fieldCause(
-            'FieldValueInvalid',
-            'spec.clusterIPs[0]',
-            `may not be set to 'None' for ${s.type} services`,
-            'None',
-          ),
-        );
-      if (
-        s.externalTrafficPolicy !== undefined &&
-        s.type !== 'NodePort' &&
-        s.type !== 'LoadBalancer'
-      )
-        causes.push(
-          fieldCause(
-            'FieldValueInvalid',
-            'spec.externalTrafficPolicy',
-            "may only be set when `type` is 'NodePort' or 'LoadBalancer'",
-            s.externalTrafficPolicy,
-          ),
-        );
-      if (
-        s.ipFamilyPolicy === 'RequireDualStack' &&
-        this.families.length < 2 &&
-        !(isHeadless(s) && (s.selector === undefined || Object.keys(s.selector).length === 0))
-      )
-        causes.push(
-          fieldCause(
-            'FieldValueInvalid',
-            'spec.ipFamilyPolicy',
-            'this cluster is not configured for dual-stack services',
-            'RequireDualStack',
-          ),
-        );
-      (s.ipFamilies ?? []).forEach((f, i) => {
-        if (!this.families.includes(f) && !(isHeadless(s) && s.ipFamilyPolicy !== 'SingleStack'))
-          causes.push(
-            fieldCause(
-              'FieldValueInvalid',
-              `spec.ipFamilies[${i}]`,
-              'not configured on this cluster',
-              f,
-            ),
-          );
-      });
-      if ((s.ipFamilies ?? []).length === 2 && s.ipFamilies?.[0] === s.ipFamilies?.[1])
-        causes.push(fieldCause('FieldValueDuplicate', 'spec.ipFamilies[1]', '', s.ipFamilies?.[1]));
-      if (s.ipFamilyPolicy === 'SingleStack' && (s.ipFamilies ?? []).length > 1)
-        causes.push(
-          fieldCause(
-            'FieldValueInvalid',
-            'spec.ipFamilies',
-            'when spec.ipFamilyPolicy is SingleStack, only one ipFamily is allowed',
-            s.ipFamilies,
-          ),
-        );
-      const ips = s.clusterIPs ?? [];
-      if (s.clusterIP !== undefined && ips.length > 0 && ips[0] !== s.clusterIP)
-        causes.push(
-          fieldCause(
-            'FieldValueInvalid',
-            'spec.clusterIPs',
-            'first value must match `spec.clusterIP`',
-            ips,
-          ),
-        );
-      ips.forEach((ip, i) => {
-        if (ip === 'None') return;
-        const fam = parseIPSloppy(ip)?.family;
-        const want = s.ipFamilies?.[i];
-        if (fam !== undefined && want !== undefined && fam !== want)
-          causes.push(
-            fieldCause(
-              'FieldValueInvalid',
-              `spec.clusterIPs[${i}]`,
-              `expected an ${want} value as indicated by \`ipFamilies[${i}]\``,
-              ip,
-            ),
-          );
-      });
-      if (s.ipFamilyPolicy === 'SingleStack' && ips.length > 1)
-        causes.push(
-          fieldCause(
-            'FieldValueInvalid',
-            'spec.clusterIPs',
-            'when spec.ipFamilyPolicy is SingleStack, only one clusterIP is allowed',
-            ips,
-          ),
-        );
-    }
+    } else causes.push(...this.familyCauses(s), ...clusterIPsCauses(s));
     if (s.healthCheckNodePort !== undefined && !needsHealthCheckPort(s))
       causes.push(
         fieldCause(
@@ -307,34 +299,66 @@ export class ServiceRegistry implements Strategy {
           s.healthCheckNodePort,
         ),
       );
-    if (old) {
-      const o = (old as Service).spec ?? {};
-      if (o.type !== 'ExternalName' && s.type !== 'ExternalName') {
-        const oldIPs = o.clusterIPs ?? [];
-        const newIPs = s.clusterIPs ?? [];
-        oldIPs.forEach((ip, i) => {
-          const n = newIPs[i];
-          if (n !== undefined && n !== ip)
-            causes.push(
-              fieldCause(
-                'FieldValueInvalid',
-                `spec.clusterIPs[${i}]`,
-                'may not change once set',
-                n,
-              ),
-            );
-        });
-        if (
-          o.clusterIP !== undefined &&
-          s.clusterIP !== undefined &&
-          o.clusterIP !== s.clusterIP &&
-          oldIPs.length === 0
-        )
-          causes.push(
-            fieldCause('FieldValueInvalid', 'spec.clusterIP', 'field is immutable', s.clusterIP),
-          );
-      }
-    }
+    if (old) causes.push(...immutableIPCauses(s, (old as Service).spec ?? {}));
+    return causes;
+  }
+
+  /** Type, traffic policy and IP family rules that depend on this cluster's families. */
+  private familyCauses(s: ServiceSpec): StatusCause[] {
+    const causes: StatusCause[] = [];
+    if (isHeadless(s) && (s.type === 'NodePort' || s.type === 'LoadBalancer'))
+      causes.push(
+        fieldCause(
+          'FieldValueInvalid',
+          'spec.clusterIPs[0]',
+          `may not be set to 'None' for ${s.type} services`,
+          'None',
+        ),
+      );
+    if (s.externalTrafficPolicy !== undefined && s.type !== 'NodePort' && s.type !== 'LoadBalancer')
+      causes.push(
+        fieldCause(
+          'FieldValueInvalid',
+          'spec.externalTrafficPolicy',
+          "may only be set when `type` is 'NodePort' or 'LoadBalancer'",
+          s.externalTrafficPolicy,
+        ),
+      );
+    if (
+      s.ipFamilyPolicy === 'RequireDualStack' &&
+      this.families.length < 2 &&
+      !(isHeadless(s) && (s.selector === undefined || Object.keys(s.selector).length === 0))
+    )
+      causes.push(
+        fieldCause(
+          'FieldValueInvalid',
+          'spec.ipFamilyPolicy',
+          'this cluster is not configured for dual-stack services',
+          'RequireDualStack',
+        ),
+      );
+    (s.ipFamilies ?? []).forEach((f, i) => {
+      if (!this.families.includes(f) && !(isHeadless(s) && s.ipFamilyPolicy !== 'SingleStack'))
+        causes.push(
+          fieldCause(
+            'FieldValueInvalid',
+            `spec.ipFamilies[${i}]`,
+            'not configured on this cluster',
+            f,
+          ),
+        );
+    });
+    if ((s.ipFamilies ?? []).length === 2 && s.ipFamilies?.[0] === s.ipFamilies?.[1])
+      causes.push(fieldCause('FieldValueDuplicate', 'spec.ipFamilies[1]', '', s.ipFamilies?.[1]));
+    if (s.ipFamilyPolicy === 'SingleStack' && (s.ipFamilies ?? []).length > 1)
+      causes.push(
+        fieldCause(
+          'FieldValueInvalid',
+          'spec.ipFamilies',
+          'when spec.ipFamilyPolicy is SingleStack, only one ipFamily is allowed',
+          s.ipFamilies,
+        ),
+      );
     return causes;
   }
 
@@ -344,73 +368,86 @@ export class ServiceRegistry implements Strategy {
     const o: ServiceSpec = old ? ((old as Service).spec ?? {}) : {};
     const name = obj.metadata.name ?? '';
     const undo: (() => void)[] = [];
-    const fail = (causes: StatusCause[]): never => {
-      for (const u of undo.reverse()) u();
-      throw ApiError.invalid('', 'Service', name, causes);
+    const a: Allocation = {
+      undo,
+      fail: (causes) => {
+        for (const u of undo.reverse()) u();
+        throw ApiError.invalid('', 'Service', name, causes);
+      },
+      oldIPs: new Set(
+        old && o.type !== 'ExternalName' ? (o.clusterIPs ?? []).filter((ip) => ip !== 'None') : [],
+      ),
+      oldPorts: new Set<number>(
+        old
+          ? [...(o.ports ?? []).map((p) => p.nodePort ?? 0), o.healthCheckNodePort ?? 0].filter(
+              (p) => p > 0,
+            )
+          : [],
+      ),
+      taken: new Set<number>(),
     };
-    const oldIPs = new Set(
-      old && o.type !== 'ExternalName' ? (o.clusterIPs ?? []).filter((ip) => ip !== 'None') : [],
-    );
-    const oldPorts = new Set<number>(
-      old
-        ? [...(o.ports ?? []).map((p) => p.nodePort ?? 0), o.healthCheckNodePort ?? 0].filter(
-            (p) => p > 0,
-          )
-        : [],
-    );
-
-    // Cluster IPs, one per family.
-    if (s.type !== 'ExternalName' && !isHeadless(s)) {
-      const fams = s.ipFamilies ?? [];
-      const ips = [...(s.clusterIPs ?? [])];
-      fams.forEach((fam, i) => {
-        const alloc = this.allocatorFor(fam);
-        if (!alloc) return;
-        const want = ips[i];
-        if (want !== undefined && want !== '') {
-          if (oldIPs.has(want)) return;
-          const r = alloc.allocate(want);
-          if (!r.ok)
-            fail([
-              fieldCause(
-                'FieldValueInvalid',
-                `spec.clusterIPs[${i}]`,
-                r.reason === 'range'
-                  ? `failed to allocate IP ${want}: the provided IP (${want}) is not in the valid range. The range of valid IPs is ${alloc.range}`
-                  : `failed to allocate IP ${want}: provided IP is already allocated`,
-                want,
-              ),
-            ]);
-          undo.push(() => {
-            alloc.release(want);
-          });
-          return;
-        }
-        const r = alloc.allocateNext();
-        if (!r.ok)
-          return fail([
-            fieldCause(
-              'FieldValueInvalid',
-              `spec.clusterIPs[${i}]`,
-              'failed to allocate a serviceIP: range is full',
-              '',
-            ),
-          ]);
-        ips[i] = r.ip;
-        undo.push(() => {
-          alloc.release(r.ip);
-        });
-        return;
-      });
-      s.clusterIPs = ips;
-      s.clusterIP = ips[0] ?? '';
-    } else if (isHeadless(s)) {
+    if (s.type !== 'ExternalName' && !isHeadless(s)) this.allocateClusterIPs(s, a);
+    else if (isHeadless(s)) {
       s.clusterIP = 'None';
       s.clusterIPs = ['None'];
     }
+    if (needsNodePorts(s)) this.allocateNodePorts(s, a);
+    if (needsHealthCheckPort(s)) this.allocateHealthCheckNodePort(s, a);
+    if (old && !ctx.dryRun) this.releaseDropped(s, a);
+    return () => {
+      for (const u of undo.reverse()) u();
+    };
+  }
 
-    // Node ports.
-    const taken = new Set<number>();
+  /** Cluster IPs, one per family: the requested ones reserved, the missing ones picked. */
+  private allocateClusterIPs(s: ServiceSpec, a: Allocation): void {
+    const fams = s.ipFamilies ?? [];
+    const ips = [...(s.clusterIPs ?? [])];
+    fams.forEach((fam, i) => {
+      const alloc = this.allocatorFor(fam);
+      if (!alloc) return;
+      const want = ips[i];
+      if (want !== undefined && want !== '') {
+        if (a.oldIPs.has(want)) return;
+        const r = alloc.allocate(want);
+        if (!r.ok)
+          a.fail([
+            fieldCause(
+              'FieldValueInvalid',
+              `spec.clusterIPs[${i}]`,
+              r.reason === 'range'
+                ? `failed to allocate IP ${want}: the provided IP (${want}) is not in the valid range. The range of valid IPs is ${alloc.range}`
+                : `failed to allocate IP ${want}: provided IP is already allocated`,
+              want,
+            ),
+          ]);
+        a.undo.push(() => {
+          alloc.release(want);
+        });
+        return;
+      }
+      const r = alloc.allocateNext();
+      if (!r.ok)
+        return a.fail([
+          fieldCause(
+            'FieldValueInvalid',
+            `spec.clusterIPs[${i}]`,
+            'failed to allocate a serviceIP: range is full',
+            '',
+          ),
+        ]);
+      ips[i] = r.ip;
+      a.undo.push(() => {
+        alloc.release(r.ip);
+      });
+      return;
+    });
+    s.clusterIPs = ips;
+    s.clusterIP = ips[0] ?? '';
+  }
+
+  /** Node ports: the requested ones first, then one per remaining port (shared by protocol twins). */
+  private allocateNodePorts(s: ServiceSpec, a: Allocation): void {
     const portCause = (i: number, port: number, r: AllocateResult): StatusCause =>
       fieldCause(
         'FieldValueInvalid',
@@ -420,110 +457,107 @@ export class ServiceRegistry implements Strategy {
           : 'provided port is already allocated',
         port,
       );
-    if (needsNodePorts(s)) {
-      const ports: ServicePort[] = s.ports ?? [];
-      ports.forEach((p, i) => {
-        if (p.nodePort === undefined) return;
-        if (oldPorts.has(p.nodePort) || taken.has(p.nodePort)) {
-          taken.add(p.nodePort);
-          return;
-        }
-        const r = this.nodePorts.allocate(p.nodePort);
-        if (!r.ok) fail([portCause(i, p.nodePort, r)]);
-        const port = p.nodePort;
-        taken.add(port);
-        undo.push(() => {
-          this.nodePorts.release(port);
-        });
+    const ports: ServicePort[] = s.ports ?? [];
+    ports.forEach((p, i) => {
+      if (p.nodePort === undefined) return;
+      if (a.oldPorts.has(p.nodePort) || a.taken.has(p.nodePort)) {
+        a.taken.add(p.nodePort);
+        return;
+      }
+      const r = this.nodePorts.allocate(p.nodePort);
+      if (!r.ok) a.fail([portCause(i, p.nodePort, r)]);
+      const port = p.nodePort;
+      a.taken.add(port);
+      a.undo.push(() => {
+        this.nodePorts.release(port);
       });
-      ports.forEach((p, i) => {
-        if (p.nodePort !== undefined) return;
-        // The same port number for another protocol of this Service shares its node port.
-        const twin = ports.find((q) => q !== p && q.port === p.port && q.nodePort !== undefined);
-        if (twin?.nodePort !== undefined) {
-          p.nodePort = twin.nodePort;
-          return;
-        }
-        const r = this.nodePorts.allocateNext();
-        if (!r.ok) {
-          fail([
-            fieldCause(
-              'FieldValueInvalid',
-              `spec.ports[${i}].nodePort`,
-              'failed to allocate a nodePort: range is full',
-              0,
-            ),
-          ]);
-          return;
-        }
-        p.nodePort = r.value;
-        taken.add(r.value);
-        undo.push(() => {
-          this.nodePorts.release(r.value);
-        });
+    });
+    ports.forEach((p, i) => {
+      if (p.nodePort !== undefined) return;
+      // The same port number for another protocol of this Service shares its node port.
+      const twin = ports.find((q) => q !== p && q.port === p.port && q.nodePort !== undefined);
+      if (twin?.nodePort !== undefined) {
+        p.nodePort = twin.nodePort;
+        return;
+      }
+      const r = this.nodePorts.allocateNext();
+      if (!r.ok) {
+        a.fail([
+          fieldCause(
+            'FieldValueInvalid',
+            `spec.ports[${i}].nodePort`,
+            'failed to allocate a nodePort: range is full',
+            0,
+          ),
+        ]);
+        return;
+      }
+      p.nodePort = r.value;
+      a.taken.add(r.value);
+      a.undo.push(() => {
+        this.nodePorts.release(r.value);
       });
-    }
-    if (needsHealthCheckPort(s)) {
-      const want = s.healthCheckNodePort;
-      if (want !== undefined && want !== 0) {
-        if (!oldPorts.has(want) && !taken.has(want)) {
-          const r = this.nodePorts.allocate(want);
-          if (!r.ok)
-            fail([
-              fieldCause(
-                'FieldValueInvalid',
-                'spec.healthCheckNodePort',
-                r.reason === 'range'
-                  ? `failed to allocate requested HealthCheck NodePort ${want}: provided port is not in the valid range. The range of valid ports is ${this.nodePorts.range}`
-                  : `failed to allocate requested HealthCheck NodePort ${want}: provided port is already allocated`,
-                want,
-              ),
-            ]);
-          undo.push(() => {
-            this.nodePorts.release(want);
-          });
-        }
-        taken.add(want);
-      } else {
-        const r = this.nodePorts.allocateNext();
+    });
+  }
+
+  /** The health check node port of a LoadBalancer Service with externalTrafficPolicy Local. */
+  private allocateHealthCheckNodePort(s: ServiceSpec, a: Allocation): void {
+    const want = s.healthCheckNodePort;
+    if (want !== undefined && want !== 0) {
+      if (!a.oldPorts.has(want) && !a.taken.has(want)) {
+        const r = this.nodePorts.allocate(want);
         if (!r.ok)
-          return fail([
+          a.fail([
             fieldCause(
               'FieldValueInvalid',
               'spec.healthCheckNodePort',
-              'failed to allocate a nodePort: range is full',
-              0,
+              r.reason === 'range'
+                ? `failed to allocate requested HealthCheck NodePort ${want}: provided port is not in the valid range. The range of valid ports is ${this.nodePorts.range}`
+                : `failed to allocate requested HealthCheck NodePort ${want}: provided port is already allocated`,
+              want,
             ),
           ]);
-        s.healthCheckNodePort = r.value;
-        taken.add(r.value);
-        undo.push(() => {
-          this.nodePorts.release(r.value);
+        a.undo.push(() => {
+          this.nodePorts.release(want);
         });
       }
+      a.taken.add(want);
+    } else {
+      const r = this.nodePorts.allocateNext();
+      if (!r.ok)
+        return a.fail([
+          fieldCause(
+            'FieldValueInvalid',
+            'spec.healthCheckNodePort',
+            'failed to allocate a nodePort: range is full',
+            0,
+          ),
+        ]);
+      s.healthCheckNodePort = r.value;
+      a.taken.add(r.value);
+      a.undo.push(() => {
+        this.nodePorts.release(r.value);
+      });
     }
+  }
 
-    // Release what the update dropped (re-reserved by undo).
-    if (old && !ctx.dryRun) {
-      const newIPs = new Set(s.type !== 'ExternalName' ? (s.clusterIPs ?? []) : []);
-      for (const ip of oldIPs)
-        if (!newIPs.has(ip)) {
-          this.releaseIP(ip);
-          undo.push(() => {
-            this.reserveIP(ip);
-          });
-        }
-      for (const port of oldPorts)
-        if (!taken.has(port)) {
-          this.nodePorts.release(port);
-          undo.push(() => {
-            this.nodePorts.allocate(port);
-          });
-        }
-    }
-    return () => {
-      for (const u of undo.reverse()) u();
-    };
+  /** Releases the IPs and node ports an update dropped (re-reserved by the undo). */
+  private releaseDropped(s: ServiceSpec, a: Allocation): void {
+    const newIPs = new Set(s.type !== 'ExternalName' ? (s.clusterIPs ?? []) : []);
+    for (const ip of a.oldIPs)
+      if (!newIPs.has(ip)) {
+        this.releaseIP(ip);
+        a.undo.push(() => {
+          this.reserveIP(ip);
+        });
+      }
+    for (const port of a.oldPorts)
+      if (!a.taken.has(port)) {
+        this.nodePorts.release(port);
+        a.undo.push(() => {
+          this.nodePorts.allocate(port);
+        });
+      }
   }
 
   private releaseIP(ip: string): void {

@@ -9,274 +9,63 @@
 // (sqlite-storage.ts): each write operation is staged with an undo log, the staged operations
 // of one turn of the event loop are committed by the backend together (group commit), and
 // only then are they applied to what reads see and sent to watchers; a failed commit undoes
-// them all. HTTP is server.ts.
+// them all. HTTP is server.ts. Parts live beside it: the watch window and watchers
+// (store-watch.ts), selectors and paginated lists (store-query.ts), metadata rules
+// (store-meta.ts), the ownerReference index (store-owners.ts), group-commit bookkeeping
+// (store-batch.ts) and the public types (store-types.ts, re-exported here).
 
-import type { ObjectMeta, OwnerReference } from '../kube/types.js';
+import type { OwnerReference } from '../kube/types.js';
 import { clone, deepEqual, formatTime, storeKey, type StoredObject } from './object.js';
+import { NAMESPACES, PODS, RESOURCES, resourceKey, type ResourceType } from './resources.js';
+import { ApiError } from './status.js';
+import { newBatch, toRevision, type Batch, type Staged } from './store-batch.js';
 import {
-  NAMESPACES,
-  PODS,
-  RESOURCES,
-  apiVersionOf,
-  fieldValue,
-  resourceKey,
-  supportedFields,
-  type ResourceType,
-} from './resources.js';
-import {
-  checkFieldSelector,
-  matchesFields,
-  matchesLabels,
-  parseFieldSelector,
-  parseLabelSelector,
-  type FieldSelector,
-  type LabelSelector,
-} from './selectors.js';
-import { ApiError, type StatusCause } from './status.js';
+  checkBodyNamespace,
+  mergeUpdate,
+  normalizeInput,
+  setMeta,
+  specChanged,
+} from './store-meta.js';
+import { OwnerIndex, ownerUids } from './store-owners.js';
+import { listObjects } from './store-query.js';
+import type {
+  DeleteOptions,
+  ListOptions,
+  ListResult,
+  LoadedRevision,
+  StoreBackend,
+  StoreOptions,
+  Strategy,
+  StrategyContext,
+  WatchEvent,
+  WatchHandle,
+  WatchOptions,
+  WriteOptions,
+} from './store-types.js';
+import { History, Watches, bookmarkObject } from './store-watch.js';
 
-export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-
-export interface WatchEvent {
-  readonly type: WatchEventType;
-  readonly object: StoredObject;
-}
-
-/** One revision: what a write operation changed, as the storage backend persists it. */
-export interface Revision {
-  readonly rv: number;
-  /** `resourceKey()` of the resource. */
-  readonly resource: string;
-  /** `storeKey()`: `ns/name` or `name`. */
-  readonly key: string;
-  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  /** The object as written (for DELETED: as it was removed). */
-  readonly object: StoredObject;
-}
-
-/**
- * Where committed revisions go (sqlite-storage.ts). `admit` runs at the end of every write
- * operation, before it is staged, and may refuse it (507 past the quota): it returns the
- * bytes the revisions will take. `commit` makes a batch durable in one transaction, or
- * throws and stores none of it; `floor` is the compaction point (revisions a watch can no
- * longer resume from).
- */
-export interface StoreBackend {
-  admit(revisions: readonly Revision[], deletion: boolean): number[];
-  commit(revisions: readonly Revision[], floor: number): void;
-}
-
-/** A retained revision loaded from storage, so watches resume across a restart. */
-export interface LoadedRevision extends Revision {
-  readonly prev: StoredObject | undefined;
-  readonly bytes: number;
-  /** When it was written (ms since the epoch). */
-  readonly at: number;
-}
-
-/** Bounds of the watch history (and, with a backend, of the stored revisions). */
-export interface HistoryLimits {
-  /** Revisions kept at least, unless `bytes` is exceeded. Default 10,000. */
-  readonly revisions?: number;
-  /** Revisions younger than this are kept beyond `revisions` (ms; default 0). */
-  readonly ageMs?: number;
-  /** Serialised size of the window, at most (default 128 MiB; counted only with a backend). */
-  readonly bytes?: number;
-}
-
-export interface StrategyContext {
-  readonly now: number;
-  readonly dryRun: boolean;
-}
-
-/** Per-kind behaviour: defaulting, validation, allocation. All hooks are optional. */
-export interface Strategy {
-  /** Defaulting and status reset on create; may throw ApiError. */
-  prepareForCreate?(obj: StoredObject, ctx: StrategyContext): void;
-  /** Defaulting on update (old is the stored object). */
-  prepareForUpdate?(obj: StoredObject, old: StoredObject, ctx: StrategyContext): void;
-  validate?(obj: StoredObject, old: StoredObject | undefined): StatusCause[];
-  /**
-   * Reserves resources (IPs, ports) for obj; returns an undo function. Throws ApiError when
-   * allocation fails. Called after validation, before commit.
-   */
-  allocate?(obj: StoredObject, old: StoredObject | undefined, ctx: StrategyContext): () => void;
-  /** Releases what allocate reserved, when the object is finally removed. */
-  release?(obj: StoredObject): void;
-  /** Rebuilds allocator state from a stored object (after loading from disk). */
-  restore?(obj: StoredObject): void;
-}
-
-export interface StoreOptions {
-  /** Milliseconds since the epoch. */
-  readonly now?: () => number;
-  readonly uid?: () => string;
-  /** Uniform in [0,1): generateName suffixes. */
-  readonly random?: () => number;
-  /** Revisions retained for watches that resume from a resourceVersion (history.revisions). */
-  readonly historySize?: number;
-  readonly history?: HistoryLimits;
-  readonly strategies?: ReadonlyMap<string, Strategy>;
-  /** Durable storage; without it every write is applied at once (in memory only). */
-  readonly backend?: StoreBackend;
-}
-
-export interface ListOptions {
-  readonly labelSelector?: string;
-  readonly fieldSelector?: string;
-  readonly limit?: number;
-  readonly continue?: string;
-  readonly resourceVersion?: string;
-  readonly resourceVersionMatch?: string;
-}
-
-export interface ListResult {
-  readonly items: StoredObject[];
-  readonly resourceVersion: string;
-  readonly continue?: string;
-  readonly remainingItemCount?: number;
-}
-
-export interface WatchOptions {
-  readonly labelSelector?: string;
-  readonly fieldSelector?: string;
-  readonly resourceVersion?: string;
-  readonly sendInitialEvents?: boolean;
-  readonly allowWatchBookmarks?: boolean;
-}
-
-export interface DeleteOptions {
-  readonly gracePeriodSeconds?: number;
-  readonly propagationPolicy?: 'Background' | 'Foreground' | 'Orphan';
-  readonly preconditions?: { uid?: string; resourceVersion?: string };
-  readonly dryRun?: boolean;
-}
-
-export interface WriteOptions {
-  readonly dryRun?: boolean;
-  /** Write only `status` (the /status subresource). */
-  readonly subresource?: 'status';
-}
-
-export interface WatchHandle {
-  stop(): void;
-}
-
-interface Watcher {
-  readonly ns: string | undefined;
-  readonly labels: LabelSelector;
-  readonly fields: FieldSelector;
-  readonly rt: ResourceType;
-  readonly sink: (e: WatchEvent) => void;
-}
-
-interface HistoryEntry {
-  readonly rv: number;
-  readonly resource: string;
-  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  readonly object: StoredObject;
-  readonly prev: StoredObject | undefined;
-  readonly bytes: number;
-  readonly at: number;
-}
-
-/**
- * The window of recent revisions of all resources, oldest first, as etcd's compaction keeps
- * it: at least `revisions` (or everything younger than `ageMs`), never more than `bytes`.
- * Watches may resume from any resourceVersion >= floor.
- */
-class History {
-  private items: HistoryEntry[] = [];
-  private head = 0;
-  private bytes = 0;
-  floor: number;
-  private readonly maxRevisions: number;
-  private readonly maxBytes: number;
-  private readonly ageMs: number;
-
-  constructor(limits: Required<HistoryLimits>, floor: number) {
-    this.maxRevisions = limits.revisions;
-    this.maxBytes = limits.bytes;
-    this.ageMs = limits.ageMs;
-    this.floor = floor;
-  }
-
-  get size(): number {
-    return this.items.length - this.head;
-  }
-
-  push(e: HistoryEntry, now: number): void {
-    this.items.push(e);
-    this.bytes += e.bytes;
-    this.trim(now);
-  }
-
-  private trim(now: number): void {
-    while (this.size > 0) {
-      const e = this.items[this.head];
-      if (!e) break;
-      const tooMany = this.size > this.maxRevisions && now - e.at >= this.ageMs;
-      if (!tooMany && this.bytes <= this.maxBytes) break;
-      this.items[this.head] = undefined as unknown as HistoryEntry;
-      this.head++;
-      this.bytes -= e.bytes;
-      this.floor = e.rv;
-    }
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
-  }
-
-  since(resource: string, rv: number): HistoryEntry[] {
-    const out: HistoryEntry[] = [];
-    for (let i = this.items.length - 1; i >= this.head; i--) {
-      const e = this.items[i];
-      if (!e || e.rv <= rv) break;
-      if (e.resource === resource) out.push(e);
-    }
-    return out.reverse();
-  }
-}
-
-/** A write operation in progress, or a batch of them waiting for the backend. */
-interface Staged {
-  readonly undo: (() => void)[];
-  readonly events: { readonly rt: ResourceType; readonly entry: HistoryEntry }[];
-}
-
-interface Batch extends Staged {
-  readonly done: Promise<void>;
-  resolve(): void;
-  reject(e: unknown): void;
-}
-
-function newBatch(): Batch {
-  let resolve: () => void = () => undefined;
-  let reject: (e: unknown) => void = () => undefined;
-  const done = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  // Nobody may be waiting (bootstrap writes): a failure must not become an unhandled rejection.
-  done.catch(() => undefined);
-  return { undo: [], events: [], done, resolve, reject };
-}
+export type {
+  DeleteOptions,
+  HistoryLimits,
+  ListOptions,
+  ListResult,
+  LoadedRevision,
+  Revision,
+  StoreBackend,
+  StoreOptions,
+  Strategy,
+  StrategyContext,
+  WatchEvent,
+  WatchEventType,
+  WatchHandle,
+  WatchOptions,
+  WriteOptions,
+} from './store-types.js';
 
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
-const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 function defaultUid(): string {
   return crypto.randomUUID();
-}
-
-function parseRV(s: string | undefined): number | undefined {
-  if (s === undefined || s === '') return undefined;
-  if (!/^\d+$/.test(s)) throw ApiError.badRequest(`invalid resource version: "${s}"`);
-  return Number(s);
-}
-
-function ownerUids(o: StoredObject): string[] {
-  return (o.metadata.ownerReferences ?? []).map((r) => r.uid);
 }
 
 function isTerminalPod(o: StoredObject): boolean {
@@ -284,7 +73,6 @@ function isTerminalPod(o: StoredObject): boolean {
   return phase === 'Succeeded' || phase === 'Failed';
 }
 
-/** The in-memory object store; see the file header for the semantics it implements. */
 export class Store {
   /** The working resourceVersion: what the next write builds on (staged writes included). */
   private rvCounter = 0;
@@ -295,9 +83,8 @@ export class Store {
   /** Committed state for lists and watches; the same maps as `data` without a backend. */
   private readonly view = new Map<string, Map<string, StoredObject>>();
   private readonly hist: History;
-  private readonly watchers = new Map<string, Set<Watcher>>();
-  /** owner uid -> dependents as `resourceKey\u0000storeKey`. */
-  private readonly dependents = new Map<string, Set<string>>();
+  private readonly watches: Watches;
+  private readonly owners = new OwnerIndex();
   private readonly byKey = new Map<string, ResourceType>(
     RESOURCES.map((rt) => [resourceKey(rt), rt]),
   );
@@ -326,6 +113,7 @@ export class Store {
       },
       0,
     );
+    this.watches = new Watches(this.hist);
     for (const rt of RESOURCES) {
       const t = new Map<string, StoredObject>();
       this.data.set(resourceKey(rt), t);
@@ -438,56 +226,7 @@ export class Store {
   }
 
   list(rt: ResourceType, ns: string | undefined, opts: ListOptions = {}): ListResult {
-    const labels = parseLabelSelector(opts.labelSelector ?? '');
-    const fields = parseFieldSelector(opts.fieldSelector ?? '');
-    checkFieldSelector(fields, supportedFields(rt));
-    const rv = parseRV(opts.resourceVersion);
-    if (opts.resourceVersionMatch === 'Exact' && rv !== undefined && rv !== this.committedRV)
-      throw ApiError.gone(`too old resource version: ${rv} (${this.committedRV})`);
-    let start = '';
-    let listRV = this.committedRV;
-    if (opts.continue !== undefined && opts.continue !== '') {
-      const token = decodeContinue(opts.continue);
-      start = token.start;
-      listRV = token.rv;
-    }
-    const table = this.committed(rt);
-    const keys = [...table.keys()].sort();
-    const items: StoredObject[] = [];
-    const limit = opts.limit !== undefined && opts.limit > 0 ? opts.limit : Infinity;
-    let next: string | undefined;
-    let remaining = 0;
-    for (const key of keys) {
-      if (start !== '' && key <= start) continue;
-      const o = table.get(key);
-      if (!o || !this.matches(rt, o, ns, labels, fields)) continue;
-      if (items.length >= limit) {
-        remaining++;
-        continue;
-      }
-      items.push(o);
-      if (items.length === limit) next = key;
-    }
-    const more = remaining > 0 && next !== undefined;
-    return {
-      items,
-      resourceVersion: String(listRV),
-      ...(more && next !== undefined
-        ? { continue: encodeContinue(listRV, next), remainingItemCount: remaining }
-        : {}),
-    };
-  }
-
-  private matches(
-    rt: ResourceType,
-    o: StoredObject,
-    ns: string | undefined,
-    labels: LabelSelector,
-    fields: FieldSelector,
-  ): boolean {
-    if (rt.namespaced && ns !== undefined && o.metadata.namespace !== ns) return false;
-    if (!matchesLabels(labels, o.metadata.labels)) return false;
-    return fields.length === 0 || matchesFields(fields, (f) => fieldValue(rt, o, f));
+    return listObjects(rt, ns, opts, this.committed(rt), this.committedRV);
   }
 
   // ---- watch ----
@@ -503,62 +242,15 @@ export class Store {
     opts: WatchOptions,
     sink: (e: WatchEvent) => void,
   ): WatchHandle {
-    const labels = parseLabelSelector(opts.labelSelector ?? '');
-    const fields = parseFieldSelector(opts.fieldSelector ?? '');
-    checkFieldSelector(fields, supportedFields(rt));
-    const rv = parseRV(opts.resourceVersion);
-    const w: Watcher = { ns, labels, fields, rt, sink };
-    const initial = opts.sendInitialEvents === true || rv === undefined || rv === 0;
-    let replay: HistoryEntry[] = [];
-    if (!initial) {
-      if (rv > this.committedRV) throw ApiError.tooLargeResourceVersion(rv, this.committedRV);
-      if (rv < this.hist.floor)
-        throw ApiError.gone(`too old resource version: ${rv} (${this.hist.floor + 1})`);
-      replay = this.hist.since(resourceKey(rt), rv);
-    }
-    let set = this.watchers.get(resourceKey(rt));
-    if (!set) {
-      set = new Set();
-      this.watchers.set(resourceKey(rt), set);
-    }
-    set.add(w);
-    if (initial) {
-      const table = this.committed(rt);
-      const keys = [...table.keys()].sort();
-      for (const k of keys) {
-        const o = table.get(k);
-        if (o && this.matches(rt, o, ns, labels, fields)) sink({ type: 'ADDED', object: o });
-      }
-      if (opts.sendInitialEvents === true && opts.allowWatchBookmarks === true)
-        sink({ type: 'BOOKMARK', object: this.bookmark(rt, true) });
-    } else for (const e of replay) this.deliver(w, e);
-    return {
-      stop: () => {
-        set.delete(w);
-      },
-    };
+    return this.watches.watch(rt, ns, opts, sink, {
+      committedRV: this.committedRV,
+      objects: this.committed(rt),
+    });
   }
 
   /** A BOOKMARK object at the current resourceVersion. */
   bookmark(rt: ResourceType, initialEventsEnd = false): StoredObject {
-    return {
-      kind: rt.kind,
-      apiVersion: apiVersionOf(rt),
-      metadata: {
-        resourceVersion: String(this.committedRV),
-        ...(initialEventsEnd ? { annotations: { [INITIAL_EVENTS_END]: 'true' } } : {}),
-      },
-    };
-  }
-
-  private deliver(w: Watcher, e: HistoryEntry): void {
-    const cur = this.matches(w.rt, e.object, w.ns, w.labels, w.fields);
-    if (e.type === 'MODIFIED') {
-      const was = e.prev !== undefined && this.matches(w.rt, e.prev, w.ns, w.labels, w.fields);
-      if (cur && was) w.sink({ type: 'MODIFIED', object: e.object });
-      else if (cur) w.sink({ type: 'ADDED', object: e.object });
-      else if (was) w.sink({ type: 'DELETED', object: e.object });
-    } else if (cur) w.sink({ type: e.type, object: e.object });
+    return bookmarkObject(rt, this.committedRV, initialEventsEnd);
   }
 
   /** Records a revision of the running write operation; delivered once committed. */
@@ -663,11 +355,9 @@ export class Store {
         if (entry.type === 'DELETED') view.delete(key);
         else view.set(key, entry.object);
       }
-      (entry as { at: number }).at = now;
-      this.hist.push(entry, now);
+      this.watches.record(entry, now);
       if (entry.rv > this.committedRV) this.committedRV = entry.rv;
-      const set = this.watchers.get(resourceKey(rt));
-      if (set) for (const w of [...set]) this.deliver(w, entry);
+      this.watches.notify(rt, entry);
     }
     if (!separate) this.committedRV = this.rvCounter;
   }
@@ -754,16 +444,10 @@ export class Store {
     const obj = normalizeInput(rt, input);
     const meta = obj.metadata;
     if (rt.namespaced) {
-      if (
-        meta.namespace !== undefined &&
-        meta.namespace !== '' &&
-        ns !== undefined &&
-        meta.namespace !== ns
-      )
-        throw ApiError.badRequest(
-          'the namespace of the provided object does not match the namespace sent on the request',
-        );
-      if (ns !== undefined) meta.namespace = ns;
+      if (ns !== undefined) {
+        checkBodyNamespace(meta.namespace, ns);
+        meta.namespace = ns;
+      }
     } else delete meta.namespace;
     this.requireNamespace(rt, meta.namespace);
     if ((meta.name === undefined || meta.name === '') && meta.generateName)
@@ -796,11 +480,7 @@ export class Store {
       return obj;
     }
     if (undo) this.op?.undo.push(undo);
-    meta.resourceVersion = String(this.nextRV());
-    this.put(rt, key, obj);
-    this.indexOwners(rt, obj, undefined);
-    this.emit(rt, 'ADDED', obj, undefined);
-    return obj;
+    return this.commitWrite(rt, obj, undefined);
   }
 
   /**
@@ -832,52 +512,14 @@ export class Store {
       throw ApiError.badRequest(
         `the name of the object (${inMeta.name}) does not match the name on the URL (${name})`,
       );
-    if (
-      rt.namespaced &&
-      inMeta.namespace !== undefined &&
-      inMeta.namespace !== '' &&
-      inMeta.namespace !== ns
-    )
-      throw ApiError.badRequest(
-        'the namespace of the provided object does not match the namespace sent on the request',
-      );
+    if (rt.namespaced) checkBodyNamespace(inMeta.namespace, ns);
     if (
       inMeta.resourceVersion !== undefined &&
       inMeta.resourceVersion !== '' &&
       inMeta.resourceVersion !== old.metadata.resourceVersion
     )
       throw ApiError.conflict(rt.group, rt.plural, name);
-    let obj: StoredObject;
-    if (opts.subresource === 'status') {
-      obj = clone(old);
-      if (incoming.status === undefined) delete obj.status;
-      else obj.status = incoming.status;
-    } else {
-      obj = incoming;
-      if (rt.hasStatus) {
-        if (old.status === undefined) delete obj.status;
-        else obj.status = clone(old.status);
-      }
-      const m = obj.metadata;
-      m.name = name;
-      if (rt.namespaced) setMeta(m, 'namespace', old.metadata.namespace);
-      else delete m.namespace;
-      setMeta(m, 'uid', old.metadata.uid);
-      setMeta(m, 'creationTimestamp', old.metadata.creationTimestamp);
-      setMeta(m, 'generation', old.metadata.generation);
-      if (old.metadata.deletionTimestamp !== undefined) {
-        m.deletionTimestamp = old.metadata.deletionTimestamp;
-        if (old.metadata.deletionGracePeriodSeconds !== undefined)
-          m.deletionGracePeriodSeconds = old.metadata.deletionGracePeriodSeconds;
-      } else {
-        delete m.deletionTimestamp;
-        delete m.deletionGracePeriodSeconds;
-      }
-      if (m.generateName === undefined && old.metadata.generateName !== undefined)
-        m.generateName = old.metadata.generateName;
-      delete m.managedFields;
-      if (old.metadata.managedFields !== undefined) m.managedFields = old.metadata.managedFields;
-    }
+    const obj = mergeUpdate(rt, old, incoming, name, opts.subresource);
     const ctx: StrategyContext = { now: this.now(), dryRun: opts.dryRun === true };
     if (opts.subresource !== 'status') this.strategy(rt).prepareForUpdate?.(obj, old, ctx);
     this.check(rt, obj, old);
@@ -895,16 +537,10 @@ export class Store {
     // As kube-apiserver: an update that leaves a terminating object without finalizers and
     // with no grace period left removes it (a pod still in its grace period stays).
     if (finalizersGone && (obj.metadata.deletionGracePeriodSeconds ?? 0) === 0) {
-      obj.metadata.resourceVersion = String(this.nextRV());
-      this.put(rt, storeKey(obj.metadata.namespace, name), obj);
-      this.remove(rt, obj);
+      this.remove(rt, this.bump(rt, obj));
       return obj;
     }
-    obj.metadata.resourceVersion = String(this.nextRV());
-    this.put(rt, storeKey(obj.metadata.namespace, name), obj);
-    this.indexOwners(rt, obj, old);
-    this.emit(rt, 'MODIFIED', obj, old);
-    return obj;
+    return this.commitWrite(rt, obj, old);
   }
 
   /**
@@ -972,7 +608,7 @@ export class Store {
     if (m.deletionTimestamp !== undefined) {
       // Already terminating: only a shorter grace period changes anything.
       const current = m.deletionGracePeriodSeconds ?? 0;
-      if (grace === 0 && !pending) return this.remove(rt, this.bump(rt, obj, old));
+      if (grace === 0 && !pending) return this.remove(rt, this.bump(rt, obj));
       if (grace < current) {
         m.deletionGracePeriodSeconds = grace;
         m.deletionTimestamp = formatTime(now + grace * 1000);
@@ -981,7 +617,7 @@ export class Store {
       return old;
     }
     if (grace === 0 && !pending) {
-      return this.remove(rt, this.bump(rt, obj, old));
+      return this.remove(rt, this.bump(rt, obj));
     }
     m.deletionTimestamp = formatTime(now + grace * 1000);
     m.deletionGracePeriodSeconds = grace;
@@ -991,15 +627,27 @@ export class Store {
     return out;
   }
 
-  private bump(rt: ResourceType, obj: StoredObject, _old: StoredObject): StoredObject {
+  /** Gives `obj` the next resourceVersion and writes it to the working state. */
+  private bump(rt: ResourceType, obj: StoredObject): StoredObject {
     obj.metadata.resourceVersion = String(this.nextRV());
     this.put(rt, storeKey(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
     return obj;
   }
 
+  /** Stages a created (`old` undefined) or replaced object, indexing its owners anew. */
+  private commitWrite(
+    rt: ResourceType,
+    obj: StoredObject,
+    old: StoredObject | undefined,
+  ): StoredObject {
+    this.bump(rt, obj);
+    this.indexOwners(rt, obj, old);
+    this.emit(rt, old ? 'MODIFIED' : 'ADDED', obj, old);
+    return obj;
+  }
+
   private commitModified(rt: ResourceType, obj: StoredObject, old: StoredObject): StoredObject {
-    obj.metadata.resourceVersion = String(this.nextRV());
-    this.put(rt, storeKey(obj.metadata.namespace, obj.metadata.name ?? ''), obj);
+    this.bump(rt, obj);
     this.emit(rt, 'MODIFIED', obj, old);
     return obj;
   }
@@ -1030,7 +678,7 @@ export class Store {
       for (const o of this.table(rt).values()) if (o.metadata.namespace === name) return undefined;
     }
     const obj = clone(ns);
-    return this.remove(NAMESPACES, this.bump(NAMESPACES, obj, ns));
+    return this.remove(NAMESPACES, this.bump(NAMESPACES, obj));
   }
 
   /** Final removal: DELETED event, allocator release, garbage collection of dependents. */
@@ -1054,53 +702,19 @@ export class Store {
   // ---- garbage collection ----
 
   private indexOwners(rt: ResourceType, obj: StoredObject, old: StoredObject | undefined): void {
-    if (old) this.unindexOwners(rt, old);
-    const ref = `${resourceKey(rt)}\u0000${storeKey(obj.metadata.namespace, obj.metadata.name ?? '')}`;
-    for (const uid of ownerUids(obj)) {
-      let s = this.dependents.get(uid);
-      if (!s) {
-        s = new Set();
-        this.dependents.set(uid, s);
-      }
-      if (s.has(ref)) continue;
-      s.add(ref);
-      const set = s;
-      this.op?.undo.push(() => {
-        set.delete(ref);
-        if (set.size === 0 && this.dependents.get(uid) === set) this.dependents.delete(uid);
-      });
-    }
+    this.owners.index(rt, obj, old, this.op?.undo);
   }
 
   private unindexOwners(rt: ResourceType, obj: StoredObject): void {
-    const ref = `${resourceKey(rt)}\u0000${storeKey(obj.metadata.namespace, obj.metadata.name ?? '')}`;
-    for (const uid of ownerUids(obj)) {
-      const s = this.dependents.get(uid);
-      if (!s?.has(ref)) continue;
-      s.delete(ref);
-      if (s.size === 0) this.dependents.delete(uid);
-      this.op?.undo.push(() => {
-        let back = this.dependents.get(uid);
-        if (!back) {
-          back = new Set();
-          this.dependents.set(uid, back);
-        }
-        back.add(ref);
-      });
-    }
+    this.owners.unindex(rt, obj, this.op?.undo);
   }
 
   private dependentsOf(owner: StoredObject): { rt: ResourceType; obj: StoredObject }[] {
-    const uid = owner.metadata.uid;
-    if (uid === undefined) return [];
-    const out: { rt: ResourceType; obj: StoredObject }[] = [];
-    for (const ref of this.dependents.get(uid) ?? []) {
-      const [rk = '', key = ''] = ref.split('\u0000');
+    return this.owners.dependentsOf(owner, (rk, key) => {
       const rt = this.byKey.get(rk);
       const obj = rt ? this.table(rt).get(key) : undefined;
-      if (rt && obj) out.push({ rt, obj });
-    }
-    return out;
+      return rt && obj ? { rt, obj } : undefined;
+    });
   }
 
   private hasDependents(owner: StoredObject): boolean {
@@ -1140,7 +754,7 @@ export class Store {
   }
 
   private maybeFinishForeground(ownerUid: string): void {
-    if ((this.dependents.get(ownerUid)?.size ?? 0) > 0) return;
+    if (this.owners.count(ownerUid) > 0) return;
     for (const rt of RESOURCES)
       for (const o of this.table(rt).values())
         if (
@@ -1156,75 +770,4 @@ export class Store {
           return;
         }
   }
-}
-
-function setMeta<K extends keyof ObjectMeta>(
-  m: ObjectMeta,
-  k: K,
-  v: ObjectMeta[K] | undefined,
-): void {
-  if (v === undefined) Reflect.deleteProperty(m, k);
-  else m[k] = v;
-}
-
-/** Everything outside metadata and status, i.e. what bumps metadata.generation. */
-function specChanged(a: StoredObject, b: StoredObject): boolean {
-  const strip = (o: StoredObject): Record<string, unknown> => {
-    const rest: Record<string, unknown> = { ...o };
-    for (const k of ['metadata', 'status', 'kind', 'apiVersion']) Reflect.deleteProperty(rest, k);
-    return rest;
-  };
-  return !deepEqual(strip(a), strip(b));
-}
-
-function normalizeInput(rt: ResourceType, input: unknown): StoredObject {
-  if (typeof input !== 'object' || input === null || Array.isArray(input))
-    throw ApiError.badRequest(`the body of the request is not a ${rt.kind} object`);
-  const obj = clone(input) as StoredObject;
-  const kind: unknown = (obj as { kind?: unknown }).kind;
-  const apiVersion: unknown = (obj as { apiVersion?: unknown }).apiVersion;
-  if (kind !== undefined && kind !== '' && kind !== rt.kind)
-    throw ApiError.badRequest(
-      `the body of the request was of kind ${JSON.stringify(kind)}, expected ${rt.kind}`,
-    );
-  if (apiVersion !== undefined && apiVersion !== '' && apiVersion !== apiVersionOf(rt))
-    throw ApiError.badRequest(
-      `the API version in the data (${JSON.stringify(apiVersion)}) does not match the expected API version (${apiVersionOf(rt)})`,
-    );
-  obj.kind = rt.kind;
-  obj.apiVersion = apiVersionOf(rt);
-  const rawMeta: unknown = (obj as { metadata?: unknown }).metadata;
-  const meta = (typeof rawMeta === 'object' && rawMeta !== null ? rawMeta : {}) as ObjectMeta &
-    Record<string, unknown>;
-  for (const k of Object.keys(meta)) if (meta[k] === null) Reflect.deleteProperty(meta, k);
-  obj.metadata = meta;
-  return obj;
-}
-
-function encodeContinue(rv: number, start: string): string {
-  return Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv, start })).toString('base64url');
-}
-
-function decodeContinue(token: string): { rv: number; start: string } {
-  try {
-    const t = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as {
-      rv?: unknown;
-      start?: unknown;
-    };
-    if (typeof t.rv === 'number' && typeof t.start === 'string')
-      return { rv: t.rv, start: t.start };
-  } catch {
-    // fall through
-  }
-  throw ApiError.badRequest('continue key is not valid: invalid format');
-}
-
-function toRevision(e: HistoryEntry): Revision {
-  return {
-    rv: e.rv,
-    resource: e.resource,
-    key: storeKey(e.object.metadata.namespace, e.object.metadata.name ?? ''),
-    type: e.type,
-    object: e.object,
-  };
 }
