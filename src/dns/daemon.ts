@@ -14,7 +14,7 @@ import { describeObject } from '../kube/types.js';
 import { DnsCache } from './cache.js';
 import type { DnsConfig, HostPort } from './config.js';
 import { Forwarder, type UpstreamAddress } from './forward.js';
-import { RecordIndex, type ServiceImport } from './index.js';
+import { RecordIndex, type ServiceImport } from './record-index.js';
 import { DnsMetrics } from './metrics.js';
 import { DnsHandler, DnsServer } from './server.js';
 import { listenFailed } from '../util/listen-error.js';

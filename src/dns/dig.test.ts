@@ -8,7 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RealExecer } from '../os/exec.js';
-import { RecordIndex } from './index.js';
+import { RecordIndex } from './record-index.js';
 import { DEFAULT_RESOLVER_CONFIG } from './resolve.js';
 import { DnsHandler, DnsServer } from './server.js';
 import { clusterFixture } from './testdata/cluster.js';

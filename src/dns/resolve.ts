@@ -6,7 +6,7 @@
 // NXDOMAIN until the caches have synced. It does no I/O: a CNAME to a name outside the zone
 // comes back as a `chase` for the server to forward. Zone transfers are in transfer.ts.
 
-import type { EndpointsEntry, AddressEntry, ServiceEntry, ZoneView } from './index.js';
+import type { EndpointsEntry, AddressEntry, ServiceEntry, ZoneView } from './record-index.js';
 import { TYPE, RCODE, lowerName, splitName, type ResourceRecord } from './wire.js';
 import { canonicalIP } from '../util/ip.js';
 

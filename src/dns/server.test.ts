@@ -11,7 +11,7 @@ import * as dnsPacket from 'dns-packet';
 import { DnsCache } from './cache.js';
 import { FakeUpstream } from './fake-upstream.js';
 import { Forwarder } from './forward.js';
-import { RecordIndex } from './index.js';
+import { RecordIndex } from './record-index.js';
 import { DEFAULT_RESOLVER_CONFIG } from './resolve.js';
 import { DnsHandler, DnsServer } from './server.js';
 import { q, tcp, udp } from './client.js';

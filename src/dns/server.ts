@@ -11,7 +11,7 @@ import { createServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { Logger } from 'pino';
 import * as dnsPacket from 'dns-packet';
 import type { Forwarder } from './forward.js';
-import type { RecordIndex, ZoneView } from './index.js';
+import type { RecordIndex, ZoneView } from './record-index.js';
 import type { Combo, DnsMetrics } from './metrics.js';
 import { matchZone, resolve, type Answer, type ResolverConfig } from './resolve.js';
 import { zoneTransfer } from './transfer.js';

@@ -2,7 +2,7 @@
 // Service, a dual-stack one, a StatefulSet-style headless Service with hostnames, an
 // ExternalName pointing inside the zone, and a 100-endpoint headless Service (for TC).
 
-import type { RecordIndex } from '../index.js';
+import type { RecordIndex } from '../record-index.js';
 
 /** Loads the test cluster into `index`. */
 export function clusterFixture(index: RecordIndex): void {
