@@ -13,8 +13,11 @@ import { SvcnetError } from '../errors.js';
 import { scanResponse, type DnsCache } from './cache.js';
 import {
   RCODE,
+  RCODE_NAMES,
   encodeError,
+  firstTcpMessage,
   lowerName,
+  tcpFrame,
   typeName,
   udpLimit,
   type Edns,
@@ -180,22 +183,18 @@ function tcpExchange(to: UpstreamAddress, query: Buffer, timeoutMs: number): Pro
       done(e);
     });
     sock.on('connect', () => {
-      const len = Buffer.alloc(2);
-      len.writeUInt16BE(query.length, 0);
-      sock.write(Buffer.concat([len, query]));
+      sock.write(tcpFrame(query));
     });
     sock.on('data', (chunk: Buffer) => {
       buf = Buffer.concat([buf, chunk]);
-      if (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0))
-        done(undefined, buf.subarray(2, 2 + buf.readUInt16BE(0)));
+      const msg = firstTcpMessage(buf);
+      if (msg) done(undefined, msg);
     });
     sock.on('end', () => {
       done(new SvcnetError('EXEC_FAILED', `upstream ${to.host}:${to.port} closed the connection`));
     });
   });
 }
-
-const RCODE_NAMES = ['NOERROR', 'FORMERR', 'SERVFAIL', 'NXDOMAIN', 'NOTIMP', 'REFUSED'];
 
 /** Forwards queries to upstreams, with cache, failover and a deadline. */
 export class Forwarder {
