@@ -5,23 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  EMPTY_REQUEST,
   parseRequest,
   stripZone,
   type ParseRequestOptions,
   type Request,
 } from './parse-request.js';
 
-const NONE: Request = {
-  port: '',
-  protocol: '',
-  endpoint: '',
-  cluster: '',
-  topologyZone: '',
-  zonePrefer: false,
-  service: '',
-  namespace: '',
-  podOrSvc: '',
-};
 const PLAIN: ParseRequestOptions = { multicluster: false, zonal: false };
 const ZONAL: ParseRequestOptions = { multicluster: false, zonal: true };
 const MULTI: ParseRequestOptions = { multicluster: true, zonal: true };
@@ -104,9 +94,15 @@ const cases: {
 ];
 
 test('parseRequest splits each name into its parts, or rejects it', () => {
+  // Every part of the empty request is empty, so each case below lists all it expects.
+  for (const v of Object.values(EMPTY_REQUEST)) assert.ok(v === '' || v === false);
   for (const c of cases) {
     const got = parseRequest(c.name, c.zone ?? 'cluster.local.', c.opts ?? PLAIN);
-    assert.deepEqual(got, c.want === undefined ? undefined : { ...NONE, ...c.want }, c.name);
+    assert.deepEqual(
+      got,
+      c.want === undefined ? undefined : { ...EMPTY_REQUEST, ...c.want },
+      c.name,
+    );
   }
 });
 

@@ -30,7 +30,8 @@ export interface ParseRequestOptions {
   readonly zonal: boolean;
 }
 
-const EMPTY: Request = {
+/** A name with no parts: the zone apex, `svc.<zone>` and `pod.<zone>`. */
+export const EMPTY_REQUEST: Request = {
   port: '',
   protocol: '',
   endpoint: '',
@@ -62,12 +63,12 @@ export function parseRequest(
   opts: ParseRequestOptions,
 ): Request | undefined {
   const base = stripZone(lname, zone);
-  if (base === '' || base === 'svc' || base === 'pod') return EMPTY;
+  if (base === '' || base === 'svc' || base === 'pod') return EMPTY_REQUEST;
   const segs = splitName(base);
   let last = segs.length - 1;
   const podOrSvc = segs[last] ?? '';
   if (podOrSvc !== 'pod' && podOrSvc !== 'svc') return undefined;
-  const r = { ...EMPTY, podOrSvc };
+  const r = { ...EMPTY_REQUEST, podOrSvc };
   last--;
   if (last < 0) return r;
   r.namespace = segs[last] ?? '';

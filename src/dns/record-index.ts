@@ -78,6 +78,27 @@ export interface ZoneView {
   serial(multicluster: boolean): number;
 }
 
+/** The kinds informers feed the index, with their object types. */
+export interface IndexedObjects {
+  Service: Service;
+  EndpointSlice: EndpointSlice;
+  Namespace: KubeObject;
+  Pod: Pod;
+  ServiceImport: ServiceImport;
+}
+
+export type IndexedKind = keyof IndexedObjects;
+
+/**
+ * The index's entry points for informer events, one pair per indexed kind: `upsert<Kind>`
+ * (add or update; a problem string when the object was skipped) and `delete<Kind>`.
+ */
+export type IndexFeeds = {
+  [K in IndexedKind as `upsert${K}`]: (obj: IndexedObjects[K]) => string | undefined;
+} & {
+  [K in IndexedKind as `delete${K}`]: (obj: IndexedObjects[K]) => void;
+};
+
 export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 export const MC_SERVICE_NAME_LABEL = 'multicluster.kubernetes.io/service-name';
 export const MC_SOURCE_CLUSTER_LABEL = 'multicluster.kubernetes.io/source-cluster';
@@ -245,7 +266,7 @@ function podIPs(pod: Pod): string[] {
  * The incremental record index. Every upsert/delete is O(size of that object). Upserts
  * return a problem string when the object was skipped (the caller logs and counts it).
  */
-export class RecordIndex implements ZoneView {
+export class RecordIndex implements ZoneView, IndexFeeds {
   private readonly now: () => number;
   private readonly trackNamespaces: boolean;
   private readonly services = new Map<string, ServiceEntry>();
