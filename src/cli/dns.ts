@@ -12,7 +12,13 @@ import { buildDnsConfig } from '../dns/config.js';
 import { parseUpstream, type UpstreamAddress } from '../dns/forward.js';
 import { parseResolvConf } from '../dns/resolvconf.js';
 import { holdListenAddresses } from '../util/listen-hold.js';
-import { addLogFlags, daemonAction, daemonKubeConfig, daemonLogger } from './daemon.js';
+import {
+  addLogFlags,
+  daemonAction,
+  daemonKubeConfig,
+  daemonLogger,
+  untilSignal,
+} from './daemon.js';
 import { collect, readInput } from './run.js';
 
 interface DnsOptions {
@@ -91,13 +97,7 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
   });
   await hold.release();
   await daemon.start();
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  await untilSignal();
   log.info('Shutting down');
   await daemon.stop();
   return undefined;
