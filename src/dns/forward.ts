@@ -16,6 +16,7 @@ import {
   RCODE_NAMES,
   encodeError,
   firstTcpMessage,
+  fqdn,
   lowerName,
   tcpFrame,
   typeName,
@@ -327,10 +328,6 @@ export class Forwarder {
   close(): void {
     for (const c of this.channels) c.close();
   }
-}
-
-function fqdn(n: string): string {
-  return n.endsWith('.') ? n : `${n}.`;
 }
 
 /** Converts a dns-packet answer to our record type (the kinds a CNAME chase can return). */

@@ -6,6 +6,7 @@
 
 import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
 import { canonicalIP } from '../util/ip.js';
+import { fqdn } from './wire.js';
 
 export interface PortEntry {
   readonly name: string;
@@ -139,8 +140,15 @@ function removeFrom<K, V>(m: Map<K, V[]>, k: K, v: V): void {
   if (list.length === 0) m.delete(k);
 }
 
-function fqdn(name: string): string {
-  return name.endsWith('.') ? name : `${name}.`;
+/** The ports of a Service or ServiceImport spec (protocol TCP when unset, as the API defaults). */
+function servicePorts(
+  ports: readonly { name?: string; protocol?: string; port: number }[] | undefined,
+): PortEntry[] {
+  return (ports ?? []).map((p) => ({
+    name: p.name ?? '',
+    protocol: p.protocol ?? 'TCP',
+    port: p.port,
+  }));
 }
 
 /** Reduces a Service to its DNS view; returns a problem string for objects we must skip. */
@@ -149,11 +157,7 @@ export function toServiceEntry(svc: Service): ServiceEntry | string {
   const namespace = svc.metadata?.namespace;
   if (!name || !namespace) return 'metadata.name and metadata.namespace are required';
   const spec = svc.spec ?? {};
-  const ports = (spec.ports ?? []).map((p) => ({
-    name: p.name ?? '',
-    protocol: p.protocol ?? 'TCP',
-    port: p.port,
-  }));
+  const ports = servicePorts(spec.ports);
   if (spec.type === 'ExternalName') {
     if (!spec.externalName) return 'spec.externalName is required for type ExternalName';
     return {
@@ -182,11 +186,7 @@ function toImportEntry(si: ServiceImport): ServiceEntry | string {
   const name = si.metadata?.name;
   const namespace = si.metadata?.namespace;
   if (!name || !namespace) return 'metadata.name and metadata.namespace are required';
-  const ports = (si.spec?.ports ?? []).map((p) => ({
-    name: p.name ?? '',
-    protocol: p.protocol ?? 'TCP',
-    port: p.port,
-  }));
+  const ports = servicePorts(si.spec?.ports);
   const ips: string[] = [];
   for (const ip of si.spec?.ips ?? []) {
     const c = canonicalIP(ip);

@@ -326,6 +326,11 @@ export function splitName(name: string): string[] {
   return out;
 }
 
+/** The name with its trailing dot (presentation FQDN). */
+export function fqdn(name: string): string {
+  return name.endsWith('.') ? name : `${name}.`;
+}
+
 /** Lower-cases ASCII letters only (DNS case-insensitivity, RFC 4343). */
 export function lowerName(name: string): string {
   return /[A-Z]/.test(name) ? name.replace(/[A-Z]/g, (c) => c.toLowerCase()) : name;
@@ -475,7 +480,7 @@ class MessageWriter {
       return;
     }
     if (name.includes('\\') || !name.endsWith('.')) {
-      this.escapedName(name.endsWith('.') ? name : `${name}.`, compress);
+      this.escapedName(fqdn(name), compress);
       return;
     }
     // Fast path: plain FQDN; each suffix is a slice of the name, labels copied as bytes.
