@@ -58,11 +58,18 @@ interface CachedResponse {
   readonly combos: (Combo | undefined)[];
 }
 
-/** A query that parsed, as the stages of the chain see it. */
-interface Query {
+/** One message being answered, and what its metrics need. */
+interface Exchange {
   readonly msg: Buffer;
-  readonly q: ParsedQuery;
   readonly proto: Proto;
+  readonly family: '1' | '2';
+  /** performance.now() at arrival (0 without metrics). */
+  readonly t0: number;
+}
+
+/** A query that parsed, as the stages of the chain see it. */
+interface Query extends Exchange {
+  readonly q: ParsedQuery;
   /** Largest response for this query and transport. */
   readonly limit: number;
 }
@@ -119,25 +126,20 @@ export class DnsHandler {
     try {
       const fast = this.fromCache(msg, proto, family, t0);
       if (fast) return fast;
+      const ex: Exchange = { msg, proto, family, t0 };
       const parsed = parseQuery(msg);
       if (!parsed.ok) {
         if (parsed.drop) return undefined;
         const out = encodeError(msg, parsed.questionEnd, parsed.rcode);
-        return this.record(msg, proto, family, 0, t0, {
-          out,
-          zone: '.',
-          rcode: parsed.rcode,
-          plugin: '',
-        });
+        return this.record(ex, 0, { out, zone: '.', rcode: parsed.rcode, plugin: '' });
       }
       const q = parsed.query;
-      const query: Query = { msg, q, proto, limit: proto === 'udp' ? udpLimit(q.edns) : TCP_SIZE };
+      const query: Query = { ...ex, q, limit: proto === 'udp' ? udpLimit(q.edns) : TCP_SIZE };
       for (const stage of this.stages) {
         const reply = stage(query);
         if (reply === undefined) continue;
-        if (reply instanceof Promise)
-          return reply.then((r) => this.record(msg, proto, family, q.qtype, t0, r));
-        return this.record(msg, proto, family, q.qtype, t0, reply);
+        if (reply instanceof Promise) return reply.then((r) => this.record(ex, q.qtype, r));
+        return this.record(ex, q.qtype, reply);
       }
       return undefined;
     } catch (e) {
@@ -150,11 +152,8 @@ export class DnsHandler {
 
   /** The metrics of one reply (the Recorder), then the reply's message(s). */
   private record<Out extends Buffer | Buffer[]>(
-    msg: Buffer,
-    proto: Proto,
-    family: '1' | '2',
+    { msg, proto, family, t0 }: Exchange,
     qtype: number,
-    t0: number,
     reply: Reply<Out>,
   ): Out {
     const out = reply.out;
