@@ -12,6 +12,22 @@ import { createLogger, LOG_LEVELS, resolveLogSettings } from '../util/log.js';
 import type { LogFlags } from '../util/log.js';
 import { exitCodeFor, formatCommandError, verbosityFromArgv } from './run.js';
 
+/**
+ * A daemon's command with its `--kubeconfig` flag, which daemonKubeConfig reads; `kubeconfigHelp`
+ * says what the command falls back to without it.
+ */
+export function daemonCommand(
+  program: Command,
+  name: string,
+  description: string,
+  kubeconfigHelp: string,
+): Command {
+  return program
+    .command(name)
+    .description(description)
+    .option('--kubeconfig <file>', kubeconfigHelp);
+}
+
 /** Adds `--v`, `--logging-format` and `--log-level` to a daemon command. */
 export function addLogFlags(cmd: Command): Command {
   return cmd

@@ -15,6 +15,7 @@ import { holdListenAddresses } from '../util/listen-hold.js';
 import {
   addLogFlags,
   daemonAction,
+  daemonCommand,
   daemonKubeConfig,
   daemonLogger,
   untilSignal,
@@ -105,13 +106,12 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
 
 /** Registers `svcnet dns`. */
 export function registerDnsCommand(program: Command): void {
-  const cmd = program
-    .command('dns')
-    .description('cluster DNS server for Services and Pods (CoreDNS kubernetes-plugin compatible)')
-    .option(
-      '--kubeconfig <file>',
-      'kubeconfig of the API server to watch (default: $KUBECONFIG, else the in-cluster config)',
-    )
+  const cmd = daemonCommand(
+    program,
+    'dns',
+    'cluster DNS server for Services and Pods (CoreDNS kubernetes-plugin compatible)',
+    'kubeconfig of the API server to watch (default: $KUBECONFIG, else the in-cluster config)',
+  )
     .option('--listen <addr:port>', 'DNS listen address (UDP and TCP)', undefined)
     .option('--zone <domain>', 'cluster domain (default cluster.local)')
     .option(
