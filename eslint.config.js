@@ -12,6 +12,7 @@ const pureFiles = [
   'src/**/reconcile*.ts',
   'src/**/categorize*.ts',
   'src/**/index*.ts',
+  'src/**/record-index.ts',
   'src/proxy/model/**/*.ts',
   'src/trace/**/*.ts',
 ];

@@ -12,6 +12,22 @@ import { createLogger, LOG_LEVELS, resolveLogSettings } from '../util/log.js';
 import type { LogFlags } from '../util/log.js';
 import { exitCodeFor, formatCommandError, verbosityFromArgv } from './run.js';
 
+/**
+ * A daemon's command with its `--kubeconfig` flag, which daemonKubeConfig reads; `kubeconfigHelp`
+ * says what the command falls back to without it.
+ */
+export function daemonCommand(
+  program: Command,
+  name: string,
+  description: string,
+  kubeconfigHelp: string,
+): Command {
+  return program
+    .command(name)
+    .description(description)
+    .option('--kubeconfig <file>', kubeconfigHelp);
+}
+
 /** Adds `--v`, `--logging-format` and `--log-level` to a daemon command. */
 export function addLogFlags(cmd: Command): Command {
   return cmd
@@ -34,6 +50,22 @@ export async function daemonKubeConfig(flag: string | undefined): Promise<KubeCo
   // config file, refused before this, should not pay.
   const { resolveKubeConfig } = await import('../kube/client.js');
   return resolveKubeConfig(flag);
+}
+
+/**
+ * Resolves with the first SIGINT or SIGTERM, the end of a daemon's life; both listeners are
+ * then removed, so a second signal during shutdown ends the process as usual.
+ */
+export function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(signal);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
 }
 
 /**

@@ -12,7 +12,14 @@ import { buildDnsConfig } from '../dns/config.js';
 import { parseUpstream, type UpstreamAddress } from '../dns/forward.js';
 import { parseResolvConf } from '../dns/resolvconf.js';
 import { holdListenAddresses } from '../util/listen-hold.js';
-import { addLogFlags, daemonAction, daemonKubeConfig, daemonLogger } from './daemon.js';
+import {
+  addLogFlags,
+  daemonAction,
+  daemonCommand,
+  daemonKubeConfig,
+  daemonLogger,
+  untilSignal,
+} from './daemon.js';
 import { collect, readInput } from './run.js';
 
 interface DnsOptions {
@@ -91,13 +98,7 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
   });
   await hold.release();
   await daemon.start();
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
+  await untilSignal();
   log.info('Shutting down');
   await daemon.stop();
   return undefined;
@@ -105,13 +106,12 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
 
 /** Registers `svcnet dns`. */
 export function registerDnsCommand(program: Command): void {
-  const cmd = program
-    .command('dns')
-    .description('cluster DNS server for Services and Pods (CoreDNS kubernetes-plugin compatible)')
-    .option(
-      '--kubeconfig <file>',
-      'kubeconfig of the API server to watch (default: $KUBECONFIG, else the in-cluster config)',
-    )
+  const cmd = daemonCommand(
+    program,
+    'dns',
+    'cluster DNS server for Services and Pods (CoreDNS kubernetes-plugin compatible)',
+    'kubeconfig of the API server to watch (default: $KUBECONFIG, else the in-cluster config)',
+  )
     .option('--listen <addr:port>', 'DNS listen address (UDP and TCP)', undefined)
     .option('--zone <domain>', 'cluster domain (default cluster.local)')
     .option(

@@ -12,6 +12,11 @@ function svcnet(args: string[]): { code: number; stdout: string; stderr: string 
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** `svcnet trace` of a packet from `src` to `dst` through `input` (--rules FILE or -f FILE). */
+function trace(input: string[], src: string, dst: string, ...flags: string[]) {
+  return svcnet(['trace', ...input, '--src', src, '--dst', dst, ...flags]);
+}
+
 const RULES = `*nat
 :KUBE-SERVICES - [0:0]
 :KUBE-SVC-A - [0:0]
@@ -51,29 +56,12 @@ test('svcnet trace: tree, --json, -f manifests, and exit 2 naming the bad field 
   try {
     const rules = join(dir, 'rules');
     writeFileSync(rules, RULES);
-    const tree = svcnet([
-      'trace',
-      '--rules',
-      rules,
-      '--src',
-      '10.244.0.5',
-      '--dst',
-      '10.96.0.20:80',
-    ]);
+    const tree = trace(['--rules', rules], '10.244.0.5', '10.96.0.20:80');
     assert.equal(tree.code, 0, tree.stderr);
     assert.match(tree.stdout, /2 possible outcomes/);
     assert.match(tree.stdout, /\[1\] 50%\s+DNAT to 10\.244\.1\.2:8080 — Service default\/web:http/);
 
-    const json = svcnet([
-      'trace',
-      '--rules',
-      rules,
-      '--src',
-      '10.244.0.5',
-      '--dst',
-      '10.96.0.20:80/tcp',
-      '--json',
-    ]);
+    const json = trace(['--rules', rules], '10.244.0.5', '10.96.0.20:80/tcp', '--json');
     assert.equal(json.code, 0, json.stderr);
     const doc = JSON.parse(json.stdout) as { outcomes: { dnat: string; probability: number }[] };
     assert.deepEqual(
@@ -86,45 +74,24 @@ test('svcnet trace: tree, --json, -f manifests, and exit 2 naming the bad field 
 
     const manifests = join(dir, 'web.yaml');
     writeFileSync(manifests, MANIFESTS);
-    const rendered = svcnet([
-      'trace',
-      '-f',
-      manifests,
-      '--src',
+    const rendered = trace(
+      ['-f', manifests],
       '10.244.0.5',
-      '--dst',
       '10.96.0.20:80',
       '--pod-cidr',
       '10.244.0.0/16',
       '--json',
-    ]);
+    );
     assert.equal(rendered.code, 0, rendered.stderr);
     const r2 = JSON.parse(rendered.stdout) as { outcomes: { dnat: string; masquerade: boolean }[] };
     assert.deepEqual(r2.outcomes.map((o) => o.dnat).sort(), ['10.244.1.2:8080', '10.244.2.2:8080']);
 
-    const brief = svcnet([
-      'trace',
-      '-f',
-      manifests,
-      '--src',
-      '10.244.0.5',
-      '--dst',
-      '10.96.0.20:80',
-      '--brief',
-    ]);
+    const brief = trace(['-f', manifests], '10.244.0.5', '10.96.0.20:80', '--brief');
     assert.equal(brief.code, 0, brief.stderr);
     assert.match(brief.stdout, /endpoint 10\.244\.1\.2:8080 \(Pod default\/web-a\)/);
     assert.doesNotMatch(brief.stdout, /KUBE-SEP-/);
 
-    const badArgs = svcnet([
-      'trace',
-      '--rules',
-      rules,
-      '--src',
-      '10.244.0.300',
-      '--dst',
-      '10.96.0.20:99999/icmp',
-    ]);
+    const badArgs = trace(['--rules', rules], '10.244.0.300', '10.96.0.20:99999/icmp');
     assert.equal(badArgs.code, 2);
     assert.equal(badArgs.stdout, '');
     assert.match(badArgs.stderr, /--src: not an IP address: "10\.244\.0\.300"/);
@@ -135,15 +102,7 @@ test('svcnet trace: tree, --json, -f manifests, and exit 2 naming the bad field 
       rules,
       '*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -m comment --comment "open\nCOMMIT\n',
     );
-    const badFile = svcnet([
-      'trace',
-      '--rules',
-      rules,
-      '--src',
-      '10.244.0.5',
-      '--dst',
-      '10.96.0.20:80',
-    ]);
+    const badFile = trace(['--rules', rules], '10.244.0.5', '10.96.0.20:80');
     assert.equal(badFile.code, 2);
     assert.match(badFile.stderr, /rules: line 3: unterminated quote/);
   } finally {

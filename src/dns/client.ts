@@ -5,9 +5,19 @@
 import { createSocket } from 'node:dgram';
 import { createConnection } from 'node:net';
 import * as dnsPacket from 'dns-packet';
+import { firstTcpMessage, tcpFrame } from './wire.js';
 
-/** A query message (RD set; an EDNS0 OPT with that payload size when `edns` is given). */
-export function q(name: string, type: dnsPacket.RecordType = 'A', id = 7, edns?: number): Buffer {
+/**
+ * A query message (RD set; an EDNS0 OPT with that payload size when `edns` is given, with the
+ * DO bit when `dnssecOk`).
+ */
+export function q(
+  name: string,
+  type: dnsPacket.RecordType = 'A',
+  id = 7,
+  edns?: number,
+  dnssecOk = false,
+): Buffer {
   return dnsPacket.encode({
     type: 'query',
     id,
@@ -22,8 +32,8 @@ export function q(name: string, type: dnsPacket.RecordType = 'A', id = 7, edns?:
               udpPayloadSize: edns,
               extendedRcode: 0,
               ednsVersion: 0,
-              flags: 0,
-              flag_do: false,
+              flags: dnssecOk ? dnsPacket.DNSSEC_OK : 0,
+              flag_do: dnssecOk,
               options: [],
             },
           ],
@@ -55,15 +65,14 @@ export function tcp(port: number, msg: Buffer): Promise<Buffer> {
     const s = createConnection({ host: '127.0.0.1', port });
     let buf: Buffer = Buffer.alloc(0);
     s.on('connect', () => {
-      const pre = Buffer.alloc(2);
-      pre.writeUInt16BE(msg.length, 0);
-      s.write(Buffer.concat([pre, msg]));
+      s.write(tcpFrame(msg));
     });
     s.on('data', (c: Buffer) => {
       buf = Buffer.concat([buf, c]);
-      if (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
+      const reply = firstTcpMessage(buf);
+      if (reply) {
         s.destroy();
-        resolve(buf.subarray(2, 2 + buf.readUInt16BE(0)));
+        resolve(reply);
       }
     });
     s.on('error', reject);

@@ -9,6 +9,7 @@ import { parseYamlDocument } from '../kube/manifest.js';
 import { ValidationError, type FieldError } from '../errors.js';
 import type { PodMode, ResolverConfig } from './resolve.js';
 import { parseUpstream, type UpstreamAddress } from './forward.js';
+import { fqdn } from './wire.js';
 
 export interface HostPort {
   readonly host: string;
@@ -65,8 +66,7 @@ const KNOWN_KEYS = new Set([
 ]);
 
 function fqdnLower(z: string): string {
-  const l = z.toLowerCase();
-  return l.endsWith('.') ? l : `${l}.`;
+  return fqdn(z.toLowerCase());
 }
 
 /** Parses `HOST:PORT`, `:PORT` or `[V6]:PORT`; `off` or '' disables (for optional ones). */

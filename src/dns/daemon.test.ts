@@ -15,6 +15,7 @@ import { FakeClock, flushMicrotasks } from '../util/clock.js';
 import { buildDnsConfig } from './config.js';
 import { DnsDaemon } from './daemon.js';
 import { q, udp } from './client.js';
+import { db, dbSlice, web } from './testdata/cluster.js';
 
 function get(port: number, path: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -30,12 +31,10 @@ function get(port: number, path: string): Promise<{ status: number; body: string
   });
 }
 
-const web = service('shop/web', { clusterIP: '10.96.1.1', clusterIPs: ['10.96.1.1'] });
-
 test('daemon: SERVFAIL until synced, then answers; follows events; /health /ready /metrics', async () => {
   const services = new FakeInformer<Service>([web]);
   const slices = new FakeInformer<EndpointSlice>([]);
-  const namespaces = new FakeInformer<KubeObject>([{ metadata: { name: 'shop' } }]);
+  const namespaces = new FakeInformer<KubeObject>([{ metadata: { name: 'default' } }]);
   const config = buildDnsConfig(undefined, {
     listen: '127.0.0.1:0',
     healthListen: '127.0.0.1:0',
@@ -68,7 +67,7 @@ test('daemon: SERVFAIL until synced, then answers; follows events; /health /read
   const ports = await daemon.start();
   try {
     assert.ok(ports.health && ports.ready && ports.metrics);
-    const early = await udp(ports.dns, q('missing.shop.svc.cluster.local'));
+    const early = await udp(ports.dns, q('missing.default.svc.cluster.local'));
     assert.ok(early);
     assert.equal((early[3] ?? 0) & 0xf, 2, 'SERVFAIL before sync');
     assert.equal((await get(ports.ready, '/ready')).status, 503);
@@ -78,16 +77,16 @@ test('daemon: SERVFAIL until synced, then answers; follows events; /health /read
     await flushMicrotasks();
     assert.equal((await get(ports.ready, '/ready')).status, 200);
 
-    const a = await udp(ports.dns, q('web.shop.svc.cluster.local'));
+    const a = await udp(ports.dns, q('web.default.svc.cluster.local'));
     assert.ok(a);
     assert.deepEqual(
       dnsPacket.decode(a).answers?.map((x) => (x.type === 'OPT' ? '' : x.data)),
-      ['10.96.1.1'],
+      ['10.96.0.10'],
     );
-    const nx = await udp(ports.dns, q('missing.shop.svc.cluster.local'));
+    const nx = await udp(ports.dns, q('missing.default.svc.cluster.local'));
     assert.ok(nx);
     assert.equal((nx[3] ?? 0) & 0xf, 3, 'NXDOMAIN after sync');
-    const nsNodata = await udp(ports.dns, q('shop.svc.cluster.local'));
+    const nsNodata = await udp(ports.dns, q('default.svc.cluster.local'));
     assert.ok(nsNodata);
     assert.equal((nsNodata[3] ?? 0) & 0xf, 0, 'existing namespace: NODATA');
     const nsMissing = await udp(ports.dns, q('other.svc.cluster.local'));
@@ -95,25 +94,20 @@ test('daemon: SERVFAIL until synced, then answers; follows events; /health /read
     assert.equal((nsMissing[3] ?? 0) & 0xf, 3, 'unknown namespace: NXDOMAIN');
 
     // A headless Service arrives with its endpoints through watch events.
-    services.upsert(service('shop/db', { clusterIP: 'None', clusterIPs: ['None'], ports: null }));
-    slices.upsert(
-      slice(
-        'shop/db',
-        [endpoint('10.244.0.9', { hostname: 'db-0', conditions: { ready: true } })],
-        {
-          ports: [{ name: 'pg', protocol: 'TCP', port: 5432 }],
-        },
-      ),
-    );
-    const sts = await udp(ports.dns, q('db-0.db.shop.svc.cluster.local'));
+    services.upsert(db);
+    slices.upsert(dbSlice);
+    const sts = await udp(ports.dns, q('db-0.db.default.svc.cluster.local'));
     assert.ok(sts);
     assert.deepEqual(
       dnsPacket.decode(sts).answers?.map((x) => (x.type === 'OPT' ? '' : x.data)),
-      ['10.244.0.9'],
+      ['10.244.1.5'],
     );
     // A bad object is skipped and counted; serving goes on.
-    services.upsert(service('shop/bad', { clusterIP: 'not-an-ip', ports: null }));
-    const still = await udp(ports.dns, q('web.shop.svc.cluster.local'));
+    services.upsert({
+      metadata: { name: 'bad', namespace: 'default' },
+      spec: { clusterIP: 'not-an-ip' },
+    });
+    const still = await udp(ports.dns, q('web.default.svc.cluster.local'));
     assert.ok(still);
     assert.equal(dnsPacket.decode(still).answers?.length, 1);
 

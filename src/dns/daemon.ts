@@ -14,7 +14,12 @@ import { describeObject } from '../kube/types.js';
 import { DnsCache } from './cache.js';
 import type { DnsConfig, HostPort } from './config.js';
 import { Forwarder, type UpstreamAddress } from './forward.js';
-import { RecordIndex, type ServiceImport } from './index.js';
+import {
+  RecordIndex,
+  type IndexedKind,
+  type IndexedObjects,
+  type ServiceImport,
+} from './record-index.js';
 import { DnsMetrics } from './metrics.js';
 import { DnsHandler, DnsServer } from './server.js';
 import { listenFailed } from '../util/listen-error.js';
@@ -96,59 +101,22 @@ export class DnsDaemon {
       deps.log,
     );
     this.informers = [];
-    this.wire(
-      'Service',
-      deps.services,
-      (o) => this.index.upsertService(o),
-      (o) => {
-        this.index.deleteService(o);
-      },
-    );
-    this.wire(
-      'EndpointSlice',
-      deps.endpointSlices,
-      (o) => this.index.upsertEndpointSlice(o),
-      (o) => {
-        this.index.deleteEndpointSlice(o);
-      },
-    );
-    if (deps.namespaces)
-      this.wire(
-        'Namespace',
-        deps.namespaces,
-        (o) => this.index.upsertNamespace(o),
-        (o) => {
-          this.index.deleteNamespace(o);
-        },
-      );
-    if (deps.pods && cfg.resolver.pods === 'verified')
-      this.wire(
-        'Pod',
-        deps.pods,
-        (o) => this.index.upsertPod(o),
-        (o) => {
-          this.index.deletePod(o);
-        },
-      );
-    if (deps.serviceImports)
-      this.wire(
-        'ServiceImport',
-        deps.serviceImports,
-        (o) => this.index.upsertServiceImport(o),
-        (o) => {
-          this.index.deleteServiceImport(o);
-        },
-      );
+    this.wire('Service', deps.services);
+    this.wire('EndpointSlice', deps.endpointSlices);
+    if (deps.namespaces) this.wire('Namespace', deps.namespaces);
+    if (deps.pods && cfg.resolver.pods === 'verified') this.wire('Pod', deps.pods);
+    if (deps.serviceImports) this.wire('ServiceImport', deps.serviceImports);
   }
 
-  private wire<T extends KubeObject>(
-    kind: string,
-    informer: Informer<T>,
-    upsert: (o: T) => string | undefined,
-    remove: (o: T) => void,
-  ): void {
-    const apply = (o: T): void => {
-      const problem = upsert(o);
+  /** Feeds one informer's events to the index's upsert<Kind>/delete<Kind>. */
+  private wire<K extends IndexedKind>(kind: K, informer: Informer<IndexedObjects[K]>): void {
+    // RecordIndex implements IndexFeeds, so both methods exist for every indexed kind.
+    const feeds = this.index as unknown as Record<
+      `upsert${K}` | `delete${K}`,
+      (o: IndexedObjects[K]) => string | undefined
+    >;
+    const apply = (o: IndexedObjects[K]): void => {
+      const problem = feeds[`upsert${kind}`](o);
       if (problem !== undefined) {
         this.metrics.skippedObject(kind);
         this.deps.log.warn(
@@ -162,7 +130,9 @@ export class DnsDaemon {
       onUpdate: (_old, o) => {
         apply(o);
       },
-      onDelete: remove,
+      onDelete: (o) => {
+        feeds[`delete${kind}`](o);
+      },
       onError: (err) => {
         // One line (the informer's error names the failure count and the next retry).
         this.deps.log.warn(

@@ -8,7 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RealExecer } from '../os/exec.js';
-import { RecordIndex } from './index.js';
+import { RecordIndex } from './record-index.js';
 import { DEFAULT_RESOLVER_CONFIG } from './resolve.js';
 import { DnsHandler, DnsServer } from './server.js';
 import { clusterFixture } from './testdata/cluster.js';
@@ -84,29 +84,22 @@ describe(
       await server.close();
     });
 
+    /** Runs dig against the server with these query options; it must exit 0. */
+    const runDig = async (name: string, type: string, options: string[]): Promise<string> => {
+      const res = await execer.run({
+        cmd: 'dig',
+        args: ['@127.0.0.1', '-p', String(server.port), name, type, ...options],
+        timeoutMs: 10_000,
+      });
+      assert.equal(res.code, 0, res.stderr || res.stdout);
+      return res.stdout;
+    };
     const dig = async (
       name: string,
       type: string,
       transport: '+notcp' | '+tcp',
-    ): Promise<DigResult> => {
-      const res = await execer.run({
-        cmd: 'dig',
-        args: [
-          '@127.0.0.1',
-          '-p',
-          String(server.port),
-          name,
-          type,
-          transport,
-          '+time=2',
-          '+tries=1',
-          '+nocookie',
-        ],
-        timeoutMs: 10_000,
-      });
-      assert.equal(res.code, 0, res.stderr || res.stdout);
-      return parseDig(res.stdout);
-    };
+    ): Promise<DigResult> =>
+      parseDig(await runDig(name, type, [transport, '+time=2', '+tries=1', '+nocookie']));
 
     const cases: {
       name: string;
@@ -236,23 +229,14 @@ describe(
     }
 
     test('a big headless answer: dig retries over TCP after TC and gets all 100 records', async () => {
-      const res = await execer.run({
-        cmd: 'dig',
-        args: [
-          '@127.0.0.1',
-          '-p',
-          String(server.port),
-          'many.default.svc.cluster.local',
-          'A',
-          '+notcp',
-          '+bufsize=512',
-          '+time=2',
-          '+tries=1',
-        ],
-        timeoutMs: 10_000,
-      });
-      assert.match(res.stdout, /Truncated, retrying in TCP mode/);
-      assert.equal(parseDig(res.stdout).answer.length, 100);
+      const out = await runDig('many.default.svc.cluster.local', 'A', [
+        '+notcp',
+        '+bufsize=512',
+        '+time=2',
+        '+tries=1',
+      ]);
+      assert.match(out, /Truncated, retrying in TCP mode/);
+      assert.equal(parseDig(out).answer.length, 100);
     });
   },
 );

@@ -8,6 +8,7 @@ import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import { closeQuietly } from '../util/close.js';
+import { RCODE, firstTcpMessage, tcpFrame } from './wire.js';
 
 export interface StubRecord {
   readonly name: string;
@@ -57,14 +58,11 @@ function toAnswer(r: StubRecord): dnsPacket.Answer {
   }
 }
 
-const RCODES: Record<string, number> = {
-  NOERROR: 0,
-  FORMERR: 1,
-  SERVFAIL: 2,
-  NXDOMAIN: 3,
-  NOTIMP: 4,
-  REFUSED: 5,
-};
+/** A stub's rcode for the 4-bit header field; SERVFAIL for a name that has none there. */
+function headerRcode(name: string): number {
+  const rcode = (RCODE as Partial<Record<string, number>>)[name];
+  return rcode !== undefined && rcode < 16 ? rcode : RCODE.SERVFAIL;
+}
 
 export class FakeUpstream {
   private stubs: Stub[] = [];
@@ -97,7 +95,7 @@ export class FakeUpstream {
         s.query.name.replace(/\.$/, '').toLowerCase() === question.name.toLowerCase() &&
         s.query.type === question.type,
     );
-    const rcode = RCODES[stub?.response.rcode ?? 'NXDOMAIN'] ?? 2;
+    const rcode = headerRcode(stub?.response.rcode ?? 'NXDOMAIN');
     const flags =
       dnsPacket.RECURSION_DESIRED |
       dnsPacket.RECURSION_AVAILABLE |
@@ -133,15 +131,10 @@ export class FakeUpstream {
       let buf: Buffer = Buffer.alloc(0);
       s.on('data', (chunk: Buffer) => {
         buf = Buffer.concat([buf, chunk]);
-        while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
-          const len = buf.readUInt16BE(0);
-          const out = this.answer(buf.subarray(2, 2 + len));
-          buf = buf.subarray(2 + len);
-          if (out) {
-            const pre = Buffer.alloc(2);
-            pre.writeUInt16BE(out.length, 0);
-            s.write(Buffer.concat([pre, out]));
-          }
+        for (let msg = firstTcpMessage(buf); msg; msg = firstTcpMessage(buf)) {
+          buf = buf.subarray(2 + msg.length);
+          const out = this.answer(msg);
+          if (out) s.write(tcpFrame(out));
         }
       });
     });

@@ -14,8 +14,12 @@ import { realClock, type Clock } from '../util/clock.js';
 import { scanResponse, type DnsCache } from './cache.js';
 import {
   RCODE,
+  RCODE_NAMES,
   encodeError,
+  firstTcpMessage,
+  fqdn,
   lowerName,
+  tcpFrame,
   typeName,
   udpLimit,
   type Edns,
@@ -190,22 +194,18 @@ function tcpExchange(
       done(e);
     });
     sock.on('connect', () => {
-      const len = Buffer.alloc(2);
-      len.writeUInt16BE(query.length, 0);
-      sock.write(Buffer.concat([len, query]));
+      sock.write(tcpFrame(query));
     });
     sock.on('data', (chunk: Buffer) => {
       buf = Buffer.concat([buf, chunk]);
-      if (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0))
-        done(undefined, buf.subarray(2, 2 + buf.readUInt16BE(0)));
+      const msg = firstTcpMessage(buf);
+      if (msg) done(undefined, msg);
     });
     sock.on('end', () => {
       done(new SvcnetError('EXEC_FAILED', `upstream ${to.host}:${to.port} closed the connection`));
     });
   });
 }
-
-const RCODE_NAMES = ['NOERROR', 'FORMERR', 'SERVFAIL', 'NXDOMAIN', 'NOTIMP', 'REFUSED'];
 
 /** Forwards queries to upstreams, with cache, failover and a deadline. */
 export class Forwarder {
@@ -340,10 +340,6 @@ export class Forwarder {
   close(): void {
     for (const c of this.channels) c.close();
   }
-}
-
-function fqdn(n: string): string {
-  return n.endsWith('.') ? n : `${n}.`;
 }
 
 /** Converts a dns-packet answer to our record type (the kinds a CNAME chase can return). */

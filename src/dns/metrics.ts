@@ -143,7 +143,8 @@ export interface Combo {
   readonly respSize: Series;
 }
 
-export interface QueryObservation {
+/** The labels of one kind of query: the series its observations go to. */
+export interface QueryLabels {
   readonly proto: 'udp' | 'tcp';
   readonly family: '1' | '2';
   readonly type: string;
@@ -151,6 +152,10 @@ export interface QueryObservation {
   readonly rcode: string;
   /** Which part answered: kubernetes, forward, cache, or '' for errors before either. */
   readonly plugin: string;
+}
+
+/** One answered query. */
+export interface QueryObservation extends QueryLabels {
   readonly seconds: number;
   readonly requestSize: number;
   readonly responseSize: number;
@@ -346,47 +351,12 @@ export class DnsMetrics {
 
   /** Records one answered query (the hot path: one string key and one map lookup). */
   observe(o: QueryObservation): void {
-    this.observeQuery(
-      o.proto,
-      o.family,
-      o.type,
-      o.zone,
-      o.rcode,
-      o.plugin,
-      o.seconds,
-      o.requestSize,
-      o.responseSize,
-    );
-  }
-
-  observeQuery(
-    proto: 'udp' | 'tcp',
-    family: '1' | '2',
-    qtype: string,
-    zone: string,
-    rcode: string,
-    plugin: string,
-    seconds: number,
-    requestSize: number,
-    responseSize: number,
-  ): void {
-    this.record(
-      this.combo(proto, family, qtype, zone, rcode, plugin),
-      seconds,
-      requestSize,
-      responseSize,
-    );
+    this.record(this.combo(o), o.seconds, o.requestSize, o.responseSize);
   }
 
   /** The series one kind of query updates; callers may keep it to skip the lookup. */
-  combo(
-    proto: 'udp' | 'tcp',
-    family: '1' | '2',
-    qtype: string,
-    zone: string,
-    rcode: string,
-    plugin: string,
-  ): Combo {
+  combo(labels: QueryLabels): Combo {
+    const { proto, family, type: qtype, zone, rcode, plugin } = labels;
     const key = `${zone}|${qtype}|${rcode}|${plugin}|${proto}|${family}`;
     let c = this.combos.get(key);
     if (!c) {

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../util/clock.js';
-import { RecordIndex } from './index.js';
+import { RecordIndex } from './record-index.js';
 import {
   DEFAULT_RESOLVER_CONFIG,
   addressFromReverse,

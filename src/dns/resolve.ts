@@ -6,8 +6,16 @@
 // NXDOMAIN until the caches have synced. It does no I/O: a CNAME to a name outside the zone
 // comes back as a `chase` for the server to forward. Zone transfers are in transfer.ts.
 
-import type { EndpointsEntry, AddressEntry, ServiceEntry, ZoneView } from './index.js';
-import { TYPE, RCODE, lowerName, splitName, type ResourceRecord } from './wire.js';
+import { parseRequest, stripZone, type Request } from './parse-request.js';
+import type { EndpointsEntry, AddressEntry, ServiceEntry, ZoneView } from './record-index.js';
+import {
+  TYPE,
+  RCODE,
+  lowerName,
+  splitName,
+  type ResourceRecord,
+  type ResponseParts,
+} from './wire.js';
 import { canonicalIP } from '../util/ip.js';
 
 export type PodMode = 'disabled' | 'insecure' | 'verified';
@@ -55,14 +63,9 @@ export interface Question {
   readonly type: number;
 }
 
-export interface Answer {
+/** A response to encode (wire.ts ResponseParts), with the zone that made it. */
+export interface Answer extends ResponseParts {
   readonly kind: 'answer';
-  readonly rcode: number;
-  readonly authoritative: boolean;
-  readonly truncated?: boolean;
-  readonly answer: readonly ResourceRecord[];
-  readonly authority: readonly ResourceRecord[];
-  readonly additional: readonly ResourceRecord[];
   /** The zone that answered (lower case), for metrics. */
   readonly zone: string;
 }
@@ -104,18 +107,6 @@ interface Found {
 const NX: Found = { items: [], nx: true };
 const EMPTY: Found = { items: [], nx: false };
 
-interface Request {
-  port: string;
-  protocol: string;
-  endpoint: string;
-  cluster: string;
-  topologyZone: string;
-  zonePrefer: boolean;
-  service: string;
-  namespace: string;
-  podOrSvc: string;
-}
-
 const MAX_CNAME_CHAIN = 10;
 
 function isSubDomain(parent: string, child: string): boolean {
@@ -130,10 +121,6 @@ function hostKind(host: string): 'A' | 'AAAA' | 'CNAME' {
 
 function eqFold(a: string, b: string): boolean {
   return a === b || a.toLowerCase() === b.toLowerCase();
-}
-
-function stripUnderscore(s: string): string {
-  return s.startsWith('_') ? s.slice(1) : s;
 }
 
 /** CoreDNS's endpoint label: hostname, pod name (endpoint_pod_names) or the dashed IP. */
@@ -219,63 +206,13 @@ class Lookup {
     return this.configuredNamespace(ns) && this.view.namespaceExists(ns);
   }
 
-  private base(lname: string): string {
-    return lname === this.zone ? '' : lname.slice(0, lname.length - this.zone.length - 1);
-  }
-
-  /** CoreDNS parseRequest; undefined is errInvalidRequest. */
-  parseRequest(lname: string, zonal: boolean): Request | undefined {
-    const r: Request = {
-      port: '',
-      protocol: '',
-      endpoint: '',
-      cluster: '',
-      topologyZone: '',
-      zonePrefer: false,
-      service: '',
-      namespace: '',
-      podOrSvc: '',
-    };
-    const base = this.base(lname);
-    if (base === '' || base === 'svc' || base === 'pod') return r;
-    const segs = splitName(base);
-    let last = segs.length - 1;
-    r.podOrSvc = segs[last] ?? '';
-    if (r.podOrSvc !== 'pod' && r.podOrSvc !== 'svc') return undefined;
-    last--;
-    if (last < 0) return r;
-    r.namespace = segs[last] ?? '';
-    last--;
-    if (last < 0) return r;
-    r.service = segs[last] ?? '';
-    last--;
-    if (last < 0) return r;
-    if (last === 0) {
-      r.endpoint = segs[0] ?? '';
-    } else if (last === 1) {
-      const a = segs[1] ?? '';
-      const b = segs[0] ?? '';
-      if (!this.multicluster || a.startsWith('_') || b.startsWith('_')) {
-        r.protocol = stripUnderscore(a);
-        r.port = stripUnderscore(b);
-      } else {
-        r.cluster = a;
-        r.endpoint = b;
-      }
-    } else {
-      if (!zonal || this.multicluster || segs[last] !== '_zone' || r.podOrSvc !== 'svc')
-        return undefined;
-      const directive = segs[last - 1];
-      if (directive === 'prefer') r.zonePrefer = true;
-      else if (directive !== 'pin') return undefined;
-      r.topologyZone = segs.slice(0, last - 1).join('.');
-    }
-    return r;
+  private request(lname: string, zonal: boolean): Request | undefined {
+    return parseRequest(lname, this.zone, { multicluster: this.multicluster, zonal });
   }
 
   /** CoreDNS Records. */
   records(lname: string): Found {
-    const r = this.parseRequest(lname, this.cfg.zonal);
+    const r = this.request(lname, this.cfg.zonal);
     if (r === undefined) return NX;
     if (r.podOrSvc === '') return EMPTY;
     if (isReverse(lname)) return NX;
@@ -347,6 +284,19 @@ class Lookup {
     return slices.some((s) => s.addresses.length > 0);
   }
 
+  /** A ClusterIP Service (or ServiceImport): its IPs on each matching port; NX if none match. */
+  private clusterIPItems(svc: ServiceEntry, r: Request): Found {
+    const items: Item[] = [];
+    let matched = false;
+    for (const p of svc.ports) {
+      if (!matchPortAndProtocol(r.port, p.name, r.protocol, p.protocol)) continue;
+      matched = true;
+      for (const ip of svc.clusterIPs)
+        items.push({ host: ip, port: p.port, domain: this.svcDomain(svc), ttl: this.cfg.ttl });
+    }
+    return { items, nx: !matched };
+  }
+
   private findServices(r: Request): Found {
     if (r.service === '') return EMPTY;
     const svc = this.view.service(r.service, r.namespace);
@@ -371,22 +321,13 @@ class Lookup {
       // A zonal name of a headless Service exists even when no endpoint is in that zone.
       return { items, nx: items.length === 0 && r.topologyZone === '' };
     }
-    const items: Item[] = [];
-    let matched = false;
-    for (const p of svc.ports) {
-      if (!matchPortAndProtocol(r.port, p.name, r.protocol, p.protocol)) continue;
-      matched = true;
-      for (const ip of svc.clusterIPs)
-        items.push({ host: ip, port: p.port, domain: this.svcDomain(svc), ttl });
-    }
-    return { items, nx: !matched };
+    return this.clusterIPItems(svc, r);
   }
 
   private findMultiClusterServices(r: Request): Found {
     if (r.service === '') return EMPTY;
     const svc = this.view.serviceImport(r.service, r.namespace);
     if (svc === undefined) return NX;
-    const ttl = this.cfg.ttl;
     const slices = this.view.multiClusterEndpoints(svc.name, svc.namespace);
     if (this.cfg.ignoreEmptyService && svc.kind !== 'Headless' && !this.hasAddresses(slices))
       return NX;
@@ -394,15 +335,7 @@ class Lookup {
       const items = this.endpointItems(svc, slices, r, '', true);
       return { items, nx: items.length === 0 };
     }
-    const items: Item[] = [];
-    let matched = false;
-    for (const p of svc.ports) {
-      if (!matchPortAndProtocol(r.port, p.name, r.protocol, p.protocol)) continue;
-      matched = true;
-      for (const ip of svc.clusterIPs)
-        items.push({ host: ip, port: p.port, domain: this.svcDomain(svc), ttl });
-    }
-    return { items, nx: !matched };
+    return this.clusterIPItems(svc, r);
   }
 
   /** NS addresses: the ClusterIPs of the Service(s) whose endpoints are this server. */
@@ -445,13 +378,13 @@ class Lookup {
   /** CoreDNS Services (the kubernetes plugin's ServiceBackend). */
   services(lname: string, qtype: number): Found {
     if (qtype === TYPE.TXT) {
-      const segs = splitName(this.base(lname));
+      const segs = splitName(stripZone(lname, this.zone));
       if (segs.length === 1 && segs[0] === 'dns-version')
         return { items: [{ host: '', port: 0, domain: '', ttl: 28800, text: '1.1.0' }], nx: false };
       const found = this.records(lname);
       if (found.items.length > 0) return EMPTY;
       if (!found.nx && this.cfg.zonal) {
-        const r = this.parseRequest(lname, true);
+        const r = this.request(lname, true);
         if (r !== undefined && r.topologyZone !== '') return EMPTY;
       }
       return NX;

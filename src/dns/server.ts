@@ -11,7 +11,7 @@ import { createServer, type Server as TcpServer, type Socket } from 'node:net';
 import type { Logger } from 'pino';
 import * as dnsPacket from 'dns-packet';
 import type { Forwarder } from './forward.js';
-import type { RecordIndex, ZoneView } from './index.js';
+import type { RecordIndex, ZoneView } from './record-index.js';
 import type { Combo, DnsMetrics } from './metrics.js';
 import { matchZone, resolve, type Answer, type ResolverConfig } from './resolve.js';
 import { zoneTransfer } from './transfer.js';
@@ -25,6 +25,8 @@ import {
   parseQuery,
   quickScan,
   EDNS_UDP_SIZE,
+  rcodeName,
+  tcpFrame,
   typeName,
   udpLimit,
   type ParsedQuery,
@@ -34,16 +36,6 @@ import { closeQuietly } from '../util/close.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 
 export type Proto = 'udp' | 'tcp';
-
-const RCODE_NAMES: Record<number, string> = {
-  0: 'NOERROR',
-  1: 'FORMERR',
-  2: 'SERVFAIL',
-  3: 'NXDOMAIN',
-  4: 'NOTIMP',
-  5: 'REFUSED',
-  16: 'BADVERS',
-};
 
 export interface DnsHandlerOptions {
   readonly index: ZoneView & Pick<RecordIndex, 'generation'>;
@@ -67,7 +59,40 @@ interface CachedResponse {
   readonly combos: (Combo | undefined)[];
 }
 
-/** Answers raw DNS messages; transport-agnostic (the servers below own the sockets). */
+/** One message being answered, and what its metrics need. */
+interface Exchange {
+  readonly msg: Buffer;
+  readonly proto: Proto;
+  readonly family: '1' | '2';
+  /** performance.now() at arrival (0 without metrics). */
+  readonly t0: number;
+}
+
+/** A query that parsed, as the stages of the chain see it. */
+interface Query extends Exchange {
+  readonly q: ParsedQuery;
+  /** Largest response for this query and transport. */
+  readonly limit: number;
+}
+
+/** A stage's response, with what the metrics record of it. */
+interface Reply<Out extends Buffer | Buffer[] = Buffer | Buffer[]> {
+  readonly out: Out;
+  readonly zone: string;
+  readonly rcode: number;
+  /** The part that answered: kubernetes, forward, or '' for errors before either. */
+  readonly plugin: string;
+}
+
+/** A link of the chain: a response, one to come from upstream, or undefined to pass it on. */
+type Stage = (query: Query) => Reply | Promise<Reply<Buffer>> | undefined;
+
+/**
+ * Answers raw DNS messages; transport-agnostic (the servers below own the sockets). A query
+ * that parses runs down a chain of stages (badvers, transfer when enabled, kubernetes,
+ * forward), each answering or passing it on; metrics are recorded once, around the chain,
+ * as CoreDNS's metrics plugin wraps the rest in a Recorder.
+ */
 export class DnsHandler {
   private readonly cache = new Map<string, CachedResponse>();
   private cacheGeneration = -1;
@@ -75,10 +100,18 @@ export class DnsHandler {
   /** Queries that raised inside the handler (a bug); answered SERVFAIL. */
   internalErrors = 0;
   private readonly opts: DnsHandlerOptions;
+  private readonly stages: readonly Stage[];
 
   constructor(opts: DnsHandlerOptions) {
     this.opts = opts;
     this.cacheSize = opts.responseCacheSize ?? 100_000;
+    const forwarder = opts.forwarder;
+    this.stages = [
+      (query) => this.badvers(query),
+      ...(opts.transfer === true ? [(query: Query) => this.transfer(query)] : []),
+      (query) => this.kubernetes(query),
+      forwarder ? (query) => this.forward(query, forwarder) : (query) => this.refuse(query),
+    ];
   }
 
   /**
@@ -94,7 +127,22 @@ export class DnsHandler {
     try {
       const fast = this.fromCache(msg, proto, family, t0);
       if (fast) return fast;
-      return this.slow(msg, proto, family, t0);
+      const ex: Exchange = { msg, proto, family, t0 };
+      const parsed = parseQuery(msg);
+      if (!parsed.ok) {
+        if (parsed.drop) return undefined;
+        const out = encodeError(msg, parsed.questionEnd, parsed.rcode);
+        return this.record(ex, 0, { out, zone: '.', rcode: parsed.rcode, plugin: '' });
+      }
+      const q = parsed.query;
+      const query: Query = { ...ex, q, limit: proto === 'udp' ? udpLimit(q.edns) : TCP_SIZE };
+      for (const stage of this.stages) {
+        const reply = stage(query);
+        if (reply === undefined) continue;
+        if (reply instanceof Promise) return reply.then((r) => this.record(ex, q.qtype, r));
+        return this.record(ex, q.qtype, reply);
+      }
+      return undefined;
     } catch (e) {
       this.internalErrors++;
       this.opts.log?.error({ err: e }, 'DNS handler failed');
@@ -103,28 +151,25 @@ export class DnsHandler {
     }
   }
 
-  private observe(
-    proto: Proto,
-    family: '1' | '2',
+  /** The metrics of one reply (the Recorder), then the reply's message(s). */
+  private record<Out extends Buffer | Buffer[]>(
+    { msg, proto, family, t0 }: Exchange,
     qtype: number,
-    zone: string,
-    rcode: string,
-    plugin: string,
-    t0: number,
-    reqSize: number,
-    respSize: number,
-  ): void {
-    this.opts.metrics?.observeQuery(
+    reply: Reply<Out>,
+  ): Out {
+    const out = reply.out;
+    this.opts.metrics?.observe({
       proto,
       family,
-      typeName(qtype),
-      zone,
-      rcode,
-      plugin,
-      (performance.now() - t0) / 1000,
-      reqSize,
-      respSize,
-    );
+      type: typeName(qtype),
+      zone: reply.zone,
+      rcode: rcodeName(reply.rcode),
+      plugin: reply.plugin,
+      seconds: (performance.now() - t0) / 1000,
+      requestSize: msg.length,
+      responseSize: Array.isArray(out) ? out.reduce((n, b) => n + b.length, 0) : out.length,
+    });
+    return out;
   }
 
   private fromCache(msg: Buffer, proto: Proto, family: '1' | '2', t0: number): Buffer | undefined {
@@ -158,7 +203,15 @@ export class DnsHandler {
       const slot = (proto === 'tcp' ? 2 : 0) + (family === '2' ? 1 : 0);
       let combo = hit.combos[slot];
       if (!combo) {
-        combo = metrics.combo(proto, family, typeName(q.qtype), hit.zone, hit.rcode, 'kubernetes');
+        const type = typeName(q.qtype);
+        combo = metrics.combo({
+          proto,
+          family,
+          type,
+          zone: hit.zone,
+          rcode: hit.rcode,
+          plugin: 'kubernetes',
+        });
         hit.combos[slot] = combo;
       }
       metrics.record(combo, (performance.now() - t0) / 1000, msg.length, out.length);
@@ -184,148 +237,18 @@ export class DnsHandler {
     });
   }
 
-  private slow(
-    msg: Buffer,
-    proto: Proto,
-    family: '1' | '2',
-    t0: number,
-  ): Buffer | Buffer[] | undefined | Promise<Buffer | undefined> {
-    const parsed = parseQuery(msg);
-    if (!parsed.ok) {
-      if (parsed.drop) return undefined;
-      const out = encodeError(msg, parsed.questionEnd, parsed.rcode);
-      this.observe(
-        proto,
-        family,
-        0,
-        '.',
-        RCODE_NAMES[parsed.rcode] ?? 'OTHER',
-        '',
-        t0,
-        msg.length,
-        out.length,
-      );
-      return out;
-    }
-    const q = parsed.query;
-    const limit = proto === 'udp' ? udpLimit(q.edns) : TCP_SIZE;
-    if (q.edns && q.edns.version > 0) {
-      const out = encodeError(msg, q.questionEnd, RCODE.BADVERS, q.edns);
-      this.observe(proto, family, q.qtype, '.', 'BADVERS', '', t0, msg.length, out.length);
-      return out;
-    }
-    if ((q.qtype === TYPE.AXFR || q.qtype === TYPE.IXFR) && this.opts.transfer === true) {
-      const zone = matchZone(this.opts.config.zones, lowerName(q.qname));
-      if (proto === 'tcp' && zone !== undefined && lowerName(q.qname) === zone)
-        return this.transfer(msg, q, zone, proto, family, t0);
-    }
-    const res = resolve(
-      this.opts.index,
-      this.opts.config,
-      { name: q.qname, type: q.qtype },
-      this.opts.isSynced(),
-    );
-    if (res.kind === 'answer') {
-      const out = encodeResponse(msg, q, res, limit);
-      const rcode = RCODE_NAMES[res.rcode] ?? 'OTHER';
-      if ((out.readUInt16BE(2) & 0x0200) === 0 && res.rcode !== RCODE.SERVFAIL)
-        this.store(msg, q, out, res.zone, rcode);
-      this.observe(
-        proto,
-        family,
-        q.qtype,
-        res.zone,
-        rcode,
-        'kubernetes',
-        t0,
-        msg.length,
-        out.length,
-      );
-      return out;
-    }
-    const forwarder = this.opts.forwarder;
-    if (res.kind === 'chase') {
-      if (!forwarder) return this.finish(msg, q, res.onFailure, limit, proto, family, t0);
-      return forwarder.lookup(res.target, res.type).then((up) => {
-        if (!up) return this.finish(msg, q, res.onFailure, limit, proto, family, t0);
-        const answer: Answer = {
-          kind: 'answer',
-          rcode: RCODE.NOERROR,
-          authoritative: true,
-          truncated: up.truncated,
-          answer: [...res.prefix, ...up.answer],
-          authority: [],
-          additional: [],
-          zone: res.zone,
-        };
-        return this.finish(msg, q, answer, limit, proto, family, t0);
-      });
-    }
-    if (!forwarder) {
-      const out = encodeError(msg, q.questionEnd, RCODE.REFUSED, q.edns);
-      this.observe(proto, family, q.qtype, '.', 'REFUSED', '', t0, msg.length, out.length);
-      return out;
-    }
-    return forwarder
-      .forward(
-        msg,
-        {
-          lname: lowerName(q.qname),
-          qtype: q.qtype,
-          qclass: q.qclass,
-          questionEnd: q.questionEnd,
-          edns: q.edns,
-        },
-        proto,
-      )
-      .then((out) => {
-        this.observe(
-          proto,
-          family,
-          q.qtype,
-          '.',
-          RCODE_NAMES[(out[3] ?? 0) & 0xf] ?? 'OTHER',
-          'forward',
-          t0,
-          msg.length,
-          out.length,
-        );
-        return out;
-      });
+  /** EDNS versions above 0 get BADVERS (RFC 6891 §6.1.3). */
+  private badvers({ msg, q }: Query): Reply | undefined {
+    if (!q.edns || q.edns.version === 0) return undefined;
+    const out = encodeError(msg, q.questionEnd, RCODE.BADVERS, q.edns);
+    return { out, zone: '.', rcode: RCODE.BADVERS, plugin: '' };
   }
 
-  private finish(
-    msg: Buffer,
-    q: ParsedQuery,
-    a: Answer,
-    limit: number,
-    proto: Proto,
-    family: '1' | '2',
-    t0: number,
-  ): Buffer {
-    const out = encodeResponse(msg, q, a, limit);
-    this.observe(
-      proto,
-      family,
-      q.qtype,
-      a.zone,
-      RCODE_NAMES[a.rcode] ?? 'OTHER',
-      'kubernetes',
-      t0,
-      msg.length,
-      out.length,
-    );
-    return out;
-  }
-
-  private transfer(
-    msg: Buffer,
-    q: ParsedQuery,
-    zone: string,
-    proto: Proto,
-    family: '1' | '2',
-    t0: number,
-  ): Buffer[] {
+  /** AXFR/IXFR of a zone apex over TCP (CoreDNS `transfer`); otherwise passed on. */
+  private transfer({ msg, q, proto }: Query): Reply | undefined {
+    if (q.qtype !== TYPE.AXFR && q.qtype !== TYPE.IXFR) return undefined;
+    const zone = matchZone(this.opts.config.zones, lowerName(q.qname));
+    if (proto !== 'tcp' || zone === undefined || lowerName(q.qname) !== zone) return undefined;
     let serial: number | undefined;
     if (q.qtype === TYPE.IXFR) {
       try {
@@ -356,18 +279,68 @@ export class DnsHandler {
         ),
       );
     }
-    this.observe(
-      proto,
-      family,
-      q.qtype,
-      zone,
-      'NOERROR',
-      'kubernetes',
-      t0,
-      msg.length,
-      out.reduce((n, b) => n + b.length, 0),
+    return { out, zone, rcode: RCODE.NOERROR, plugin: 'kubernetes' };
+  }
+
+  /** The cluster zones (resolve.ts); names outside them are passed on. */
+  private kubernetes(query: Query): Reply | Promise<Reply<Buffer>> | undefined {
+    const { msg, q } = query;
+    const res = resolve(
+      this.opts.index,
+      this.opts.config,
+      { name: q.qname, type: q.qtype },
+      this.opts.isSynced(),
     );
-    return out;
+    if (res.kind === 'forward') return undefined;
+    if (res.kind === 'answer') {
+      const reply = this.answer(query, res);
+      if ((reply.out.readUInt16BE(2) & 0x0200) === 0 && res.rcode !== RCODE.SERVFAIL)
+        this.store(msg, q, reply.out, res.zone, rcodeName(res.rcode));
+      return reply;
+    }
+    // A CNAME out of the zone: its target is looked up upstream (NODATA without one).
+    const forwarder = this.opts.forwarder;
+    if (!forwarder) return this.answer(query, res.onFailure);
+    return forwarder.lookup(res.target, res.type).then((up) => {
+      if (!up) return this.answer(query, res.onFailure);
+      return this.answer(query, {
+        kind: 'answer',
+        rcode: RCODE.NOERROR,
+        authoritative: true,
+        truncated: up.truncated,
+        answer: [...res.prefix, ...up.answer],
+        authority: [],
+        additional: [],
+        zone: res.zone,
+      });
+    });
+  }
+
+  private answer({ msg, q, limit }: Query, a: Answer): Reply<Buffer> {
+    const out = encodeResponse(msg, q, a, limit);
+    return { out, zone: a.zone, rcode: a.rcode, plugin: 'kubernetes' };
+  }
+
+  /** Everything else goes upstream (CoreDNS `forward`). */
+  private async forward({ msg, q, proto }: Query, forwarder: Forwarder): Promise<Reply<Buffer>> {
+    const out = await forwarder.forward(
+      msg,
+      {
+        lname: lowerName(q.qname),
+        qtype: q.qtype,
+        qclass: q.qclass,
+        questionEnd: q.questionEnd,
+        edns: q.edns,
+      },
+      proto,
+    );
+    return { out, zone: '.', rcode: (out[3] ?? 0) & 0xf, plugin: 'forward' };
+  }
+
+  /** No forwarder: names outside the cluster zones are REFUSED. */
+  private refuse({ msg, q }: Query): Reply {
+    const out = encodeError(msg, q.questionEnd, RCODE.REFUSED, q.edns);
+    return { out, zone: '.', rcode: RCODE.REFUSED, plugin: '' };
   }
 }
 
@@ -504,10 +477,7 @@ export class DnsServer {
     let buf: Buffer = Buffer.alloc(0);
     const fam = s.remoteFamily === 'IPv6' ? '2' : '1';
     const send = (out: Buffer): void => {
-      if (s.destroyed) return;
-      const len = Buffer.allocUnsafe(2);
-      len.writeUInt16BE(out.length, 0);
-      s.write(Buffer.concat([len, out]));
+      if (!s.destroyed) s.write(tcpFrame(out));
     };
     s.on('data', (chunk: Buffer) => {
       buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);

@@ -5,7 +5,7 @@
 // weight floor(100/addresses in the slice); ExternalName: its CNAME), then the SOA again.
 // Served only over TCP and only when `transfer` is enabled. Pure.
 
-import type { ServiceEntry, ZoneView } from './index.js';
+import type { ServiceEntry, ZoneView } from './record-index.js';
 import { endpointHostname, lookupFor, type ResolverConfig } from './resolve.js';
 import type { ResourceRecord } from './wire.js';
 

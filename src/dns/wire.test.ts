@@ -16,30 +16,11 @@ import {
   type ParsedQuery,
   type ResourceRecord,
 } from './wire.js';
+import { q as buildQuery } from './client.js';
 
+/** The queries of these tests: ID 4242, and the DO bit set whenever there is an OPT. */
 function query(name: string, type: dnsPacket.RecordType = 'A', edns?: number): Buffer {
-  return dnsPacket.encode({
-    type: 'query',
-    id: 4242,
-    flags: dnsPacket.RECURSION_DESIRED,
-    questions: [{ name, type }],
-    ...(edns !== undefined
-      ? {
-          additionals: [
-            {
-              name: '.',
-              type: 'OPT',
-              udpPayloadSize: edns,
-              extendedRcode: 0,
-              ednsVersion: 0,
-              flags: dnsPacket.DNSSEC_OK,
-              flag_do: true,
-              options: [],
-            },
-          ],
-        }
-      : {}),
-  });
+  return buildQuery(name, type, 4242, edns, true);
 }
 
 function parsed(buf: Buffer): ParsedQuery {

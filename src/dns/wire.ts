@@ -34,6 +34,16 @@ export const RCODE = {
 
 export type RcodeName = keyof typeof RCODE;
 
+/** Mnemonics by rcode number (the labels CoreDNS's metrics use). */
+export const RCODE_NAMES: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.entries(RCODE).map(([k, v]) => [v, k]),
+);
+
+/** Mnemonic of an rcode; `OTHER` for one we have no name for. */
+export function rcodeName(rcode: number): string {
+  return RCODE_NAMES[rcode] ?? 'OTHER';
+}
+
 const TYPE_NAMES = new Map<number, string>(Object.entries(TYPE).map(([k, v]) => [v, k]));
 
 /** Mnemonic of a type number (`TYPE65534` for unknown ones, as RFC 3597 writes them). */
@@ -56,6 +66,21 @@ export const EDNS_UDP_SIZE = 1232;
 export const PLAIN_UDP_SIZE = 512;
 /** Largest message over TCP (the 2-byte length prefix). */
 export const TCP_SIZE = 65535;
+
+/** A message with the 2-byte length prefix it carries over TCP (RFC 1035 §4.2.2). */
+export function tcpFrame(msg: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(2 + msg.length);
+  out.writeUInt16BE(msg.length, 0);
+  out.set(msg, 2);
+  return out;
+}
+
+/** The first message of a TCP byte stream, or undefined until all of it has arrived. */
+export function firstTcpMessage(stream: Buffer): Buffer | undefined {
+  if (stream.length < 2) return undefined;
+  const len = stream.readUInt16BE(0);
+  return stream.length >= 2 + len ? stream.subarray(2, 2 + len) : undefined;
+}
 
 export type ResourceRecord =
   | { name: string; type: 'A' | 'AAAA'; ttl: number; address: string }
@@ -301,6 +326,11 @@ export function splitName(name: string): string[] {
   return out;
 }
 
+/** The name with its trailing dot (presentation FQDN). */
+export function fqdn(name: string): string {
+  return name.endsWith('.') ? name : `${name}.`;
+}
+
 /** Lower-cases ASCII letters only (DNS case-insensitivity, RFC 4343). */
 export function lowerName(name: string): string {
   return /[A-Z]/.test(name) ? name.replace(/[A-Z]/g, (c) => c.toLowerCase()) : name;
@@ -450,7 +480,7 @@ class MessageWriter {
       return;
     }
     if (name.includes('\\') || !name.endsWith('.')) {
-      this.escapedName(name.endsWith('.') ? name : `${name}.`, compress);
+      this.escapedName(fqdn(name), compress);
       return;
     }
     // Fast path: plain FQDN; each suffix is a slice of the name, labels copied as bytes.

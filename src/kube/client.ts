@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { SvcnetError } from '../errors.js';
 import { hintFor, InformerError, summarizeApiError } from './api-errors.js';
 import type { ApiClientOrigin, ApiFailureReason } from './api-errors.js';
-import type { Informer, InformerHandlers } from './informer.js';
+import { InformerCache, type Informer } from './informer.js';
 import type { EndpointSlice, KubeObject, Node, Pod, Service } from './types.js';
 import { objectKey } from './types.js';
 import { toWire } from './wire.js';
@@ -177,67 +177,66 @@ function selectors(labelSelector?: string, fieldSelector?: string): Selectors {
   };
 }
 
-export const SERVICES: ResourceSpec = {
-  path: '/api/v1/services',
-  model: 'V1Service',
-  list: (kc, label, field) =>
-    kc.makeApiClient(k8s.CoreV1Api).listServiceForAllNamespaces(selectors(label, field)),
+/** client-node's generated API classes, by the URL prefix of their group/version. */
+interface ApiGroup<A extends k8s.ApiType> {
+  readonly prefix: string;
+  readonly api: k8s.ApiConstructor<A>;
+}
+
+const CORE: ApiGroup<k8s.CoreV1Api> = { prefix: '/api/v1', api: k8s.CoreV1Api };
+const APPS: ApiGroup<k8s.AppsV1Api> = { prefix: '/apis/apps/v1', api: k8s.AppsV1Api };
+const DISCOVERY: ApiGroup<k8s.DiscoveryV1Api> = {
+  prefix: '/apis/discovery.k8s.io/v1',
+  api: k8s.DiscoveryV1Api,
 };
 
-export const ENDPOINT_SLICES: ResourceSpec = {
-  path: '/apis/discovery.k8s.io/v1/endpointslices',
-  model: 'V1EndpointSlice',
-  list: (kc, label, field) =>
-    kc.makeApiClient(k8s.DiscoveryV1Api).listEndpointSliceForAllNamespaces(selectors(label, field)),
-};
+type ListResult = Awaited<ReturnType<ResourceSpec['list']>>;
+type ListMethod = (params: Selectors) => Promise<ListResult>;
 
-export const NODES: ResourceSpec = {
-  path: '/api/v1/nodes',
-  model: 'V1Node',
-  list: (kc, label, field) => kc.makeApiClient(k8s.CoreV1Api).listNode(selectors(label, field)),
-};
+/** The kinds an API class can list: `list<Kind><suffix>` methods that take selectors. */
+type ListableKind<A, Suffix extends string> = {
+  [M in keyof A]: A[M] extends ListMethod
+    ? M extends `list${infer K}${Suffix}`
+      ? K
+      : never
+    : never;
+}[keyof A];
 
-export const PODS: ResourceSpec = {
-  path: '/api/v1/pods',
-  model: 'V1Pod',
-  list: (kc, label, field) =>
-    kc.makeApiClient(k8s.CoreV1Api).listPodForAllNamespaces(selectors(label, field)),
-};
+/**
+ * A resource from its group, plural and kind: path `<prefix>/<plural>`, model `V1<Kind>`, and
+ * client-node's `list<Kind>ForAllNamespaces` (namespaced) or `list<Kind>` (cluster-scoped),
+ * which the kind's type checks to exist.
+ */
+function resource<A extends k8s.ApiType>(
+  group: ApiGroup<A>,
+  plural: string,
+  ...[kind, scope]:
+    | [kind: ListableKind<A, 'ForAllNamespaces'>, scope: 'Namespaced']
+    | [kind: ListableKind<A, ''>, scope: 'Cluster']
+): ResourceSpec {
+  const method = scope === 'Namespaced' ? `list${kind}ForAllNamespaces` : `list${kind}`;
+  return {
+    path: `${group.prefix}/${plural}`,
+    model: `V1${kind}`,
+    list: async (kc, label, field) => {
+      // ListableKind proved at compile time that the method exists and takes selectors.
+      const api = kc.makeApiClient(group.api) as unknown as Partial<Record<string, ListMethod>>;
+      const list = api[method];
+      if (list === undefined) throw new SvcnetError('INTERNAL', `client-node has no ${method}`);
+      return list.call(api, selectors(label, field));
+    },
+  };
+}
 
-export const ENDPOINTS: ResourceSpec = {
-  path: '/api/v1/endpoints',
-  model: 'V1Endpoints',
-  list: (kc, label, field) =>
-    kc.makeApiClient(k8s.CoreV1Api).listEndpointsForAllNamespaces(selectors(label, field)),
-};
-
-export const DEPLOYMENTS: ResourceSpec = {
-  path: '/apis/apps/v1/deployments',
-  model: 'V1Deployment',
-  list: (kc, label, field) =>
-    kc.makeApiClient(k8s.AppsV1Api).listDeploymentForAllNamespaces(selectors(label, field)),
-};
-
-export const REPLICA_SETS: ResourceSpec = {
-  path: '/apis/apps/v1/replicasets',
-  model: 'V1ReplicaSet',
-  list: (kc, label, field) =>
-    kc.makeApiClient(k8s.AppsV1Api).listReplicaSetForAllNamespaces(selectors(label, field)),
-};
-
-export const STATEFUL_SETS: ResourceSpec = {
-  path: '/apis/apps/v1/statefulsets',
-  model: 'V1StatefulSet',
-  list: (kc, label, field) =>
-    kc.makeApiClient(k8s.AppsV1Api).listStatefulSetForAllNamespaces(selectors(label, field)),
-};
-
-export const NAMESPACES: ResourceSpec = {
-  path: '/api/v1/namespaces',
-  model: 'V1Namespace',
-  list: (kc, label, field) =>
-    kc.makeApiClient(k8s.CoreV1Api).listNamespace(selectors(label, field)),
-};
+export const SERVICES = resource(CORE, 'services', 'Service', 'Namespaced');
+export const ENDPOINT_SLICES = resource(DISCOVERY, 'endpointslices', 'EndpointSlice', 'Namespaced');
+export const NODES = resource(CORE, 'nodes', 'Node', 'Cluster');
+export const PODS = resource(CORE, 'pods', 'Pod', 'Namespaced');
+export const ENDPOINTS = resource(CORE, 'endpoints', 'Endpoints', 'Namespaced');
+export const DEPLOYMENTS = resource(APPS, 'deployments', 'Deployment', 'Namespaced');
+export const REPLICA_SETS = resource(APPS, 'replicasets', 'ReplicaSet', 'Namespaced');
+export const STATEFUL_SETS = resource(APPS, 'statefulsets', 'StatefulSet', 'Namespaced');
+export const NAMESPACES = resource(CORE, 'namespaces', 'Namespace', 'Cluster');
 
 export interface InformerOptions {
   readonly labelSelector?: string;
@@ -249,11 +248,8 @@ export interface InformerOptions {
 
 type WireObject = KubeObject & k8s.KubernetesObject;
 
-class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
-  private readonly handlers: InformerHandlers<T>[] = [];
-  private readonly cache = new Map<string, T>();
+class ClientNodeInformer<T extends KubeObject> extends InformerCache<T> {
   private readonly lw: k8s.ListWatch<WireObject>;
-  private synced = false;
   private stopped = false;
   private backoffMs: number;
   /** Failed lists/watches since the last good list. */
@@ -264,6 +260,7 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
   private readonly opts: InformerOptions;
 
   constructor(kc: k8s.KubeConfig, spec: ResourceSpec, opts: InformerOptions) {
+    super();
     this.opts = opts;
     this.backoffMs = opts.initialBackoffMs ?? 500;
     const listFn = async (): Promise<k8s.KubernetesListObject<WireObject>> => {
@@ -292,34 +289,26 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
       this.apply(o as unknown as T);
     });
     this.lw.on(k8s.DELETE, (o) => {
-      const key = objectKey(o);
-      const old = this.cache.get(key) ?? (o as unknown as T);
-      this.cache.delete(key);
-      for (const h of this.handlers) h.onDelete?.(old);
+      this.emitDelete(this.take(objectKey(o)) ?? (o as unknown as T));
     });
     const resource = spec.path.split('/').pop() ?? spec.path;
     this.lw.on(k8s.ERROR, (err) => {
       this.failures++;
       const wrapped = informerError(kc, resource, err, this.failures, this.backoffMs);
-      for (const h of this.handlers) h.onError?.(wrapped);
+      this.emitError(wrapped);
       this.scheduleRestart();
     });
   }
 
   private apply(obj: T): void {
-    const key = objectKey(obj);
-    const old = this.cache.get(key);
+    const old = this.get(objectKey(obj));
     // A relist re-delivers unchanged objects; suppress those no-op updates.
     if (
       old?.metadata?.resourceVersion !== undefined &&
       old.metadata.resourceVersion === obj.metadata?.resourceVersion
     )
       return;
-    this.cache.set(key, obj);
-    for (const h of this.handlers) {
-      if (old === undefined) h.onAdd?.(obj);
-      else h.onUpdate?.(old, obj);
-    }
+    this.emitUpsert(this.put(obj), obj);
   }
 
   private track(p: Promise<void>): void {
@@ -349,10 +338,6 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
     this.retryTimer.unref();
   }
 
-  addHandlers(h: InformerHandlers<T>): void {
-    this.handlers.push(h);
-  }
-
   async start(): Promise<void> {
     this.stopped = false;
     // ListWatch.start() resolves after the list and the watch request are made; a failed
@@ -367,10 +352,7 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
       };
       this.track(this.lw.start().finally(check));
     });
-    if (!this.synced) {
-      this.synced = true;
-      for (const h of this.handlers) h.onSynced?.();
-    }
+    if (!this.hasSynced()) this.markSynced();
   }
 
   async stop(): Promise<void> {
@@ -384,18 +366,6 @@ class ClientNodeInformer<T extends KubeObject> implements Informer<T> {
       await this.starting;
       await this.lw.stop();
     }
-  }
-
-  hasSynced(): boolean {
-    return this.synced;
-  }
-
-  list(): T[] {
-    return [...this.cache.values()];
-  }
-
-  get(key: string): T | undefined {
-    return this.cache.get(key);
   }
 }
 

@@ -1,7 +1,8 @@
 // The Informer seam: a cache of one kind of API object kept in step by list+watch, with
 // add/update/delete handlers and a synced signal. Consumers (proxy, dns, controllers) depend
 // only on this interface; client.ts backs it with @kubernetes/client-node, and FakeInformer
-// (here) is the in-memory implementation for tests, dry runs and the tracer.
+// (here) is the in-memory implementation for tests, dry runs and the tracer. Both keep their
+// cache and handlers in InformerCache, so both deliver events the same way.
 
 import type { KubeObject } from './types.js';
 import { objectKey } from './types.js';
@@ -27,31 +28,20 @@ export interface Informer<T extends KubeObject> {
 }
 
 /**
- * In-memory informer. Tests drive it with add/update/delete (or `replace` for a relist,
- * which emits deletes for vanished objects as a real relist does); `start()` marks it synced.
+ * What every Informer keeps, whatever feeds it: the objects by key, the handlers in the order
+ * they were added, and the synced flag. Implementations store objects and tell the handlers
+ * through the protected helpers; how objects arrive (a watch, a test) is theirs.
  */
-export class FakeInformer<T extends KubeObject> implements Informer<T> {
+export abstract class InformerCache<T extends KubeObject> implements Informer<T> {
   private readonly handlers: InformerHandlers<T>[] = [];
   private readonly objects = new Map<string, T>();
   private synced = false;
 
-  constructor(initial: readonly T[] = []) {
-    for (const o of initial) this.objects.set(objectKey(o), o);
-  }
+  abstract start(): Promise<void>;
+  abstract stop(): Promise<void>;
 
   addHandlers(h: InformerHandlers<T>): void {
     this.handlers.push(h);
-  }
-
-  start(): Promise<void> {
-    for (const o of this.objects.values()) for (const h of this.handlers) h.onAdd?.(o);
-    this.synced = true;
-    for (const h of this.handlers) h.onSynced?.();
-    return Promise.resolve();
-  }
-
-  stop(): Promise<void> {
-    return Promise.resolve();
   }
 
   hasSynced(): boolean {
@@ -66,35 +56,87 @@ export class FakeInformer<T extends KubeObject> implements Informer<T> {
     return this.objects.get(key);
   }
 
-  /** Adds or updates an object, emitting onAdd or onUpdate. */
-  upsert(obj: T): void {
+  /** Stores an object; returns the one it replaced (undefined for a new key). */
+  protected put(obj: T): T | undefined {
     const key = objectKey(obj);
     const old = this.objects.get(key);
     this.objects.set(key, obj);
-    if (!this.synced) return;
+    return old;
+  }
+
+  /** Removes an object; returns it (undefined when the key was not cached). */
+  protected take(key: string): T | undefined {
+    const old = this.objects.get(key);
+    this.objects.delete(key);
+    return old;
+  }
+
+  /** onAdd (no `old`) or onUpdate to every handler. */
+  protected emitUpsert(old: T | undefined, obj: T): void {
     for (const h of this.handlers) {
       if (old === undefined) h.onAdd?.(obj);
       else h.onUpdate?.(old, obj);
     }
   }
 
-  delete(key: string): void {
-    const old = this.objects.get(key);
-    if (old === undefined) return;
-    this.objects.delete(key);
-    if (!this.synced) return;
+  protected emitDelete(old: T): void {
     for (const h of this.handlers) h.onDelete?.(old);
+  }
+
+  protected emitError(err: unknown): void {
+    for (const h of this.handlers) h.onError?.(err);
+  }
+
+  /** Marks the cache synced and calls every onSynced. */
+  protected markSynced(): void {
+    this.synced = true;
+    for (const h of this.handlers) h.onSynced?.();
+  }
+}
+
+/**
+ * In-memory informer. Tests drive it with add/update/delete (or `replace` for a relist,
+ * which emits deletes for vanished objects as a real relist does); `start()` marks it synced.
+ */
+export class FakeInformer<T extends KubeObject> extends InformerCache<T> {
+  constructor(initial: readonly T[] = []) {
+    super();
+    for (const o of initial) this.put(o);
+  }
+
+  start(): Promise<void> {
+    for (const o of this.list()) this.emitUpsert(undefined, o);
+    this.markSynced();
+    return Promise.resolve();
+  }
+
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Adds or updates an object, emitting onAdd or onUpdate. */
+  upsert(obj: T): void {
+    const old = this.put(obj);
+    if (this.hasSynced()) this.emitUpsert(old, obj);
+  }
+
+  delete(key: string): void {
+    const old = this.take(key);
+    if (old !== undefined && this.hasSynced()) this.emitDelete(old);
   }
 
   /** Replaces the whole cache as a relist would. */
   replace(objs: readonly T[]): void {
     const keep = new Set(objs.map(objectKey));
-    for (const key of [...this.objects.keys()]) if (!keep.has(key)) this.delete(key);
+    for (const o of this.list()) {
+      const key = objectKey(o);
+      if (!keep.has(key)) this.delete(key);
+    }
     for (const o of objs) this.upsert(o);
   }
 
   /** Reports an error to the handlers, as a failed watch would. */
   fail(err: unknown): void {
-    for (const h of this.handlers) h.onError?.(err);
+    this.emitError(err);
   }
 }

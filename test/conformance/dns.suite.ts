@@ -15,7 +15,7 @@ import * as dnsPacket from 'dns-packet';
 import type { CaseResult, ConformanceSuite } from './harness.js';
 import { FakeUpstream, type Stub } from '../../src/dns/fake-upstream.js';
 import { Forwarder } from '../../src/dns/forward.js';
-import { RecordIndex, type ServiceImport, type ZoneView } from '../../src/dns/index.js';
+import { RecordIndex, type ServiceImport, type ZoneView } from '../../src/dns/record-index.js';
 import { DnsHandler, DnsServer } from '../../src/dns/server.js';
 import type { PodMode, ResolverConfig } from '../../src/dns/resolve.js';
 import {

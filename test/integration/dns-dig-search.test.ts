@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RealExecer } from '../../src/os/exec.js';
-import { RecordIndex } from '../../src/dns/index.js';
+import { RecordIndex } from '../../src/dns/record-index.js';
 import { DEFAULT_RESOLVER_CONFIG } from '../../src/dns/resolve.js';
 import { DnsHandler, DnsServer } from '../../src/dns/server.js';
 import { clusterFixture } from '../../src/dns/testdata/cluster.js';

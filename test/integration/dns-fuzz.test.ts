@@ -11,7 +11,7 @@ import { createSocket } from 'node:dgram';
 import { createConnection } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import { q, tcp, udp } from '../../src/dns/client.js';
-import { RecordIndex } from '../../src/dns/index.js';
+import { RecordIndex } from '../../src/dns/record-index.js';
 import { DEFAULT_RESOLVER_CONFIG } from '../../src/dns/resolve.js';
 import { DnsHandler, DnsServer } from '../../src/dns/server.js';
 import { clusterFixture } from '../../src/dns/testdata/cluster.js';

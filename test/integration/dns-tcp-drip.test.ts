@@ -10,7 +10,7 @@ import { createConnection, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import * as dnsPacket from 'dns-packet';
 import { q, tcp } from '../../src/dns/client.js';
-import { RecordIndex } from '../../src/dns/index.js';
+import { RecordIndex } from '../../src/dns/record-index.js';
 import { DEFAULT_RESOLVER_CONFIG } from '../../src/dns/resolve.js';
 import { DnsHandler, DnsServer } from '../../src/dns/server.js';
 import { clusterFixture } from '../../src/dns/testdata/cluster.js';

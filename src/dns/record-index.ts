@@ -7,6 +7,7 @@
 import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { canonicalIP } from '../util/ip.js';
+import { fqdn } from './wire.js';
 
 export interface PortEntry {
   readonly name: string;
@@ -79,6 +80,27 @@ export interface ZoneView {
   serial(multicluster: boolean): number;
 }
 
+/** The kinds informers feed the index, with their object types. */
+export interface IndexedObjects {
+  Service: Service;
+  EndpointSlice: EndpointSlice;
+  Namespace: KubeObject;
+  Pod: Pod;
+  ServiceImport: ServiceImport;
+}
+
+export type IndexedKind = keyof IndexedObjects;
+
+/**
+ * The index's entry points for informer events, one pair per indexed kind: `upsert<Kind>`
+ * (add or update; a problem string when the object was skipped) and `delete<Kind>`.
+ */
+export type IndexFeeds = {
+  [K in IndexedKind as `upsert${K}`]: (obj: IndexedObjects[K]) => string | undefined;
+} & {
+  [K in IndexedKind as `delete${K}`]: (obj: IndexedObjects[K]) => void;
+};
+
 export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 export const MC_SERVICE_NAME_LABEL = 'multicluster.kubernetes.io/service-name';
 export const MC_SOURCE_CLUSTER_LABEL = 'multicluster.kubernetes.io/source-cluster';
@@ -119,8 +141,15 @@ function removeFrom<K, V>(m: Map<K, V[]>, k: K, v: V): void {
   if (list.length === 0) m.delete(k);
 }
 
-function fqdn(name: string): string {
-  return name.endsWith('.') ? name : `${name}.`;
+/** The ports of a Service or ServiceImport spec (protocol TCP when unset, as the API defaults). */
+function servicePorts(
+  ports: readonly { name?: string; protocol?: string; port: number }[] | undefined,
+): PortEntry[] {
+  return (ports ?? []).map((p) => ({
+    name: p.name ?? '',
+    protocol: p.protocol ?? 'TCP',
+    port: p.port,
+  }));
 }
 
 /** Reduces a Service to its DNS view; returns a problem string for objects we must skip. */
@@ -129,11 +158,7 @@ export function toServiceEntry(svc: Service): ServiceEntry | string {
   const namespace = svc.metadata?.namespace;
   if (!name || !namespace) return 'metadata.name and metadata.namespace are required';
   const spec = svc.spec ?? {};
-  const ports = (spec.ports ?? []).map((p) => ({
-    name: p.name ?? '',
-    protocol: p.protocol ?? 'TCP',
-    port: p.port,
-  }));
+  const ports = servicePorts(spec.ports);
   if (spec.type === 'ExternalName') {
     if (!spec.externalName) return 'spec.externalName is required for type ExternalName';
     return {
@@ -162,11 +187,7 @@ function toImportEntry(si: ServiceImport): ServiceEntry | string {
   const name = si.metadata?.name;
   const namespace = si.metadata?.namespace;
   if (!name || !namespace) return 'metadata.name and metadata.namespace are required';
-  const ports = (si.spec?.ports ?? []).map((p) => ({
-    name: p.name ?? '',
-    protocol: p.protocol ?? 'TCP',
-    port: p.port,
-  }));
+  const ports = servicePorts(si.spec?.ports);
   const ips: string[] = [];
   for (const ip of si.spec?.ips ?? []) {
     const c = canonicalIP(ip);
@@ -246,7 +267,7 @@ function podIPs(pod: Pod): string[] {
  * The incremental record index. Every upsert/delete is O(size of that object). Upserts
  * return a problem string when the object was skipped (the caller logs and counts it).
  */
-export class RecordIndex implements ZoneView {
+export class RecordIndex implements ZoneView, IndexFeeds {
   private readonly clock: Clock;
   private readonly trackNamespaces: boolean;
   private readonly services = new Map<string, ServiceEntry>();

@@ -1,0 +1,70 @@
+// The resource table of client.ts against a loopback HTTP server: every spec's list method
+// asks for the spec's own watch path (with the selectors), and its model name reads the
+// answer back, so a row whose kind, plural or group disagree fails here.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as k8s from '@kubernetes/client-node';
+import * as client from './client.js';
+import { toWire } from './wire.js';
+
+const SPECS = {
+  SERVICES: client.SERVICES,
+  ENDPOINT_SLICES: client.ENDPOINT_SLICES,
+  NODES: client.NODES,
+  PODS: client.PODS,
+  ENDPOINTS: client.ENDPOINTS,
+  DEPLOYMENTS: client.DEPLOYMENTS,
+  REPLICA_SETS: client.REPLICA_SETS,
+  STATEFUL_SETS: client.STATEFUL_SETS,
+  NAMESPACES: client.NAMESPACES,
+};
+
+test('each ResourceSpec lists its own path with the selectors and reads items as its model', async () => {
+  const seen: string[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.url ?? '');
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        metadata: { resourceVersion: '7' },
+        items: [{ metadata: { name: 'x', creationTimestamp: '2026-01-02T03:04:05.000Z' } }],
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [
+      {
+        name: 'c',
+        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        skipTLSVerify: true,
+      },
+    ],
+    users: [{ name: 'u', token: 't' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  try {
+    for (const [name, spec] of Object.entries(SPECS)) {
+      seen.length = 0;
+      const list = await spec.list(kc, 'app=web', 'metadata.name=x');
+      assert.deepEqual(
+        seen,
+        [`${spec.path}?fieldSelector=metadata.name%3Dx&labelSelector=app%3Dweb`],
+        name,
+      );
+      assert.equal(list.metadata?.resourceVersion, '7', name);
+      assert.deepEqual(
+        JSON.parse(JSON.stringify(list.items.map((i) => toWire(i, spec.model)))),
+        [{ metadata: { name: 'x', creationTimestamp: '2026-01-02T03:04:05.000Z' } }],
+        name,
+      );
+    }
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
