@@ -39,6 +39,25 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
   return out;
 }
 
+/**
+ * A patched object as the store should get it: a patch applies to the current object, so it
+ * conflicts only when the patch itself names another metadata.resourceVersion.
+ */
+export function withPatchResourceVersion(
+  patched: unknown,
+  current: { metadata: { resourceVersion?: string } },
+  patch: unknown,
+): unknown {
+  if (!isPlainObject(patched)) return patched;
+  const meta = isPlainObject(patched.metadata) ? patched.metadata : {};
+  const patchMeta = isPlainObject(patch) && isPlainObject(patch.metadata) ? patch.metadata : {};
+  const rv =
+    typeof patchMeta.resourceVersion === 'string'
+      ? patchMeta.resourceVersion
+      : current.metadata.resourceVersion;
+  return { ...patched, metadata: { ...meta, resourceVersion: rv } };
+}
+
 // ---- RFC 6902 ----
 
 function parsePointer(p: string): string[] {
