@@ -11,6 +11,7 @@
 // only then are they applied to what reads see and sent to watchers; a failed commit undoes
 // them all. HTTP is server.ts.
 
+import { matchesLabels, type LabelRequirements as LabelSelector } from '../kube/selectors.js';
 import type { ObjectMeta, OwnerReference } from '../kube/types.js';
 import { clone, deepEqual, formatTime, storeKey, type StoredObject } from './object.js';
 import {
@@ -26,11 +27,9 @@ import {
 import {
   checkFieldSelector,
   matchesFields,
-  matchesLabels,
   parseFieldSelector,
   parseLabelSelector,
   type FieldSelector,
-  type LabelSelector,
 } from './selectors.js';
 import { ApiError, type StatusCause } from './status.js';
 

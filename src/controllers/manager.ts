@@ -9,6 +9,7 @@
 import type { ApiKind, KubeClient } from '../kube/api-client.js';
 import { isConflict, isNotFound } from '../kube/api-client.js';
 import type { Informer } from '../kube/informer.js';
+import { matchesSelectorMap } from '../kube/selectors.js';
 import {
   LABEL_MANAGED_BY,
   LABEL_SERVICE_NAME,
@@ -40,7 +41,7 @@ import { reconcileMirroring } from './reconcile-mirroring.js';
 import { reconcileReplicaSet } from './reconcile-replicaset.js';
 import { reconcileScheduler } from './reconcile-scheduler.js';
 import { reconcileStatefulSet } from './reconcile-statefulset.js';
-import { controllerRef, matchesSelectorMap, nameOf, namespaceOf } from './reconcile-util.js';
+import { controllerRef, nameOf, namespaceOf } from './reconcile-util.js';
 import type { Clock } from './workqueue.js';
 import { systemClock, WorkQueue } from './workqueue.js';
 

@@ -9,6 +9,7 @@ import {
   ANNOTATION_LAST_CHANGE_TRIGGER_TIME,
   LABEL_HEADLESS,
 } from '../kube/names.js';
+import { matchesSelectorMap } from '../kube/selectors.js';
 import type { EndpointAddress, Endpoints, Pod, Service } from '../kube/types.js';
 import { parseIPSloppy } from '../util/ip.js';
 import { LABEL_SKIP_MIRROR, MAX_ENDPOINTS_ADDRESSES } from './names.js';
@@ -23,7 +24,6 @@ import {
   isPodTerminal,
   isPodTerminating,
   jsonEqual,
-  matchesSelectorMap,
   nameOf,
   namespaceOf,
   omitKey,

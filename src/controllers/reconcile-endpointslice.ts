@@ -14,6 +14,7 @@ import {
   TRAFFIC_DISTRIBUTION_PREFER_SAME_NODE,
   TRAFFIC_DISTRIBUTION_PREFER_SAME_ZONE,
 } from '../kube/names.js';
+import { matchesSelectorMap } from '../kube/selectors.js';
 import type {
   Endpoint,
   EndpointPort,
@@ -31,7 +32,6 @@ import {
   isPodReady,
   isPodTerminal,
   isPodTerminating,
-  matchesSelectorMap,
   nameOf,
   namespaceOf,
   ownerRefTo,

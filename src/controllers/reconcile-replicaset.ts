@@ -4,6 +4,7 @@
 // available, fullyLabeled, observedGeneration). Only pods the ReplicaSet controls count;
 // orphans are not adopted. Pure.
 
+import { matchesSelectorMap } from '../kube/selectors.js';
 import type { Pod, ReplicaSet, ReplicaSetStatus } from '../kube/types.js';
 import type { Operation } from './operations.js';
 import {
@@ -11,7 +12,6 @@ import {
   isPodActive,
   isPodReady,
   jsonEqual,
-  matchesSelectorMap,
   nameOf,
   namespaceOf,
   ownerRefTo,

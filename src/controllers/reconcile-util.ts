@@ -1,64 +1,9 @@
-// Small pure helpers shared by the reconcilers: label selectors, pod state predicates, owner
-// references, targetPort resolution and IP families. No I/O; nothing here knows about the
-// API client or the work queue.
+// Small pure helpers shared by the reconcilers: pod state predicates, owner references,
+// targetPort resolution and IP families (label selectors are kube/selectors.ts). No I/O;
+// nothing here knows about the API client or the work queue.
 
-import type {
-  IPFamilyName,
-  KubeObject,
-  LabelSelector,
-  OwnerReference,
-  Pod,
-  ServicePort,
-} from '../kube/types.js';
+import type { IPFamilyName, KubeObject, OwnerReference, Pod, ServicePort } from '../kube/types.js';
 import { parseIPSloppy } from '../util/ip.js';
-
-/** Does a Service-style selector map match these labels? An empty map matches everything. */
-export function matchesSelectorMap(
-  selector: Readonly<Record<string, string>>,
-  labels: Readonly<Record<string, string>> | undefined,
-): boolean {
-  for (const [k, v] of Object.entries(selector)) if (labels?.[k] !== v) return false;
-  return true;
-}
-
-/**
- * Does a workload LabelSelector (matchLabels + matchExpressions) match these labels? A
- * missing selector matches nothing (as the API treats an absent workload selector).
- */
-export function matchesLabelSelector(
-  selector: LabelSelector | undefined,
-  labels: Readonly<Record<string, string>> | undefined,
-): boolean {
-  if (selector === undefined) return false;
-  if (!matchesSelectorMap(selector.matchLabels ?? {}, labels)) return false;
-  for (const req of selector.matchExpressions ?? []) {
-    const has = labels !== undefined && req.key in labels;
-    const value = labels?.[req.key];
-    const inValues = value !== undefined && (req.values ?? []).includes(value);
-    switch (req.operator) {
-      case 'In':
-        if (!inValues) return false;
-        break;
-      case 'NotIn':
-        if (inValues) return false;
-        break;
-      case 'Exists':
-        if (!has) return false;
-        break;
-      case 'DoesNotExist':
-        if (has) return false;
-        break;
-    }
-  }
-  return true;
-}
-
-/** Renders a LabelSelector in kubectl's `k=v,k2=v2` form (for Scale status.selector etc.). */
-export function formatLabelSelector(selector: LabelSelector | undefined): string {
-  return Object.entries(selector?.matchLabels ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
-}
 
 export function isPodTerminal(pod: Pod): boolean {
   const phase = pod.status?.phase;
