@@ -4,7 +4,7 @@
 // primitive list, ...) and the directives kubectl sends ($patch, $setElementOrder,
 // $retainKeys, $deleteFromPrimitiveList). Pure; errors are ApiErrors.
 
-import { clone, deepEqual, isPlainObject } from './object.js';
+import { clone, deepEqual, isPlainObject } from '../util/json.js';
 import { ApiError } from './status.js';
 
 type Loose = Record<string, unknown>;

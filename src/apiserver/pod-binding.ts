@@ -2,7 +2,8 @@
 // once (409 when the pod is already bound or being deleted) and records the PodScheduled
 // condition in status. Pure over the Store; errors are ApiErrors.
 
-import { clone, formatTime } from './object.js';
+import { clone } from '../util/json.js';
+import { formatTime } from './object.js';
 import { PODS } from './resources.js';
 import { ApiError } from './status.js';
 import type { Store } from './store.js';

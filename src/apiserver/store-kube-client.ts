@@ -18,7 +18,8 @@ import { KubeApiError } from '../kube/api-client.js';
 import { FakeInformer } from '../kube/informer.js';
 import type { KubeObject } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
-import { clone, type StoredObject } from './object.js';
+import { clone } from '../util/json.js';
+import { type StoredObject } from './object.js';
 import { applyMergePatch, withPatchResourceVersion } from './patch.js';
 import { bindPod } from './pod-binding.js';
 import {

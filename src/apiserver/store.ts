@@ -13,7 +13,8 @@
 
 import { matchesLabels, type LabelRequirements as LabelSelector } from '../kube/selectors.js';
 import type { ObjectMeta, OwnerReference } from '../kube/types.js';
-import { clone, deepEqual, formatTime, storeKey, type StoredObject } from './object.js';
+import { clone, deepEqual } from '../util/json.js';
+import { formatTime, storeKey, type StoredObject } from './object.js';
 import {
   NAMESPACES,
   PODS,

@@ -7,8 +7,9 @@ import type { FieldError } from '../errors.js';
 import { labelSelectorFromObject, matchesLabels } from '../kube/selectors.js';
 import type { EndpointSlice, Node } from '../kube/types.js';
 import { validateEndpointSlice, validateNode } from '../kube/validate.js';
+import { isPlainObject } from '../util/json.js';
 import { MAX_CONFIGMAP_DATA_BYTES, base64Length, checkObjectSize, utf8Length } from './limits.js';
-import { isPlainObject, type StoredObject } from './object.js';
+import type { StoredObject } from './object.js';
 import {
   CONFIGMAPS,
   DEPLOYMENTS,

@@ -6,12 +6,12 @@
 
 import { matchesSelectorMap } from '../kube/selectors.js';
 import type { Pod, ReplicaSet, ReplicaSetStatus } from '../kube/types.js';
+import { deepEqual } from '../util/json.js';
 import type { Operation } from './operations.js';
 import {
   isControlledBy,
   isPodActive,
   isPodReady,
-  jsonEqual,
   nameOf,
   namespaceOf,
   ownerRefTo,
@@ -56,7 +56,7 @@ export function reconcileReplicaSet(input: ReplicaSetInput): Operation[] {
     }
   }
   const status = replicaSetStatus(rs, active, input.now);
-  if (!jsonEqual(rs.status ?? {}, status)) {
+  if (!deepEqual(rs.status ?? {}, status)) {
     const next: ReplicaSet = { ...rs, status };
     ops.push({ op: 'updateStatus', kind: 'ReplicaSet', object: next });
   }

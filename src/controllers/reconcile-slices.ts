@@ -13,7 +13,7 @@ import type {
   OwnerReference,
 } from '../kube/types.js';
 import { ANNOTATION_LAST_CHANGE_TRIGGER_TIME } from '../kube/names.js';
-import { canonicalJSON, jsonEqual } from './reconcile-util.js';
+import { canonicalJSON, deepEqual } from '../util/json.js';
 
 /** Endpoints that share one port list. */
 export interface SliceGroup {
@@ -211,7 +211,7 @@ function newSlice(input: PackInput, ports: readonly EndpointPort[]): EndpointSli
 
 function metadataDrifted(input: PackInput, slice: EndpointSlice): boolean {
   return (
-    !jsonEqual(slice.metadata?.labels ?? {}, input.labels) ||
+    !deepEqual(slice.metadata?.labels ?? {}, input.labels) ||
     !input.ownerReferences.every((r) =>
       (slice.metadata?.ownerReferences ?? []).some((o) => o.uid === r.uid),
     )

@@ -6,6 +6,7 @@
 // recreated. Template updates (rolling pod replacement) are not handled. Pure.
 
 import type { Pod, StatefulSet, StatefulSetStatus } from '../kube/types.js';
+import { deepEqual } from '../util/json.js';
 import {
   LABEL_CONTROLLER_REVISION_HASH,
   LABEL_POD_INDEX,
@@ -18,7 +19,6 @@ import {
   isControlledBy,
   isPodReady,
   isPodTerminating,
-  jsonEqual,
   nameOf,
   namespaceOf,
   ownerRefTo,
@@ -92,7 +92,7 @@ export function reconcileStatefulSet(input: StatefulSetInput): Operation[] {
     }
   }
   const status = statefulSetStatus(sts, [...byOrdinal.values()], revision, input.now);
-  if (!jsonEqual(sts.status ?? {}, status)) {
+  if (!deepEqual(sts.status ?? {}, status)) {
     const next: StatefulSet = { ...sts, status };
     ops.push({ op: 'updateStatus', kind: 'StatefulSet', object: next });
   }

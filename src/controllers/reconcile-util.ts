@@ -77,23 +77,6 @@ export function resolveTargetPort(sp: ServicePort, pod: Pod): number | undefined
   return undefined;
 }
 
-/** Deterministic comparison of plain JSON values (key order does not matter). */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  return canonicalJSON(a) === canonicalJSON(b);
-}
-
-/** JSON with object keys sorted and undefined members dropped. */
-export function canonicalJSON(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map((x) => canonicalJSON(x ?? null)).join(',')}]`;
-  if (typeof v === 'object' && v !== null) {
-    const entries = Object.entries(v)
-      .filter(([, x]) => x !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJSON(x)}`).join(',')}}`;
-  }
-  return JSON.stringify(v);
-}
-
 /** Object name, or '' when missing. */
 export function nameOf(obj: KubeObject): string {
   return obj.metadata?.name ?? '';
