@@ -14,7 +14,7 @@ import type {
   KubeClient,
   ListOptions,
 } from '../kube/api-client.js';
-import { KubeApiError } from '../kube/api-client.js';
+import { KIND_INFO, KubeApiError } from '../kube/api-client.js';
 import { FakeInformer } from '../kube/informer.js';
 import type { KubeObject } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
@@ -22,31 +22,19 @@ import { clone } from '../util/json.js';
 import { type StoredObject } from './object.js';
 import { applyMergePatch, withPatchResourceVersion } from './patch.js';
 import { bindPod } from './pod-binding.js';
-import {
-  DEPLOYMENTS,
-  ENDPOINTS,
-  ENDPOINTSLICES,
-  NODES,
-  PODS,
-  REPLICASETS,
-  SERVICES,
-  STATEFULSETS,
-  type ResourceType,
-} from './resources.js';
+import { findResourceByKind, type ResourceType } from './resources.js';
 import { checkSchema, schemaOf } from './schema.js';
 import { ApiError } from './status.js';
 import type { Store } from './store.js';
 
-const RESOURCE_OF: Readonly<Record<ApiKind, ResourceType>> = {
-  Pod: PODS,
-  Service: SERVICES,
-  Endpoints: ENDPOINTS,
-  EndpointSlice: ENDPOINTSLICES,
-  Node: NODES,
-  Deployment: DEPLOYMENTS,
-  ReplicaSet: REPLICASETS,
-  StatefulSet: STATEFULSETS,
-};
+/** The served resource of each kind the client handles (KIND_INFO's apiVersion + kind). */
+const RESOURCE_OF = Object.fromEntries(
+  Object.entries(KIND_INFO).map(([kind, info]) => {
+    const rt = findResourceByKind(info.apiVersion, kind);
+    if (rt === undefined) throw new Error(`store-kube-client: ${kind} is not served`);
+    return [kind, rt];
+  }),
+) as Readonly<Record<ApiKind, ResourceType>>;
 
 export interface StoreKubeClientOptions {
   /** Clock for what the HTTP edge stamps itself (the PodScheduled condition of a binding). */

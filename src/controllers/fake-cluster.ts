@@ -5,7 +5,7 @@
 
 import { StoreKubeClient } from '../apiserver/store-kube-client.js';
 import { newTestApi, type TestApi } from '../apiserver/testing.js';
-import type { ControllerInformers } from './manager.js';
+import { controllerInformers, type ControllerInformers } from './kinds.js';
 
 export interface FakeCluster {
   readonly api: TestApi;
@@ -16,15 +16,7 @@ export interface FakeCluster {
 /** A cluster on `api` (a fresh test API by default) and informers that follow it. */
 export function createFakeCluster(api: TestApi = newTestApi()): FakeCluster {
   const client = new StoreKubeClient(api.store, { now: api.now });
-  const informers: ControllerInformers = {
-    services: client.informer('Service'),
-    pods: client.informer('Pod'),
-    nodes: client.informer('Node'),
-    endpointSlices: client.informer('EndpointSlice'),
-    endpoints: client.informer('Endpoints'),
-    deployments: client.informer('Deployment'),
-    replicaSets: client.informer('ReplicaSet'),
-    statefulSets: client.informer('StatefulSet'),
-  };
+  const informers = controllerInformers((kind) => client.informer(kind));
+
   return { api, client, informers };
 }

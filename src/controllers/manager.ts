@@ -16,20 +16,11 @@ import {
   LABEL_TOPOLOGY_ZONE,
   MANAGED_BY_CONTROLLER,
 } from '../kube/names.js';
-import type {
-  Deployment,
-  EndpointSlice,
-  Endpoints,
-  KubeObject,
-  Node,
-  Pod,
-  ReplicaSet,
-  Service,
-  StatefulSet,
-} from '../kube/types.js';
+import type { KubeObject, Node, Pod } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import { applyOperations } from './apply.js';
-import type { ControllerKind } from './kinds.js';
+import type { ControllerInformers, ControllerKind } from './kinds.js';
+import { INFORMER_FIELD } from './kinds.js';
 import { Expectations } from './expectations.js';
 import type { Operation } from './operations.js';
 import { describeOperation } from './operations.js';
@@ -51,17 +42,6 @@ export interface Log {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
-}
-
-export interface ControllerInformers {
-  readonly services: Informer<Service>;
-  readonly pods: Informer<Pod>;
-  readonly nodes: Informer<Node>;
-  readonly endpointSlices: Informer<EndpointSlice>;
-  readonly endpoints: Informer<Endpoints>;
-  readonly deployments: Informer<Deployment>;
-  readonly replicaSets: Informer<ReplicaSet>;
-  readonly statefulSets: Informer<StatefulSet>;
 }
 
 export interface ControllerManagerOptions {
@@ -380,24 +360,7 @@ export class ControllerManager {
 
   private lookup(kind: ApiKind, namespace: string, name: string): KubeObject | undefined {
     const key = namespace === '' ? name : `${namespace}/${name}`;
-    switch (kind) {
-      case 'Pod':
-        return this.inf.pods.get(key);
-      case 'Service':
-        return this.inf.services.get(key);
-      case 'Endpoints':
-        return this.inf.endpoints.get(key);
-      case 'EndpointSlice':
-        return this.inf.endpointSlices.get(key);
-      case 'Node':
-        return this.inf.nodes.get(name);
-      case 'Deployment':
-        return this.inf.deployments.get(key);
-      case 'ReplicaSet':
-        return this.inf.replicaSets.get(key);
-      case 'StatefulSet':
-        return this.inf.statefulSets.get(key);
-    }
+    return (this.inf[INFORMER_FIELD[kind]] as Informer<KubeObject>).get(key);
   }
 
   /** False (and a requeue at the deadline) while earlier writes are not in the caches yet. */
