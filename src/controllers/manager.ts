@@ -456,41 +456,39 @@ export class ControllerManager {
     await this.write('endpoints', key, ops);
   }
 
-  private async syncDeployment(key: string): Promise<void> {
-    if (!this.ready('deployment', key)) return;
-    const deployment = this.inf.deployments.get(key);
-    if (deployment === undefined) return;
-    const ns = namespaceOf(deployment);
-    const ops = reconcileDeployment({
-      deployment,
-      replicaSets: this.inf.replicaSets.list().filter((r) => namespaceOf(r) === ns),
-      now: isoNow(this.clock),
-    });
-    await this.write('deployment', key, ops);
+  /** A workload controller's sync: reconcile the object under `key` (if any) and write. */
+  private async syncWorkload<T extends KubeObject>(
+    c: ControllerName,
+    key: string,
+    informer: Informer<T>,
+    reconcile: (obj: T, ns: string) => Operation[],
+  ): Promise<void> {
+    if (!this.ready(c, key)) return;
+    const obj = informer.get(key);
+    if (obj === undefined) return;
+    await this.write(c, key, reconcile(obj, namespaceOf(obj)));
   }
 
-  private async syncReplicaSet(key: string): Promise<void> {
-    if (!this.ready('replicaset', key)) return;
-    const replicaSet = this.inf.replicaSets.get(key);
-    if (replicaSet === undefined) return;
-    const ops = reconcileReplicaSet({
-      replicaSet,
-      pods: this.podsIn(namespaceOf(replicaSet)),
-      now: this.clock.now(),
-    });
-    await this.write('replicaset', key, ops);
+  private syncDeployment(key: string): Promise<void> {
+    return this.syncWorkload('deployment', key, this.inf.deployments, (deployment, ns) =>
+      reconcileDeployment({
+        deployment,
+        replicaSets: this.inf.replicaSets.list().filter((r) => namespaceOf(r) === ns),
+        now: isoNow(this.clock),
+      }),
+    );
   }
 
-  private async syncStatefulSet(key: string): Promise<void> {
-    if (!this.ready('statefulset', key)) return;
-    const statefulSet = this.inf.statefulSets.get(key);
-    if (statefulSet === undefined) return;
-    const ops = reconcileStatefulSet({
-      statefulSet,
-      pods: this.podsIn(namespaceOf(statefulSet)),
-      now: this.clock.now(),
-    });
-    await this.write('statefulset', key, ops);
+  private syncReplicaSet(key: string): Promise<void> {
+    return this.syncWorkload('replicaset', key, this.inf.replicaSets, (replicaSet, ns) =>
+      reconcileReplicaSet({ replicaSet, pods: this.podsIn(ns), now: this.clock.now() }),
+    );
+  }
+
+  private syncStatefulSet(key: string): Promise<void> {
+    return this.syncWorkload('statefulset', key, this.inf.statefulSets, (statefulSet, ns) =>
+      reconcileStatefulSet({ statefulSet, pods: this.podsIn(ns), now: this.clock.now() }),
+    );
   }
 
   private async syncScheduler(): Promise<void> {

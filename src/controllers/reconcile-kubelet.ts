@@ -11,14 +11,8 @@ import type { Node, Pod } from '../kube/types.js';
 import type { ParsedCIDR } from '../util/ip.js';
 import { cidrAddress, cidrSize, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { Operation } from './operations.js';
-import {
-  isPodReady,
-  isPodTerminal,
-  isPodTerminating,
-  nameOf,
-  namespaceOf,
-  podIPs,
-} from './reconcile-util.js';
+import { deleteObject } from './operations.js';
+import { isPodReady, isPodTerminal, isPodTerminating, nameOf, podIPs } from './reconcile-util.js';
 
 export interface KubeletInput {
   readonly node: Node;
@@ -69,15 +63,7 @@ export function reconcileKubelet(input: KubeletInput): KubeletResult {
   const pods = [...input.pods].sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : 1));
 
   for (const pod of pods)
-    if (isPodTerminating(pod))
-      operations.push({
-        op: 'delete',
-        kind: 'Pod',
-        namespace: namespaceOf(pod),
-        name: nameOf(pod),
-        gracePeriodSeconds: 0,
-        ...(pod.metadata?.uid !== undefined ? { uid: pod.metadata.uid } : {}),
-      });
+    if (isPodTerminating(pod)) operations.push(deleteObject('Pod', pod, { gracePeriodSeconds: 0 }));
 
   const starting = pods.filter(needsStart);
   if (starting.length === 0) return { operations, warnings };

@@ -8,6 +8,7 @@ import { matchesSelectorMap } from '../kube/selectors.js';
 import type { Pod, ReplicaSet, ReplicaSetStatus } from '../kube/types.js';
 import { deepEqual } from '../util/json.js';
 import type { Operation } from './operations.js';
+import { deleteObject } from './operations.js';
 import {
   isControlledBy,
   isPodActive,
@@ -45,14 +46,7 @@ export function reconcileReplicaSet(input: ReplicaSetInput): Operation[] {
         0,
         Math.min(active.length - want, BURST_REPLICAS),
       );
-      for (const p of victims)
-        ops.push({
-          op: 'delete',
-          kind: 'Pod',
-          namespace: namespaceOf(p),
-          name: nameOf(p),
-          ...(p.metadata?.uid !== undefined ? { uid: p.metadata.uid } : {}),
-        });
+      for (const p of victims) ops.push(deleteObject('Pod', p));
     }
   }
   const status = replicaSetStatus(rs, active, input.now);

@@ -13,6 +13,7 @@ import {
   LABEL_STATEFULSET_POD_NAME,
 } from './names.js';
 import type { Operation } from './operations.js';
+import { deleteObject } from './operations.js';
 import { podTemplateHash } from './reconcile-deployment.js';
 import { isPodAvailable } from './reconcile-replicaset.js';
 import {
@@ -69,7 +70,7 @@ export function reconcileStatefulSet(input: StatefulSetInput): Operation[] {
         continue;
       }
       if (pod.status?.phase === 'Failed' && !isPodTerminating(pod)) {
-        ops.push(deletePod(pod));
+        ops.push(deleteObject('Pod', pod));
         if (!parallel) blocked = true;
         continue;
       }
@@ -86,7 +87,7 @@ export function reconcileStatefulSet(input: StatefulSetInput): Operation[] {
           if (!parallel) break;
           continue;
         }
-        ops.push(deletePod(pod));
+        ops.push(deleteObject('Pod', pod));
         if (!parallel) break;
       }
     }
@@ -97,16 +98,6 @@ export function reconcileStatefulSet(input: StatefulSetInput): Operation[] {
     ops.push({ op: 'updateStatus', kind: 'StatefulSet', object: next });
   }
   return ops;
-}
-
-function deletePod(pod: Pod): Operation {
-  return {
-    op: 'delete',
-    kind: 'Pod',
-    namespace: namespaceOf(pod),
-    name: nameOf(pod),
-    ...(pod.metadata?.uid !== undefined ? { uid: pod.metadata.uid } : {}),
-  };
 }
 
 /** The pod of ordinal `o`. */
