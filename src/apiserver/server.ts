@@ -4,7 +4,6 @@
 // content negotiation (Table, aggregated discovery, JSON / YAML / protobuf request bodies).
 // It parses requests, calls the store, and encodes answers; the semantics live in store.ts.
 
-import { clone, isPlainObject } from '../util/json.js';
 import { timingSafeEqual } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { parse as parseYaml } from 'yaml';
@@ -19,6 +18,7 @@ import {
   openAPIV3Document,
   openAPIV3Root,
 } from './discovery.js';
+import { clone, isPlainObject } from '../util/json.js';
 import type { StoredObject } from './object.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, patchTypeOf } from './patch.js';
 import { decodeProtobufObject, isProtobufContentType } from './protobuf.js';
