@@ -46,7 +46,7 @@ export interface ApiKindMap {
 export interface ListOptions {
   /** Namespace to list; all namespaces when absent (ignored for cluster-scoped kinds). */
   readonly namespace?: string;
-  /** Equality-based selector: `k=v`, `k!=v`, `k`, `!k`, comma = AND. */
+  /** Label selector in the API's text grammar (see kube/selectors.ts), comma = AND. */
   readonly labelSelector?: string;
 }
 
