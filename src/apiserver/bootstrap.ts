@@ -6,7 +6,8 @@
 // bootstrap controller does). Store calls and timers from an injected clock only.
 
 import { LABEL_MANAGED_BY, LABEL_SERVICE_NAME } from '../kube/names.js';
-import { clone, deepEqual, type StoredObject } from './object.js';
+import { clone, deepEqual } from '../util/json.js';
+import type { StoredObject } from './object.js';
 import { ENDPOINTS, ENDPOINTSLICES, NAMESPACES, SERVICES, type ResourceType } from './resources.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
 import type { Store } from './store.js';

@@ -1,39 +1,10 @@
-// Small helpers on stored API objects (plain JSON): the stored-object type, deep copy and
-// deep equality, object keys and timestamps. Pure.
+// Small helpers on stored API objects: the stored-object type, object keys and timestamps.
+// Pure. Generic JSON helpers (isPlainObject, clone, deepEqual) are util/json.ts.
 
 import type { KubeObject, ObjectMeta } from '../kube/types.js';
 
 /** An object as stored: plain JSON with metadata always present. */
 export type StoredObject = KubeObject & { metadata: ObjectMeta } & Record<string, unknown>;
-
-export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
-
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Deep copy of JSON data (drops undefined, as the wire would). */
-export function clone<T>(v: T): T {
-  return JSON.parse(JSON.stringify(v)) as T;
-}
-
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i])) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const ao = a as Record<string, unknown>;
-  const bo = b as Record<string, unknown>;
-  const ak = Object.keys(ao).filter((k) => ao[k] !== undefined);
-  const bk = Object.keys(bo).filter((k) => bo[k] !== undefined);
-  if (ak.length !== bk.length) return false;
-  for (const k of ak) if (!deepEqual(ao[k], bo[k])) return false;
-  return true;
-}
 
 /** Store key: `ns/name` for namespaced objects, `name` otherwise. */
 export function storeKey(namespace: string | undefined, name: string): string {

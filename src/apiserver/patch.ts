@@ -4,7 +4,7 @@
 // primitive list, ...) and the directives kubectl sends ($patch, $setElementOrder,
 // $retainKeys, $deleteFromPrimitiveList). Pure; errors are ApiErrors.
 
-import { clone, deepEqual, isPlainObject } from './object.js';
+import { clone, deepEqual, isPlainObject } from '../util/json.js';
 import { ApiError } from './status.js';
 
 type Loose = Record<string, unknown>;
@@ -37,6 +37,25 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
     else out[k] = applyMergePatch(out[k], v);
   }
   return out;
+}
+
+/**
+ * A patched object as the store should get it: a patch applies to the current object, so it
+ * conflicts only when the patch itself names another metadata.resourceVersion.
+ */
+export function withPatchResourceVersion(
+  patched: unknown,
+  current: { metadata: { resourceVersion?: string } },
+  patch: unknown,
+): unknown {
+  if (!isPlainObject(patched)) return patched;
+  const meta = isPlainObject(patched.metadata) ? patched.metadata : {};
+  const patchMeta = isPlainObject(patch) && isPlainObject(patch.metadata) ? patch.metadata : {};
+  const rv =
+    typeof patchMeta.resourceVersion === 'string'
+      ? patchMeta.resourceVersion
+      : current.metadata.resourceVersion;
+  return { ...patched, metadata: { ...meta, resourceVersion: rv } };
 }
 
 // ---- RFC 6902 ----

@@ -9,8 +9,9 @@
 import type { IPFamilyName, Service, ServicePort, ServiceSpec } from '../kube/types.js';
 import { validateService } from '../kube/validate.js';
 import { parseIPSloppy } from '../util/ip.js';
+import { clone } from '../util/json.js';
 import { ClusterIPAllocator, NodePortAllocator, type AllocateResult } from './allocator.js';
-import { clone, type StoredObject } from './object.js';
+import type { StoredObject } from './object.js';
 import { ApiError, causeFromFieldError, fieldCause, type StatusCause } from './status.js';
 import type { Strategy, StrategyContext } from './store.js';
 

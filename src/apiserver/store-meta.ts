@@ -6,7 +6,8 @@
 // name or namespace.
 
 import type { ObjectMeta } from '../kube/types.js';
-import { clone, deepEqual, type StoredObject } from './object.js';
+import { clone, deepEqual } from '../util/json.js';
+import type { StoredObject } from './object.js';
 import { apiVersionOf, type ResourceType } from './resources.js';
 import { ApiError } from './status.js';
 import type { WriteOptions } from './store-types.js';

@@ -3,16 +3,15 @@
 // opaque continue tokens (which pin the list to the resourceVersion of its first page). No
 // I/O and no state: the Store passes in its committed objects.
 
+import { matchesLabels, type LabelRequirements as LabelSelector } from '../kube/selectors.js';
 import type { StoredObject } from './object.js';
 import { fieldValue, supportedFields, type ResourceType } from './resources.js';
 import {
   checkFieldSelector,
   matchesFields,
-  matchesLabels,
   parseFieldSelector,
   parseLabelSelector,
   type FieldSelector,
-  type LabelSelector,
 } from './selectors.js';
 import { ApiError } from './status.js';
 import type { ListOptions, ListResult } from './store-types.js';

@@ -15,7 +15,8 @@
 // (store-batch.ts) and the public types (store-types.ts, re-exported here).
 
 import type { OwnerReference } from '../kube/types.js';
-import { clone, deepEqual, formatTime, storeKey, type StoredObject } from './object.js';
+import { clone, deepEqual } from '../util/json.js';
+import { formatTime, storeKey, type StoredObject } from './object.js';
 import { NAMESPACES, PODS, RESOURCES, resourceKey, type ResourceType } from './resources.js';
 import { ApiError } from './status.js';
 import { newBatch, toRevision, type Batch, type Staged } from './store-batch.js';

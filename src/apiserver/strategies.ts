@@ -4,10 +4,12 @@
 // labels, selectors and the fields our clients depend on. Pure.
 
 import type { FieldError } from '../errors.js';
+import { labelSelectorFromObject, matchesLabels } from '../kube/selectors.js';
 import type { EndpointSlice, Node } from '../kube/types.js';
 import { validateEndpointSlice, validateNode } from '../kube/validate.js';
+import { isPlainObject } from '../util/json.js';
 import { MAX_CONFIGMAP_DATA_BYTES, base64Length, checkObjectSize, utf8Length } from './limits.js';
-import { isPlainObject, type StoredObject } from './object.js';
+import type { StoredObject } from './object.js';
 import {
   CONFIGMAPS,
   DEPLOYMENTS,
@@ -24,7 +26,6 @@ import {
   resourceKey,
   type ResourceType,
 } from './resources.js';
-import { labelSelectorFromObject, matchesLabels } from './selectors.js';
 import type { ServiceRegistry } from './services.js';
 import { causeFromFieldError, fieldCause, type StatusCause } from './status.js';
 import type { Strategy } from './store.js';

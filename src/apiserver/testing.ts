@@ -12,6 +12,8 @@ export interface TestApi {
   readonly services: ServiceRegistry;
   /** Current fake time in ms; advance it by assigning. */
   clock: { now: number };
+  /** The store's clock: `clock.now`, or the `now` option when given. */
+  readonly now: () => number;
 }
 
 /** Seeded xorshift PRNG in [0,1). */
@@ -37,6 +39,8 @@ export function newTestApi(
     backend?: StoreOptions['backend'];
     /** Fills the store (from storage) before the bootstrap objects are reconciled. */
     load?: (store: Store) => void;
+    /** The store's clock instead of `clock` (e.g. a FakeClock's `now`). */
+    now?: () => number;
   } = {},
 ): TestApi {
   const clock = { now: Date.parse('2026-01-01T00:00:00Z') };
@@ -46,9 +50,10 @@ export function newTestApi(
     nodePortRange: opts.nodePortRange ?? '30000-32767',
     random,
   });
+  const now = opts.now ?? (() => clock.now);
   let n = 0;
   const store = new Store({
-    now: () => clock.now,
+    now,
     uid: () => `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
     random,
     strategies: buildStrategies(services),
@@ -62,5 +67,5 @@ export function newTestApi(
     port: 6443,
     serviceIP: services.kubernetesServiceIP,
   });
-  return { store, services, clock };
+  return { store, services, clock, now };
 }

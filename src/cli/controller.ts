@@ -9,18 +9,10 @@
 import { createServer } from 'node:http';
 import type { Command } from 'commander';
 import { SvcnetError } from '../errors.js';
-import type {
-  Deployment,
-  EndpointSlice,
-  Endpoints,
-  Node,
-  Pod,
-  ReplicaSet,
-  Service,
-  StatefulSet,
-} from '../kube/types.js';
 import type { ControllerKind } from '../controllers/kinds.js';
-import { CONTROLLER_KINDS } from '../controllers/kinds.js';
+import { CONTROLLER_KINDS, controllerInformers } from '../controllers/kinds.js';
+import type { ApiKind } from '../kube/api-client.js';
+import type { ResourceSpec } from '../kube/client.js';
 import { parseBindAddress } from '../proxy/listen.js';
 import { closeQuietly } from '../util/close.js';
 import { listenFailed } from '../util/listen-error.js';
@@ -94,18 +86,19 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
     STATEFUL_SETS,
   } = await import('../kube/client.js');
   const { ControllerManager } = await import('../controllers/manager.js');
+  const specs: Record<ApiKind, ResourceSpec> = {
+    Service: SERVICES,
+    Pod: PODS,
+    Node: NODES,
+    EndpointSlice: ENDPOINT_SLICES,
+    Endpoints: ENDPOINTS,
+    Deployment: DEPLOYMENTS,
+    ReplicaSet: REPLICA_SETS,
+    StatefulSet: STATEFUL_SETS,
+  };
   const manager = new ControllerManager({
     client: new ClientNodeKubeClient(kc),
-    informers: {
-      services: createInformer<Service>(kc, SERVICES),
-      pods: createInformer<Pod>(kc, PODS),
-      nodes: createInformer<Node>(kc, NODES),
-      endpointSlices: createInformer<EndpointSlice>(kc, ENDPOINT_SLICES),
-      endpoints: createInformer<Endpoints>(kc, ENDPOINTS),
-      deployments: createInformer<Deployment>(kc, DEPLOYMENTS),
-      replicaSets: createInformer<ReplicaSet>(kc, REPLICA_SETS),
-      statefulSets: createInformer<StatefulSet>(kc, STATEFUL_SETS),
-    },
+    informers: controllerInformers((kind) => createInformer(kc, specs[kind])),
     log,
     fakeKubelet: opts.fakeKubelet === true,
     maxEndpointsPerSlice: max,

@@ -1,46 +1,22 @@
-// An in-memory cluster for tests, dry runs and demos: a FakeKubeClient plus one FakeInformer
-// per kind the controllers watch, kept in step with the client's writes through its watch
-// (the way real informers follow an API server, but synchronously).
+// An in-memory cluster for tests, dry runs and demos: the API server's own Store (with its
+// strategies, bootstrapped like a fresh server) behind a StoreKubeClient, plus one informer
+// per kind the controllers watch, kept in step through Store.watch (the way real informers
+// follow an API server, but synchronously).
 
-import type { ApiKind } from '../kube/api-client.js';
-import { FakeKubeClient } from '../kube/api-client.js';
-import { FakeInformer } from '../kube/informer.js';
-import type { KubeObject } from '../kube/types.js';
-import { objectKey } from '../kube/types.js';
-import type { ControllerInformers } from './manager.js';
+import { StoreKubeClient } from '../apiserver/store-kube-client.js';
+import { newTestApi, type TestApi } from '../apiserver/testing.js';
+import { controllerInformers, type ControllerInformers } from './kinds.js';
 
 export interface FakeCluster {
-  readonly client: FakeKubeClient;
+  readonly api: TestApi;
+  readonly client: StoreKubeClient;
   readonly informers: ControllerInformers;
 }
 
-const FIELD: Readonly<Record<ApiKind, keyof ControllerInformers>> = {
-  Service: 'services',
-  Pod: 'pods',
-  Node: 'nodes',
-  EndpointSlice: 'endpointSlices',
-  Endpoints: 'endpoints',
-  Deployment: 'deployments',
-  ReplicaSet: 'replicaSets',
-  StatefulSet: 'statefulSets',
-};
+/** A cluster on `api` (a fresh test API by default) and informers that follow it. */
+export function createFakeCluster(api: TestApi = newTestApi()): FakeCluster {
+  const client = new StoreKubeClient(api.store, { now: api.now });
+  const informers = controllerInformers((kind) => client.informer(kind));
 
-/** A FakeKubeClient (optionally with a clock) and informers that follow it. */
-export function createFakeCluster(client = new FakeKubeClient()): FakeCluster {
-  const informers = {
-    services: new FakeInformer(client.all('Service')),
-    pods: new FakeInformer(client.all('Pod')),
-    nodes: new FakeInformer(client.all('Node')),
-    endpointSlices: new FakeInformer(client.all('EndpointSlice')),
-    endpoints: new FakeInformer(client.all('Endpoints')),
-    deployments: new FakeInformer(client.all('Deployment')),
-    replicaSets: new FakeInformer(client.all('ReplicaSet')),
-    statefulSets: new FakeInformer(client.all('StatefulSet')),
-  };
-  client.watch((ev) => {
-    const inf = informers[FIELD[ev.kind]] as FakeInformer<KubeObject>;
-    if (ev.type === 'DELETED') inf.delete(objectKey(ev.object));
-    else inf.upsert(ev.object);
-  });
-  return { client, informers };
+  return { api, client, informers };
 }

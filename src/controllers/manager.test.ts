@@ -1,13 +1,15 @@
-// The controller manager against an in-memory cluster (FakeKubeClient + FakeInformers, a
-// FakeClock): the Service walkthrough at the reconcile level (Deployment of 3 + Service →
+// The controller manager against an in-memory cluster (the API server's Store behind a
+// StoreKubeClient, informers following Store.watch, a FakeClock): the Service walkthrough at the reconcile level (Deployment of 3 + Service →
 // Running pods spread over nodes → slices and Endpoints; scale to 2; delete), conflicts
 // retried, and one failing object not stopping the rest.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { ApiKind, ApiKindMap } from '../kube/api-client.js';
-import { FakeKubeClient, KubeApiError } from '../kube/api-client.js';
-import type { Deployment, EndpointSlice, Endpoints, Pod, Service } from '../kube/types.js';
+import { StoreKubeClient } from '../apiserver/store-kube-client.js';
+import { newTestApi } from '../apiserver/testing.js';
+import type { ApiKind, ApiKindMap, KubeClient } from '../kube/api-client.js';
+import { KubeApiError } from '../kube/api-client.js';
+import type { Deployment, Endpoints, Pod, Service } from '../kube/types.js';
 import { createFakeCluster } from './fake-cluster.js';
 import type { ControllerKind } from './kinds.js';
 import type { Log } from './manager.js';
@@ -52,11 +54,18 @@ const service: Service = {
   },
 };
 
+/**
+ * A cluster on a fresh test API whose store runs on `clock`, three nodes, and a manager
+ * writing through `Client` (a StoreKubeClient, or a subclass that injects failures).
+ */
 async function setup(
-  client: FakeKubeClient,
   clock: FakeClock,
   controllers?: ReadonlySet<ControllerKind>,
+  Client: typeof StoreKubeClient = StoreKubeClient,
 ) {
+  const api = newTestApi({ now: () => clock.now() });
+  const cluster = createFakeCluster(api);
+  const client = new Client(api.store, { now: api.now });
   for (let i = 1; i <= 3; i++) {
     const n = node(`node-${i}`, {
       podCIDR: `10.244.${i}.0/24`,
@@ -66,7 +75,6 @@ async function setup(
     delete n.metadata!.uid;
     await client.create('Node', n);
   }
-  const cluster = createFakeCluster(client);
   const log = memoryLog();
   const manager = new ControllerManager({
     client,
@@ -78,18 +86,19 @@ async function setup(
     ...(controllers !== undefined ? { controllers } : {}),
   });
   await manager.startInformers();
-  return { manager, log };
+  return { api, client, manager, log };
 }
 
-function readyEndpointIPs(client: FakeKubeClient): string[] {
-  const eps = client.all('Endpoints').find((e: Endpoints) => e.metadata?.name === 'web');
+async function readyEndpointIPs(client: KubeClient): Promise<string[]> {
+  const eps = (await client.list('Endpoints')).find((e: Endpoints) => e.metadata?.name === 'web');
   return (eps?.subsets ?? []).flatMap((s) => (s.addresses ?? []).map((a) => a.ip)).sort();
 }
 
-function sliceIPs(client: FakeKubeClient): string[] {
-  return client
-    .all('EndpointSlice')
-    .filter((s: EndpointSlice) => s.metadata?.labels?.['kubernetes.io/service-name'] === 'web')
+/** The slices of Service default/web (bootstrap made the `kubernetes` one beside them). */
+const WEB_SLICES = 'kubernetes.io/service-name=web';
+
+async function sliceIPs(client: KubeClient): Promise<string[]> {
+  return (await client.list('EndpointSlice', { labelSelector: WEB_SLICES }))
     .flatMap((s) =>
       (s.endpoints ?? [])
         .filter((e) => e.conditions?.ready === true)
@@ -101,19 +110,18 @@ function sliceIPs(client: FakeKubeClient): string[] {
 describe('ControllerManager on an in-memory cluster', () => {
   test('Deployment + Service → spread Running pods → slices and Endpoints; scale; delete', async () => {
     const clock = new FakeClock();
-    const client = new FakeKubeClient({ now: () => clock.now() });
-    const { manager } = await setup(client, clock);
+    const { api, client, manager } = await setup(clock);
     await client.create('Deployment', structuredClone(deployment));
     await client.create('Service', structuredClone(service));
     await manager.runUntilIdle();
 
-    const pods = client.all('Pod');
+    const pods = await client.list('Pod');
     assert.equal(pods.length, 3);
     assert.deepEqual(pods.map((p: Pod) => p.spec?.nodeName).sort(), ['node-1', 'node-2', 'node-3']);
     assert.ok(pods.every((p) => p.status?.phase === 'Running'));
     const ips = pods.map((p) => p.status?.podIP ?? '').sort();
-    assert.deepEqual(readyEndpointIPs(client), ips);
-    assert.deepEqual(sliceIPs(client), ips);
+    assert.deepEqual(await readyEndpointIPs(client), ips);
+    assert.deepEqual(await sliceIPs(client), ips);
     const d = await client.get('Deployment', 'default', 'web');
     assert.deepEqual(
       [
@@ -124,36 +132,36 @@ describe('ControllerManager on an in-memory cluster', () => {
       ],
       [3, 3, 3, 3],
     );
-    // Converged: another pass writes nothing.
-    const writes = client.writes.length;
+    // Converged: another pass writes nothing (the store's resourceVersion stays).
+    const rv = api.store.resourceVersion;
     manager.resyncAll();
     await manager.runUntilIdle();
-    assert.equal(client.writes.length, writes, client.writes.slice(writes).join('\n'));
+    assert.equal(api.store.resourceVersion, rv);
 
     await client.patch('Deployment', 'default', 'web', { spec: { replicas: 2 } });
     await manager.runUntilIdle();
-    assert.equal(client.all('Pod').length, 2);
-    assert.equal(readyEndpointIPs(client).length, 2);
-    assert.equal(sliceIPs(client).length, 2);
+    assert.equal((await client.list('Pod')).length, 2);
+    assert.equal((await readyEndpointIPs(client)).length, 2);
+    assert.equal((await sliceIPs(client)).length, 2);
 
     await client.delete('Deployment', 'default', 'web');
     await manager.runUntilIdle();
-    assert.equal(client.all('Pod').length, 0);
-    assert.deepEqual(readyEndpointIPs(client), []);
-    const placeholder = client.all('EndpointSlice');
+    assert.equal((await client.list('Pod')).length, 0);
+    assert.deepEqual(await readyEndpointIPs(client), []);
+    const placeholder = await client.list('EndpointSlice', { labelSelector: WEB_SLICES });
     assert.equal(placeholder.length, 1);
     assert.deepEqual(placeholder[0]?.endpoints, []);
 
     await client.delete('Service', 'default', 'web');
     await manager.runUntilIdle();
-    assert.deepEqual(client.all('EndpointSlice'), []);
-    assert.deepEqual(client.all('Endpoints'), []);
+    assert.deepEqual(await client.list('EndpointSlice', { labelSelector: WEB_SLICES }), []);
+    assert.equal(await client.get('Endpoints', 'default', 'web'), undefined);
   });
 
   test('one object that keeps failing is logged, counted and retried; the others proceed', async () => {
     const clock = new FakeClock();
     let failures = 0;
-    class Flaky extends FakeKubeClient {
+    class Flaky extends StoreKubeClient {
       override updateStatus<K extends ApiKind>(
         kind: K,
         obj: ApiKindMap[K],
@@ -165,15 +173,14 @@ describe('ControllerManager on an in-memory cluster', () => {
         return super.updateStatus(kind, obj);
       }
     }
-    const client = new Flaky({ now: () => clock.now() });
-    const { manager, log } = await setup(client, clock);
+    const { client, manager, log } = await setup(clock, undefined, Flaky);
     await client.create('Pod', {
       metadata: { name: 'bad-1', namespace: 'default' },
-      spec: { containers: [{ name: 'c' }], nodeName: 'node-1' },
+      spec: { containers: [{ name: 'c', image: 'nginx' }], nodeName: 'node-1' },
     });
     await client.create('Pod', {
       metadata: { name: 'good-1', namespace: 'default' },
-      spec: { containers: [{ name: 'c' }], nodeName: 'node-2' },
+      spec: { containers: [{ name: 'c', image: 'nginx' }], nodeName: 'node-2' },
     });
     await manager.runUntilIdle();
     assert.equal((await client.get('Pod', 'default', 'good-1'))?.status?.phase, 'Running');
@@ -190,7 +197,7 @@ describe('ControllerManager on an in-memory cluster', () => {
   test('a 409 Conflict from a stale cache is retried quietly and converges', async () => {
     const clock = new FakeClock();
     let conflicts = 1;
-    class Conflicting extends FakeKubeClient {
+    class Conflicting extends StoreKubeClient {
       override update<K extends ApiKind>(kind: K, obj: ApiKindMap[K]): Promise<ApiKindMap[K]> {
         if (kind === 'EndpointSlice' && conflicts > 0) {
           conflicts -= 1;
@@ -199,32 +206,30 @@ describe('ControllerManager on an in-memory cluster', () => {
         return super.update(kind, obj);
       }
     }
-    const client = new Conflicting({ now: () => clock.now() });
-    const { manager, log } = await setup(client, clock);
+    const { client, manager, log } = await setup(clock, undefined, Conflicting);
     await client.create('Service', structuredClone(service));
     await client.create('Deployment', structuredClone(deployment));
     await manager.runUntilIdle();
     clock.advanceSync(1000);
     await manager.runUntilIdle();
-    assert.equal(sliceIPs(client).length, 3);
+    assert.equal((await sliceIPs(client)).length, 3);
     assert.equal(manager.stats.conflicts, 1);
     assert.ok(!log.lines.some((l) => l.level === 'warn' || l.level === 'error'));
   });
 
   test('--controllers limits what runs: only slices, no Endpoints, no workloads', async () => {
     const clock = new FakeClock();
-    const client = new FakeKubeClient({ now: () => clock.now() });
-    const { manager } = await setup(client, clock, new Set<ControllerKind>(['endpointslice']));
+    const { client, manager } = await setup(clock, new Set<ControllerKind>(['endpointslice']));
     await client.create('Deployment', structuredClone(deployment));
     await client.create('Service', structuredClone(service));
     await client.create('Pod', {
       metadata: { name: 'manual', namespace: 'default', labels: { app: 'web' } },
-      spec: { containers: [{ name: 'c' }], nodeName: 'node-1' },
+      spec: { containers: [{ name: 'c', image: 'nginx' }], nodeName: 'node-1' },
     });
     await manager.runUntilIdle();
-    assert.deepEqual(client.all('ReplicaSet'), []);
-    assert.deepEqual(client.all('Endpoints'), []);
+    assert.deepEqual(await client.list('ReplicaSet'), []);
+    assert.equal(await client.get('Endpoints', 'default', 'web'), undefined);
     // The fake kubelet still runs (it is its own switch) and the slice follows the pod.
-    assert.equal(sliceIPs(client).length, 1);
+    assert.equal((await sliceIPs(client)).length, 1);
   });
 });

@@ -9,26 +9,18 @@
 import type { ApiKind, KubeClient } from '../kube/api-client.js';
 import { isConflict, isNotFound } from '../kube/api-client.js';
 import type { Informer } from '../kube/informer.js';
+import { matchesSelectorMap } from '../kube/selectors.js';
 import {
   LABEL_MANAGED_BY,
   LABEL_SERVICE_NAME,
   LABEL_TOPOLOGY_ZONE,
   MANAGED_BY_CONTROLLER,
 } from '../kube/names.js';
-import type {
-  Deployment,
-  EndpointSlice,
-  Endpoints,
-  KubeObject,
-  Node,
-  Pod,
-  ReplicaSet,
-  Service,
-  StatefulSet,
-} from '../kube/types.js';
+import type { KubeObject, Node, Pod } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import { applyOperations } from './apply.js';
-import type { ControllerKind } from './kinds.js';
+import type { ControllerInformers, ControllerKind } from './kinds.js';
+import { INFORMER_FIELD } from './kinds.js';
 import { Expectations } from './expectations.js';
 import type { Operation } from './operations.js';
 import { describeOperation } from './operations.js';
@@ -40,7 +32,7 @@ import { reconcileMirroring } from './reconcile-mirroring.js';
 import { reconcileReplicaSet } from './reconcile-replicaset.js';
 import { reconcileScheduler } from './reconcile-scheduler.js';
 import { reconcileStatefulSet } from './reconcile-statefulset.js';
-import { controllerRef, matchesSelectorMap, nameOf, namespaceOf } from './reconcile-util.js';
+import { controllerRef, nameOf, namespaceOf } from './reconcile-util.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 import { WorkQueue } from './workqueue.js';
 
@@ -50,17 +42,6 @@ export interface Log {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
-}
-
-export interface ControllerInformers {
-  readonly services: Informer<Service>;
-  readonly pods: Informer<Pod>;
-  readonly nodes: Informer<Node>;
-  readonly endpointSlices: Informer<EndpointSlice>;
-  readonly endpoints: Informer<Endpoints>;
-  readonly deployments: Informer<Deployment>;
-  readonly replicaSets: Informer<ReplicaSet>;
-  readonly statefulSets: Informer<StatefulSet>;
 }
 
 export interface ControllerManagerOptions {
@@ -379,24 +360,7 @@ export class ControllerManager {
 
   private lookup(kind: ApiKind, namespace: string, name: string): KubeObject | undefined {
     const key = namespace === '' ? name : `${namespace}/${name}`;
-    switch (kind) {
-      case 'Pod':
-        return this.inf.pods.get(key);
-      case 'Service':
-        return this.inf.services.get(key);
-      case 'Endpoints':
-        return this.inf.endpoints.get(key);
-      case 'EndpointSlice':
-        return this.inf.endpointSlices.get(key);
-      case 'Node':
-        return this.inf.nodes.get(name);
-      case 'Deployment':
-        return this.inf.deployments.get(key);
-      case 'ReplicaSet':
-        return this.inf.replicaSets.get(key);
-      case 'StatefulSet':
-        return this.inf.statefulSets.get(key);
-    }
+    return (this.inf[INFORMER_FIELD[kind]] as Informer<KubeObject>).get(key);
   }
 
   /** False (and a requeue at the deadline) while earlier writes are not in the caches yet. */
@@ -492,41 +456,39 @@ export class ControllerManager {
     await this.write('endpoints', key, ops);
   }
 
-  private async syncDeployment(key: string): Promise<void> {
-    if (!this.ready('deployment', key)) return;
-    const deployment = this.inf.deployments.get(key);
-    if (deployment === undefined) return;
-    const ns = namespaceOf(deployment);
-    const ops = reconcileDeployment({
-      deployment,
-      replicaSets: this.inf.replicaSets.list().filter((r) => namespaceOf(r) === ns),
-      now: isoNow(this.clock),
-    });
-    await this.write('deployment', key, ops);
+  /** A workload controller's sync: reconcile the object under `key` (if any) and write. */
+  private async syncWorkload<T extends KubeObject>(
+    c: ControllerName,
+    key: string,
+    informer: Informer<T>,
+    reconcile: (obj: T, ns: string) => Operation[],
+  ): Promise<void> {
+    if (!this.ready(c, key)) return;
+    const obj = informer.get(key);
+    if (obj === undefined) return;
+    await this.write(c, key, reconcile(obj, namespaceOf(obj)));
   }
 
-  private async syncReplicaSet(key: string): Promise<void> {
-    if (!this.ready('replicaset', key)) return;
-    const replicaSet = this.inf.replicaSets.get(key);
-    if (replicaSet === undefined) return;
-    const ops = reconcileReplicaSet({
-      replicaSet,
-      pods: this.podsIn(namespaceOf(replicaSet)),
-      now: this.clock.now(),
-    });
-    await this.write('replicaset', key, ops);
+  private syncDeployment(key: string): Promise<void> {
+    return this.syncWorkload('deployment', key, this.inf.deployments, (deployment, ns) =>
+      reconcileDeployment({
+        deployment,
+        replicaSets: this.inf.replicaSets.list().filter((r) => namespaceOf(r) === ns),
+        now: isoNow(this.clock),
+      }),
+    );
   }
 
-  private async syncStatefulSet(key: string): Promise<void> {
-    if (!this.ready('statefulset', key)) return;
-    const statefulSet = this.inf.statefulSets.get(key);
-    if (statefulSet === undefined) return;
-    const ops = reconcileStatefulSet({
-      statefulSet,
-      pods: this.podsIn(namespaceOf(statefulSet)),
-      now: this.clock.now(),
-    });
-    await this.write('statefulset', key, ops);
+  private syncReplicaSet(key: string): Promise<void> {
+    return this.syncWorkload('replicaset', key, this.inf.replicaSets, (replicaSet, ns) =>
+      reconcileReplicaSet({ replicaSet, pods: this.podsIn(ns), now: this.clock.now() }),
+    );
+  }
+
+  private syncStatefulSet(key: string): Promise<void> {
+    return this.syncWorkload('statefulset', key, this.inf.statefulSets, (statefulSet, ns) =>
+      reconcileStatefulSet({ statefulSet, pods: this.podsIn(ns), now: this.clock.now() }),
+    );
   }
 
   private async syncScheduler(): Promise<void> {

@@ -24,6 +24,26 @@ export type Operation =
       readonly nodeName: string;
     };
 
+/**
+ * Deletes `obj`, only if it is still the object the reconciler saw (its uid, when known, is
+ * the precondition: a replacement under the same name is left alone).
+ */
+export function deleteObject(
+  kind: ApiKind,
+  obj: KubeObject,
+  opts: { readonly gracePeriodSeconds?: number } = {},
+): Operation {
+  const uid = obj.metadata?.uid;
+  return {
+    op: 'delete',
+    kind,
+    namespace: obj.metadata?.namespace ?? '',
+    name: obj.metadata?.name ?? '',
+    ...opts,
+    ...(uid !== undefined ? { uid } : {}),
+  };
+}
+
 /** One line per operation, for logs and test assertions: `create Pod default/web-`. */
 export function describeOperation(o: Operation): string {
   switch (o.op) {

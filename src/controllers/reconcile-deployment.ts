@@ -13,20 +13,14 @@ import type {
   ReplicaSet,
   WorkloadCondition,
 } from '../kube/types.js';
+import { canonicalJSON, deepEqual } from '../util/json.js';
 import {
   ANNOTATION_DEPLOYMENT_REVISION,
   ANNOTATION_DESIRED_REPLICAS,
   ANNOTATION_MAX_REPLICAS,
 } from './names.js';
 import type { Operation } from './operations.js';
-import {
-  canonicalJSON,
-  isControlledBy,
-  jsonEqual,
-  nameOf,
-  namespaceOf,
-  ownerRefTo,
-} from './reconcile-util.js';
+import { isControlledBy, nameOf, namespaceOf, ownerRefTo } from './reconcile-util.js';
 
 const SAFE_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 
@@ -107,7 +101,7 @@ export function reconcileDeployment(input: DeploymentInput): Operation[] {
   }
 
   const status = deploymentStatus(d, newRS, owned, desired, input.now);
-  if (!jsonEqual(d.status ?? {}, status)) {
+  if (!deepEqual(d.status ?? {}, status)) {
     const next: Deployment = { ...d, status };
     ops.push({ op: 'updateStatus', kind: 'Deployment', object: next });
   }

@@ -9,21 +9,20 @@ import {
   ANNOTATION_LAST_CHANGE_TRIGGER_TIME,
   LABEL_HEADLESS,
 } from '../kube/names.js';
+import { matchesSelectorMap } from '../kube/selectors.js';
 import type { EndpointAddress, Endpoints, Pod, Service } from '../kube/types.js';
 import { parseIPSloppy } from '../util/ip.js';
+import { canonicalJSON, deepEqual } from '../util/json.js';
 import { LABEL_SKIP_MIRROR, MAX_ENDPOINTS_ADDRESSES } from './names.js';
 import type { Operation } from './operations.js';
 import type { ReconcileResult } from './reconcile-endpointslice.js';
 import { endpointPortsFor, isSelectorService, serviceFamilies } from './reconcile-endpointslice.js';
 import { portsKey } from './reconcile-slices.js';
 import {
-  canonicalJSON,
   ipFamilyOfAddress,
   isPodReady,
   isPodTerminal,
   isPodTerminating,
-  jsonEqual,
-  matchesSelectorMap,
   nameOf,
   namespaceOf,
   omitKey,
@@ -131,9 +130,9 @@ export function reconcileEndpoints(input: EndpointsInput): ReconcileResult {
 
   if (
     existing !== undefined &&
-    jsonEqual(existing.subsets ?? [], subsets) &&
-    jsonEqual(existing.metadata?.labels ?? {}, labels) &&
-    jsonEqual(withoutTrigger(existing.metadata?.annotations), withoutTrigger(annotations))
+    deepEqual(existing.subsets ?? [], subsets) &&
+    deepEqual(existing.metadata?.labels ?? {}, labels) &&
+    deepEqual(withoutTrigger(existing.metadata?.annotations), withoutTrigger(annotations))
   )
     return { operations: [], warnings };
 

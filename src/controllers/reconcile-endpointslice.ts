@@ -14,6 +14,7 @@ import {
   TRAFFIC_DISTRIBUTION_PREFER_SAME_NODE,
   TRAFFIC_DISTRIBUTION_PREFER_SAME_ZONE,
 } from '../kube/names.js';
+import { matchesSelectorMap } from '../kube/selectors.js';
 import type {
   Endpoint,
   EndpointPort,
@@ -24,14 +25,14 @@ import type {
   Service,
 } from '../kube/types.js';
 import type { Operation } from './operations.js';
+import { deleteObject } from './operations.js';
 import type { SliceGroup } from './reconcile-slices.js';
-import { packSlices, portsKey } from './reconcile-slices.js';
+import { packSlices, portsKey, sliceOperations } from './reconcile-slices.js';
 import {
   ipFamilyOfAddress,
   isPodReady,
   isPodTerminal,
   isPodTerminating,
-  matchesSelectorMap,
   nameOf,
   namespaceOf,
   ownerRefTo,
@@ -168,11 +169,7 @@ export function reconcileEndpointSlices(input: EndpointSliceInput): ReconcileRes
       placeholder: true,
       ...(input.triggerTime !== undefined ? { triggerTime: input.triggerTime } : {}),
     });
-    for (const s of changes.create)
-      operations.push({ op: 'create', kind: 'EndpointSlice', object: s });
-    for (const s of changes.update)
-      operations.push({ op: 'update', kind: 'EndpointSlice', object: s });
-    for (const s of changes.delete) operations.push(deleteSlice(s));
+    operations.push(...sliceOperations(changes, deleteSlice));
   }
   // Slices of a family the service no longer has.
   for (const s of ours)
@@ -181,13 +178,7 @@ export function reconcileEndpointSlices(input: EndpointSliceInput): ReconcileRes
 }
 
 function deleteSlice(s: EndpointSlice): Operation {
-  return {
-    op: 'delete',
-    kind: 'EndpointSlice',
-    namespace: namespaceOf(s),
-    name: nameOf(s),
-    ...(s.metadata?.uid !== undefined ? { uid: s.metadata.uid } : {}),
-  };
+  return deleteObject('EndpointSlice', s);
 }
 
 function podEndpoint(

@@ -6,18 +6,13 @@
 // InternalIP, and startTime; a pod being gracefully deleted is deleted for good (grace 0).
 // No probes, no containers: this is what `--fake-kubelet` means. Pure.
 
-import type { ContainerStatus, Node, Pod, PodCondition } from '../kube/types.js';
+import { runningPodStatus } from '../kube/pod-status.js';
+import type { Node, Pod } from '../kube/types.js';
 import type { ParsedCIDR } from '../util/ip.js';
 import { cidrAddress, cidrSize, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { Operation } from './operations.js';
-import {
-  isPodReady,
-  isPodTerminal,
-  isPodTerminating,
-  nameOf,
-  namespaceOf,
-  podIPs,
-} from './reconcile-util.js';
+import { deleteObject } from './operations.js';
+import { isPodReady, isPodTerminal, isPodTerminating, nameOf, podIPs } from './reconcile-util.js';
 
 export interface KubeletInput {
   readonly node: Node;
@@ -68,15 +63,7 @@ export function reconcileKubelet(input: KubeletInput): KubeletResult {
   const pods = [...input.pods].sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : 1));
 
   for (const pod of pods)
-    if (isPodTerminating(pod))
-      operations.push({
-        op: 'delete',
-        kind: 'Pod',
-        namespace: namespaceOf(pod),
-        name: nameOf(pod),
-        gracePeriodSeconds: 0,
-        ...(pod.metadata?.uid !== undefined ? { uid: pod.metadata.uid } : {}),
-      });
+    if (isPodTerminating(pod)) operations.push(deleteObject('Pod', pod, { gracePeriodSeconds: 0 }));
 
   const starting = pods.filter(needsStart);
   if (starting.length === 0) return { operations, warnings };
@@ -135,45 +122,15 @@ function allocate(c: ParsedCIDR, used: ReadonlySet<string>): string | undefined 
 }
 
 function runningPod(pod: Pod, ips: string[], hostIPs: string[], now: string): Pod {
-  const cond = (type: string): PodCondition => {
-    const prev = (pod.status?.conditions ?? []).find((c) => c.type === type);
-    return {
-      type,
-      status: 'True',
-      lastTransitionTime:
-        prev?.status === 'True' && prev.lastTransitionTime !== undefined
-          ? prev.lastTransitionTime
-          : now,
-    };
-  };
-  const startTime = pod.status?.startTime ?? now;
-  const containerStatuses: ContainerStatus[] = (pod.spec?.containers ?? []).map((c) => ({
-    name: c.name,
-    ready: true,
-    restartCount: 0,
-    ...(c.image !== undefined ? { image: c.image } : {}),
-    imageID: '',
-    started: true,
-    state: { running: { startedAt: startTime } },
-  }));
   const hostIP = hostIPs[0];
-  return {
-    ...pod,
-    status: {
-      ...pod.status,
-      phase: 'Running',
-      conditions: [
-        cond('PodReadyToStartContainers'),
-        cond('Initialized'),
-        cond('Ready'),
-        cond('ContainersReady'),
-        cond('PodScheduled'),
-      ],
-      podIP: ips[0] ?? '',
-      podIPs: ips.map((ip) => ({ ip })),
-      ...(hostIP !== undefined ? { hostIP, hostIPs: hostIPs.map((ip) => ({ ip })) } : {}),
-      startTime,
-      containerStatuses,
-    },
-  };
+  const status = runningPodStatus({
+    containers: pod.spec?.containers ?? [],
+    podIPs: ips,
+    ...(hostIP !== undefined ? { hostIP, hostIPs } : {}),
+    startTime: pod.status?.startTime ?? now,
+    now,
+    ready: true,
+    previous: pod.status?.conditions ?? [],
+  });
+  return { ...pod, status: { ...pod.status, ...status } };
 }

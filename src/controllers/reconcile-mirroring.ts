@@ -19,7 +19,7 @@ import type { Operation } from './operations.js';
 import type { ReconcileResult } from './reconcile-endpointslice.js';
 import { DEFAULT_MAX_ENDPOINTS_PER_SLICE } from './reconcile-endpointslice.js';
 import type { SliceGroup } from './reconcile-slices.js';
-import { packSlices, portsKey } from './reconcile-slices.js';
+import { packSlices, portsKey, sliceOperations } from './reconcile-slices.js';
 import { ipFamilyOfAddress, nameOf, namespaceOf, ownerRefTo } from './reconcile-util.js';
 
 export interface MirroringInput {
@@ -113,11 +113,7 @@ export function reconcileMirroring(input: MirroringInput): ReconcileResult {
       placeholder: false,
       ...(input.triggerTime !== undefined ? { triggerTime: input.triggerTime } : {}),
     });
-    for (const s of changes.create)
-      operations.push({ op: 'create', kind: 'EndpointSlice', object: s });
-    for (const s of changes.update)
-      operations.push({ op: 'update', kind: 'EndpointSlice', object: s });
-    for (const s of changes.delete) operations.push(deleteOp(s));
+    operations.push(...sliceOperations(changes, deleteOp));
   }
   for (const s of ours) if (s.addressType === 'FQDN') operations.push(deleteOp(s));
   return { operations, warnings };

@@ -4,14 +4,15 @@
 // available, fullyLabeled, observedGeneration). Only pods the ReplicaSet controls count;
 // orphans are not adopted. Pure.
 
+import { matchesSelectorMap } from '../kube/selectors.js';
 import type { Pod, ReplicaSet, ReplicaSetStatus } from '../kube/types.js';
+import { deepEqual } from '../util/json.js';
 import type { Operation } from './operations.js';
+import { deleteObject } from './operations.js';
 import {
   isControlledBy,
   isPodActive,
   isPodReady,
-  jsonEqual,
-  matchesSelectorMap,
   nameOf,
   namespaceOf,
   ownerRefTo,
@@ -45,18 +46,11 @@ export function reconcileReplicaSet(input: ReplicaSetInput): Operation[] {
         0,
         Math.min(active.length - want, BURST_REPLICAS),
       );
-      for (const p of victims)
-        ops.push({
-          op: 'delete',
-          kind: 'Pod',
-          namespace: namespaceOf(p),
-          name: nameOf(p),
-          ...(p.metadata?.uid !== undefined ? { uid: p.metadata.uid } : {}),
-        });
+      for (const p of victims) ops.push(deleteObject('Pod', p));
     }
   }
   const status = replicaSetStatus(rs, active, input.now);
-  if (!jsonEqual(rs.status ?? {}, status)) {
+  if (!deepEqual(rs.status ?? {}, status)) {
     const next: ReplicaSet = { ...rs, status };
     ops.push({ op: 'updateStatus', kind: 'ReplicaSet', object: next });
   }

@@ -13,7 +13,8 @@ import type {
   OwnerReference,
 } from '../kube/types.js';
 import { ANNOTATION_LAST_CHANGE_TRIGGER_TIME } from '../kube/names.js';
-import { canonicalJSON, jsonEqual } from './reconcile-util.js';
+import { canonicalJSON, deepEqual } from '../util/json.js';
+import type { Operation } from './operations.js';
 
 /** Endpoints that share one port list. */
 export interface SliceGroup {
@@ -92,6 +93,18 @@ interface Working {
 }
 
 /** Computes the creates, updates and deletes that make `existing` hold exactly `groups`. */
+/** The writes of `changes` in order: creates, updates, then deletes built by `del`. */
+export function sliceOperations(
+  changes: SliceChanges,
+  del: (s: EndpointSlice) => Operation,
+): Operation[] {
+  return [
+    ...changes.create.map((s): Operation => ({ op: 'create', kind: 'EndpointSlice', object: s })),
+    ...changes.update.map((s): Operation => ({ op: 'update', kind: 'EndpointSlice', object: s })),
+    ...changes.delete.map(del),
+  ];
+}
+
 export function packSlices(input: PackInput): SliceChanges {
   const max = Math.max(1, input.maxEndpointsPerSlice);
   const desired = new Map<string, { ports: readonly EndpointPort[]; eps: Map<string, Endpoint> }>();
@@ -211,7 +224,7 @@ function newSlice(input: PackInput, ports: readonly EndpointPort[]): EndpointSli
 
 function metadataDrifted(input: PackInput, slice: EndpointSlice): boolean {
   return (
-    !jsonEqual(slice.metadata?.labels ?? {}, input.labels) ||
+    !deepEqual(slice.metadata?.labels ?? {}, input.labels) ||
     !input.ownerReferences.every((r) =>
       (slice.metadata?.ownerReferences ?? []).some((o) => o.uid === r.uid),
     )

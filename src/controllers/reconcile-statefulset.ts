@@ -6,19 +6,20 @@
 // recreated. Template updates (rolling pod replacement) are not handled. Pure.
 
 import type { Pod, StatefulSet, StatefulSetStatus } from '../kube/types.js';
+import { deepEqual } from '../util/json.js';
 import {
   LABEL_CONTROLLER_REVISION_HASH,
   LABEL_POD_INDEX,
   LABEL_STATEFULSET_POD_NAME,
 } from './names.js';
 import type { Operation } from './operations.js';
+import { deleteObject } from './operations.js';
 import { podTemplateHash } from './reconcile-deployment.js';
 import { isPodAvailable } from './reconcile-replicaset.js';
 import {
   isControlledBy,
   isPodReady,
   isPodTerminating,
-  jsonEqual,
   nameOf,
   namespaceOf,
   ownerRefTo,
@@ -69,7 +70,7 @@ export function reconcileStatefulSet(input: StatefulSetInput): Operation[] {
         continue;
       }
       if (pod.status?.phase === 'Failed' && !isPodTerminating(pod)) {
-        ops.push(deletePod(pod));
+        ops.push(deleteObject('Pod', pod));
         if (!parallel) blocked = true;
         continue;
       }
@@ -86,27 +87,17 @@ export function reconcileStatefulSet(input: StatefulSetInput): Operation[] {
           if (!parallel) break;
           continue;
         }
-        ops.push(deletePod(pod));
+        ops.push(deleteObject('Pod', pod));
         if (!parallel) break;
       }
     }
   }
   const status = statefulSetStatus(sts, [...byOrdinal.values()], revision, input.now);
-  if (!jsonEqual(sts.status ?? {}, status)) {
+  if (!deepEqual(sts.status ?? {}, status)) {
     const next: StatefulSet = { ...sts, status };
     ops.push({ op: 'updateStatus', kind: 'StatefulSet', object: next });
   }
   return ops;
-}
-
-function deletePod(pod: Pod): Operation {
-  return {
-    op: 'delete',
-    kind: 'Pod',
-    namespace: namespaceOf(pod),
-    name: nameOf(pod),
-    ...(pod.metadata?.uid !== undefined ? { uid: pod.metadata.uid } : {}),
-  };
 }
 
 /** The pod of ordinal `o`. */

@@ -1,64 +1,9 @@
-// Small pure helpers shared by the reconcilers: label selectors, pod state predicates, owner
-// references, targetPort resolution and IP families. No I/O; nothing here knows about the
-// API client or the work queue.
+// Small pure helpers shared by the reconcilers: pod state predicates, owner references,
+// targetPort resolution and IP families (label selectors are kube/selectors.ts). No I/O;
+// nothing here knows about the API client or the work queue.
 
-import type {
-  IPFamilyName,
-  KubeObject,
-  LabelSelector,
-  OwnerReference,
-  Pod,
-  ServicePort,
-} from '../kube/types.js';
+import type { IPFamilyName, KubeObject, OwnerReference, Pod, ServicePort } from '../kube/types.js';
 import { parseIPSloppy } from '../util/ip.js';
-
-/** Does a Service-style selector map match these labels? An empty map matches everything. */
-export function matchesSelectorMap(
-  selector: Readonly<Record<string, string>>,
-  labels: Readonly<Record<string, string>> | undefined,
-): boolean {
-  for (const [k, v] of Object.entries(selector)) if (labels?.[k] !== v) return false;
-  return true;
-}
-
-/**
- * Does a workload LabelSelector (matchLabels + matchExpressions) match these labels? A
- * missing selector matches nothing (as the API treats an absent workload selector).
- */
-export function matchesLabelSelector(
-  selector: LabelSelector | undefined,
-  labels: Readonly<Record<string, string>> | undefined,
-): boolean {
-  if (selector === undefined) return false;
-  if (!matchesSelectorMap(selector.matchLabels ?? {}, labels)) return false;
-  for (const req of selector.matchExpressions ?? []) {
-    const has = labels !== undefined && req.key in labels;
-    const value = labels?.[req.key];
-    const inValues = value !== undefined && (req.values ?? []).includes(value);
-    switch (req.operator) {
-      case 'In':
-        if (!inValues) return false;
-        break;
-      case 'NotIn':
-        if (inValues) return false;
-        break;
-      case 'Exists':
-        if (!has) return false;
-        break;
-      case 'DoesNotExist':
-        if (has) return false;
-        break;
-    }
-  }
-  return true;
-}
-
-/** Renders a LabelSelector in kubectl's `k=v,k2=v2` form (for Scale status.selector etc.). */
-export function formatLabelSelector(selector: LabelSelector | undefined): string {
-  return Object.entries(selector?.matchLabels ?? {})
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
-}
 
 export function isPodTerminal(pod: Pod): boolean {
   const phase = pod.status?.phase;
@@ -130,23 +75,6 @@ export function resolveTargetPort(sp: ServicePort, pod: Pod): number | undefined
     for (const p of c.ports ?? [])
       if (p.name === tp && (p.protocol ?? 'TCP') === protocol) return p.containerPort;
   return undefined;
-}
-
-/** Deterministic comparison of plain JSON values (key order does not matter). */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  return canonicalJSON(a) === canonicalJSON(b);
-}
-
-/** JSON with object keys sorted and undefined members dropped. */
-export function canonicalJSON(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map((x) => canonicalJSON(x ?? null)).join(',')}]`;
-  if (typeof v === 'object' && v !== null) {
-    const entries = Object.entries(v)
-      .filter(([, x]) => x !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJSON(x)}`).join(',')}}`;
-  }
-  return JSON.stringify(v);
 }
 
 /** Object name, or '' when missing. */

@@ -5,6 +5,7 @@
 
 import { parseAllDocuments, parseDocument } from 'yaml';
 import { ValidationError, type FieldError } from '../errors.js';
+import { isPlainObject } from '../util/json.js';
 import type { EndpointSlice, KubeObject, Node, Pod, Service } from './types.js';
 import { describeObject } from './types.js';
 import {
@@ -54,10 +55,6 @@ const KNOWN_KINDS: Record<string, { apiVersions: string[]; namespaced: boolean }
 
 export function isKnownKind(kind: string): boolean {
   return Object.hasOwn(KNOWN_KINDS, kind);
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 interface YamlErrorLike {
@@ -229,7 +226,7 @@ function expandLists(
   errors: FieldError[],
   into: { where: string; obj: KubeObject }[],
 ): void {
-  if (!isObject(value)) {
+  if (!isPlainObject(value)) {
     errors.push({ object: where, field: '', message: 'a manifest document must be an object' });
     return;
   }
@@ -267,7 +264,7 @@ function addObject(where: string, obj: KubeObject, set: ManifestSet, out: FieldE
     });
     return;
   }
-  if (obj.metadata !== undefined && !isObject(obj.metadata)) {
+  if (obj.metadata !== undefined && !isPlainObject(obj.metadata)) {
     out.push({ object: describeObject(obj), field: 'metadata', message: 'must be an object' });
     return;
   }

@@ -8,7 +8,8 @@
 // PodStatusWriter, so the decisions are tested with Fakes.
 
 import type { Informer } from '../kube/informer.js';
-import type { Pod, PodCondition, Probe } from '../kube/types.js';
+import { runningPodStatus } from '../kube/pod-status.js';
+import type { Pod, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 
@@ -81,35 +82,15 @@ export function runningStatus(
   ready: boolean,
   now: Date,
 ): NonNullable<Pod['status']> {
-  const t = now.toISOString();
-  const cond = (type: string, ok: boolean): PodCondition => ({
-    type,
-    status: ok ? 'True' : 'False',
-    lastTransitionTime: t,
-  });
-  return {
-    phase: 'Running',
+  return runningPodStatus({
+    containers: pod.spec?.containers ?? [],
+    podIPs: [started.ip],
     hostIP,
-    podIP: started.ip,
-    podIPs: [{ ip: started.ip }],
     startTime: started.startedAt,
-    conditions: [
-      cond('PodReadyToStartContainers', true),
-      cond('Initialized', true),
-      cond('Ready', ready),
-      cond('ContainersReady', ready),
-      cond('PodScheduled', true),
-    ],
-    containerStatuses: (pod.spec?.containers ?? []).map((c) => ({
-      name: c.name,
-      image: c.image ?? 'svcnet/netexec',
-      imageID: '',
-      ready,
-      started: true,
-      restartCount: 0,
-      state: { running: { startedAt: started.startedAt } },
-    })),
-  };
+    now: now.toISOString(),
+    ready,
+    defaultImage: 'svcnet/netexec',
+  });
 }
 
 /** First retry of a Pod whose start failed, doubling up to MAX_RETRY_MS. */

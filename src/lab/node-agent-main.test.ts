@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeKubeClient } from '../kube/api-client.js';
+import { StoreKubeClient } from '../apiserver/store-kube-client.js';
+import { newTestApi } from '../apiserver/testing.js';
 import { KubePodStatusWriter, labConflist, labNode } from './node-agent-main.js';
 import { parseConflist } from '../cni/runtime/parse-conflist.js';
 
@@ -51,10 +52,10 @@ test('a lab node registers like a kind node: podCIDR, InternalIP, role label, Re
 });
 
 test('status writes go to the live Pod; a replaced Pod (new uid) is left alone', async () => {
-  const client = new FakeKubeClient();
+  const client = new StoreKubeClient(newTestApi().store);
   const created = await client.create('Pod', {
     metadata: { name: 'p', namespace: 'default' },
-    spec: { containers: [{ name: 'c' }] },
+    spec: { containers: [{ name: 'c', image: 'registry.k8s.io/e2e-test-images/agnhost:2.53' }] },
   });
   const writer = new KubePodStatusWriter(client);
   await writer.updateStatus(created, { phase: 'Running', podIP: '10.244.1.5' });

@@ -3,7 +3,8 @@
 // object goes through the same schema check and store update as a PUT.
 
 import type { Context } from 'hono';
-import { isPlainObject, type StoredObject } from '../object.js';
+import { isPlainObject } from '../../util/json.js';
+import type { StoredObject } from '../object.js';
 import {
   applyJsonPatch,
   applyMergePatch,

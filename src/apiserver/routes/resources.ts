@@ -4,7 +4,7 @@
 // have seen are durable.
 
 import { Hono, type Context } from 'hono';
-import { isPlainObject } from '../object.js';
+import { isPlainObject } from '../../util/json.js';
 import { apiVersionOf, findResource, type ResourceType } from '../resources.js';
 import { ApiError } from '../status.js';
 import type { DeleteOptions } from '../store.js';

@@ -4,7 +4,8 @@
 // Namespaces, and the explicit refusal of `log`.
 
 import type { Context } from 'hono';
-import { clone, isPlainObject, type StoredObject } from '../object.js';
+import { clone, isPlainObject } from '../../util/json.js';
+import type { StoredObject } from '../object.js';
 import { applyJsonPatch, applyMergePatch, patchTypeOf } from '../patch.js';
 import {
   DEPLOYMENTS,
