@@ -7,8 +7,7 @@ import type { IptablesProxierOptions } from '../src/proxy/iptables/options.js';
 import { planIptables } from '../src/proxy/iptables/plan.js';
 import type { PlanState } from '../src/proxy/iptables/plan.js';
 import type { EndpointSlice, Service } from '../src/kube/types.js';
-import { ServiceChangeTracker } from '../src/proxy/model/service-change-tracker.js';
-import { EndpointsChangeTracker } from '../src/proxy/model/endpoints-change-tracker.js';
+import { trackObjects } from '../src/proxy/iptables/plan-objects.js';
 import { takeSnapshot } from '../src/proxy/model/snapshot.js';
 import type { ProxySnapshot } from '../src/proxy/model/snapshot.js';
 
@@ -61,13 +60,14 @@ function slice(i: number, endpoints: number, salt = 0): EndpointSlice {
 }
 
 function build(n: number) {
-  const svcs = new ServiceChangeTracker('IPv4');
-  const eps = new EndpointsChangeTracker('IPv4', 'node-1');
-  for (let i = 0; i < n; i++) {
-    svcs.update(undefined, service(i));
-    eps.update(undefined, slice(i, 10));
-  }
-  return { svcs, eps, snap: takeSnapshot(svcs, eps) };
+  const ids = Array.from({ length: n }, (_, i) => i);
+  const t = trackObjects(
+    ids.map((i) => service(i)),
+    ids.map((i) => slice(i, 10)),
+    'IPv4',
+    'node-1',
+  );
+  return { svcs: t.services, eps: t.endpoints, snap: t.snapshot };
 }
 
 function planAndRender(

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { Informer } from '../kube/informer.js';
 import type { EndpointSlice, Node, Service } from '../kube/types.js';
-import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME, LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
+import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME } from '../kube/names.js';
 import { RealIptables, commandsFor, detectIptablesVariant } from '../netfilter/iptables/backend.js';
 import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/backend.js';
 import { parseDocument } from '../netfilter/iptables/parse.js';
@@ -21,13 +21,14 @@ import { RealNfacct } from '../os/nfacct.js';
 import type { Nfacct } from '../os/nfacct.js';
 import type { Sysctl } from '../os/sysctl.js';
 import type { IPFamily } from '../util/ip.js';
-import { cidrContains, formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
+import { cidrContains, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import { CanaryMonitor } from './iptables/canary.js';
 import type { Clock } from './clock.js';
 import { ServiceHealthServers } from './healthcheck-nodeports.js';
 import { ProxyHealth, healthzHandler } from './healthz.js';
-import { masqueradeMarkFromBit } from './iptables/options.js';
-import type { IptablesProxierOptions, LocalDetector, NfacctCounters } from './iptables/options.js';
+import type { ProxyDaemonConfig } from './config.js';
+import type { NfacctCounters } from './iptables/options.js';
+import { NO_NFACCT, proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
 import { listenHttp, parseBindAddress } from './listen.js';
 import type { BindAddress, Listening } from './listen.js';
 import { listenFailed } from '../util/listen-error.js';
@@ -43,35 +44,6 @@ import { SvcnetError } from '../errors.js';
 export const SERVICE_LABEL_SELECTOR = `!${LABEL_SERVICE_PROXY_NAME},!${LABEL_HEADLESS}`;
 /** EndpointSlices the proxy watches: not those of headless Services. */
 export const ENDPOINT_SLICE_LABEL_SELECTOR = `!${LABEL_HEADLESS}`;
-
-export type DetectLocalMode =
-  '' | 'ClusterCIDR' | 'NodeCIDR' | 'BridgeInterface' | 'InterfaceNamePrefix';
-
-/** The effective settings of one proxy (KubeProxyConfiguration after defaults and flags). */
-export interface ProxyDaemonConfig {
-  readonly nodeName: string;
-  /** IP families to program; IPv4 first. */
-  readonly families: readonly IPFamily[];
-  /** Canonical CIDRs (any family). */
-  readonly clusterCIDRs: readonly string[];
-  readonly detectLocalMode: DetectLocalMode;
-  readonly bridgeInterface: string;
-  readonly interfaceNamePrefix: string;
-  readonly masqueradeAll: boolean;
-  readonly masqueradeBit: number;
-  readonly localhostNodePorts: boolean;
-  readonly nodePortAddresses: readonly string[];
-  readonly syncPeriodMs: number;
-  readonly minSyncPeriodMs: number;
-  /** `ADDR:PORT`; empty disables the server. */
-  readonly healthzBindAddress: string;
-  readonly metricsBindAddress: string;
-  readonly conntrack: ConntrackSettings;
-  /** How often the canary is checked. */
-  readonly canaryIntervalMs: number;
-  /** `auto` detects like kube-proxy's image; otherwise forced. */
-  readonly iptablesVariant: 'auto' | IptablesVariant;
-}
 
 /** The informers the daemon needs (client-node backed in production, Fakes in tests). */
 export interface ProxyInformers {
@@ -117,88 +89,6 @@ export function systemLocalAddresses(): string[] {
     for (const a of list ?? []) if (a.cidr !== null) out.push(a.cidr);
   return out.sort();
 }
-
-function nodeIPOf(node: Node | undefined, family: IPFamily): string {
-  for (const type of ['InternalIP', 'ExternalIP'] as const)
-    for (const a of node?.status?.addresses ?? []) {
-      if (a.type !== type) continue;
-      const ip = parseIPSloppy(a.address);
-      if (ip?.family === family) return formatIP(ip);
-    }
-  return '';
-}
-
-/** The local-traffic detector for one family (`None` when the mode has no data for it). */
-export function localDetectorFor(
-  cfg: ProxyDaemonConfig,
-  family: IPFamily,
-  node: Node | undefined,
-): LocalDetector {
-  const cidrOf = (list: readonly string[]): string | undefined => {
-    for (const c of list) {
-      const p = parseCIDRSloppy(c);
-      if (p?.family === family) return formatCIDR(p);
-    }
-    return undefined;
-  };
-  switch (cfg.detectLocalMode) {
-    case 'ClusterCIDR':
-    case '': {
-      const cidr = cidrOf(cfg.clusterCIDRs);
-      return cidr === undefined ? { mode: 'None' } : { mode: 'ClusterCIDR', cidr };
-    }
-    case 'NodeCIDR': {
-      const cidrs =
-        node?.spec?.podCIDRs ?? (node?.spec?.podCIDR !== undefined ? [node.spec.podCIDR] : []);
-      const cidr = cidrOf(cidrs);
-      return cidr === undefined ? { mode: 'None' } : { mode: 'NodeCIDR', cidr };
-    }
-    case 'BridgeInterface':
-      return cfg.bridgeInterface === ''
-        ? { mode: 'None' }
-        : { mode: 'BridgeInterface', interfaceName: cfg.bridgeInterface };
-    case 'InterfaceNamePrefix':
-      return cfg.interfaceNamePrefix === ''
-        ? { mode: 'None' }
-        : { mode: 'InterfaceNamePrefix', prefix: cfg.interfaceNamePrefix };
-  }
-}
-
-/** Plan options for one family from the config, the Node and the host. */
-export function proxierOptionsFor(
-  cfg: ProxyDaemonConfig,
-  family: IPFamily,
-  node: Node | undefined,
-  host: {
-    localAddresses: readonly string[];
-    conntrackTCPLiberal: boolean;
-    /** nfacct objects that exist; none when omitted. */
-    nfacct?: NfacctCounters;
-  },
-): IptablesProxierOptions {
-  return {
-    nodeName: cfg.nodeName,
-    nodeIP: nodeIPOf(node, family),
-    nodeZone: node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '',
-    localDetector: localDetectorFor(cfg, family, node),
-    masqueradeMark: masqueradeMarkFromBit(cfg.masqueradeBit),
-    masqueradeAll: cfg.masqueradeAll,
-    nodePortAddresses: cfg.nodePortAddresses,
-    localAddresses: host.localAddresses,
-    localhostNodePorts: cfg.localhostNodePorts,
-    hasRandomFully: true,
-    // A rule matching a missing nfacct object would fail the whole restore.
-    nfacct: host.nfacct ?? NO_NFACCT,
-    conntrackTCPLiberal: host.conntrackTCPLiberal,
-    largeClusterEndpointsThreshold: 1000,
-    syncPeriodMs: cfg.syncPeriodMs,
-  };
-}
-
-const NO_NFACCT: NfacctCounters = {
-  ctStateInvalidDropped: false,
-  localhostNodePortsAccepted: false,
-};
 
 /**
  * Creates kube-proxy's nfacct objects (unless present) and says which exist. A host without
@@ -353,11 +243,12 @@ export async function startProxyDaemon(
     nodeName: cfg.nodeName,
     families: backends.map((b) => ({ family: b.family, iptables: b })),
     optionsFor: (family, node) =>
-      proxierOptionsFor(cfg, family, node, {
-        localAddresses: localAddresses(),
-        conntrackTCPLiberal,
-        nfacct: nfacctCounters,
-      }),
+      proxierOptionsFor(
+        cfg,
+        proxyNodeOf(cfg.nodeName, node),
+        { localAddresses: localAddresses(), conntrackTCPLiberal, nfacct: nfacctCounters },
+        family,
+      ),
     clock,
     log,
     metrics,

@@ -105,9 +105,22 @@ export interface RuleCounts {
   readonly deletedChains: number;
 }
 
+/** One table's part of the restore input, split where full syncs add hook lines. */
+export interface PlanTable {
+  readonly name: 'filter' | 'nat';
+  /** `*table` and the chain declarations. */
+  readonly head: string;
+  /** The rules and chain deletions (everything up to `COMMIT`). */
+  readonly body: string;
+  /** The chains every plan declares in this table (jump targets among them). */
+  readonly fixedChains: readonly string[];
+}
+
 export interface IptablesPlan {
   /** The iptables-restore input (`*filter … COMMIT *nat … COMMIT`), no comments. */
   readonly text: string;
+  /** `text` by table: `text` is each `head + body + 'COMMIT\n'` in this order. */
+  readonly tables: readonly PlanTable[];
   /** `text` as a typed document (parsed on first access). */
   readonly document: IptablesDocument;
   /** Rules to ensure at the top of built-in chains; non-empty on full syncs only. */
@@ -349,29 +362,39 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
   const natTail = new RuleWriter();
   for (const r of last.rules) natTail.addArgs(r.chain, r.args);
 
-  const text = [
-    '*filter\n',
-    ...filterChains.map(chainLine),
-    filterHead.text,
-    ...a.buckets.map((b) => b.filterText),
-    filterTail.text,
-    'COMMIT\n*nat\n',
-    ...NAT_FIXED_CHAINS.map(chainLine),
-    ...a.written.map((f) => f.natChainDecls),
-    ...stale.deleted.map(chainLine),
-    natHead.text,
-    ...a.buckets.map((b) => b.dispatchText),
-    ...a.written.map((f) => f.natChainText),
-    ...stale.deleted.map((c) => `-X ${c}\n`),
-    natTail.text,
-    'COMMIT\n',
-  ].join('');
+  const tables: PlanTable[] = [
+    {
+      name: 'filter',
+      head: ['*filter\n', ...filterChains.map(chainLine)].join(''),
+      body: [filterHead.text, ...a.buckets.map((b) => b.filterText), filterTail.text].join(''),
+      fixedChains: filterChains,
+    },
+    {
+      name: 'nat',
+      head: [
+        '*nat\n',
+        ...NAT_FIXED_CHAINS.map(chainLine),
+        ...a.written.map((f) => f.natChainDecls),
+        ...stale.deleted.map(chainLine),
+      ].join(''),
+      body: [
+        natHead.text,
+        ...a.buckets.map((b) => b.dispatchText),
+        ...a.written.map((f) => f.natChainText),
+        ...stale.deleted.map((c) => `-X ${c}\n`),
+        natTail.text,
+      ].join(''),
+      fixedChains: NAT_FIXED_CHAINS,
+    },
+  ];
+  const text = tables.map((t) => `${t.head}${t.body}COMMIT\n`).join('');
   const filterRules = filterHead.count + totals.filterRules + filterTail.count;
   const natRulesLast = natHead.count + totals.dispatchRules + writtenRules + natTail.count;
   const natChainCount = NAT_FIXED_CHAINS.length + writtenChains + stale.deleted.length;
   const getDocument = lazyDocument(text);
   return {
     text,
+    tables,
     get document() {
       return getDocument();
     },

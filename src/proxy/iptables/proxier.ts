@@ -12,8 +12,7 @@ import type { EndpointSlice, Node, Service } from '../../kube/types.js';
 import { describeObject, objectKey } from '../../kube/types.js';
 import { validateEndpointSlice, validateService } from '../../kube/validate.js';
 import { formatFieldError } from '../../errors.js';
-import type { IptablesTableName } from '../../netfilter/iptables/model.js';
-import { renderDocument } from '../../netfilter/iptables/render.js';
+import type { IptablesBackend } from '../../netfilter/iptables/backend.js';
 import type { Conntrack } from '../../os/conntrack.js';
 import type { IPFamily } from '../../util/ip.js';
 import { categorizeEndpoints } from '../model/categorize.js';
@@ -34,24 +33,18 @@ import type { ProxyHealth } from '../healthz.js';
 import type { ProxyMetrics } from '../metrics.js';
 import { BoundedFrequencyRunner } from '../runner.js';
 import { canaryChecks } from './canary.js';
-import { addHooks, scanKernelState } from './plan-hooks.js';
+import { addHooks, scanKernelState, withHooks } from './plan-hooks.js';
+import type { Hooks, KernelState } from './plan-hooks.js';
+import type { IptablesTableName } from '../../netfilter/iptables/model.js';
 import type { CanaryCheck } from './canary.js';
-import type { Informer } from '../../kube/informer.js';
+import type { Proxier, ProxierInformers, SyncReport } from '../proxier.js';
+import { recordSyncMetrics } from './sync-metrics.js';
 
 /** The iptables operations a sync uses (the `Iptables` seam; real or Fake). */
-export interface ProxierIptables {
-  readonly family: IPFamily;
-  restore(text: string, flags: { noflush: boolean; counters?: boolean }): Promise<void>;
-  save(table?: IptablesTableName): Promise<string>;
-  ensureChain(table: IptablesTableName, chain: string): Promise<boolean>;
-  ensureRule(
-    position: 'prepend' | 'append',
-    table: IptablesTableName,
-    chain: string,
-    args: readonly string[],
-  ): Promise<boolean>;
-  chainExists(table: IptablesTableName, chain: string): Promise<boolean>;
-}
+export type ProxierIptables = Pick<
+  IptablesBackend,
+  'family' | 'restore' | 'save' | 'ensureChain' | 'ensureRule' | 'chainExists'
+>;
 
 export interface ProxierDeps {
   readonly nodeName: string;
@@ -85,16 +78,6 @@ interface FamilyState {
   hooks: { jumps: readonly JumpRule[]; canaries: IptablesPlan['canaryChains'] } | undefined;
 }
 
-/** Result of one family's sync, for callers that watch (tests, bench). */
-export interface SyncReport {
-  readonly family: IPFamily;
-  readonly fullSync: boolean;
-  /** Clock time the sync started (changes made before it are included). */
-  readonly startedAt: number;
-  readonly elapsedMs: number;
-  readonly restoreBytes: number;
-}
-
 const DEFAULT_FULL_SYNC_PERIOD_MS = 3_600_000;
 
 /** The parts of a Node the rules depend on. */
@@ -107,7 +90,7 @@ function nodeFingerprint(node: Node | undefined): string {
 }
 
 /** See the file header. */
-export class IptablesProxier {
+export class IptablesProxier implements Proxier {
   private readonly deps: ProxierDeps;
   private readonly families: FamilyState[];
   private readonly runner: BoundedFrequencyRunner;
@@ -145,11 +128,7 @@ export class IptablesProxier {
   }
 
   /** Registers handlers on the informers (call before starting them). */
-  attach(informers: {
-    services: Informer<Service>;
-    endpointSlices: Informer<EndpointSlice>;
-    nodes?: Informer<Node>;
-  }): void {
+  attach(informers: ProxierInformers): void {
     informers.services.addHandlers({
       onAdd: (s) => {
         this.onServiceUpdate(s);
@@ -434,11 +413,10 @@ export class IptablesProxier {
       const hookState = plan.fullSync
         ? (kernel ?? scanKernelState(await f.iptables.save()))
         : undefined;
-      const document =
+      text =
         hookState !== undefined
-          ? addHooks(plan.document, plan.jumps, plan.canaryChains, hookState).document
-          : plan.document;
-      text = renderDocument(document);
+          ? withHooks(plan.tables, this.hooksFor(plan, hookState))
+          : plan.text;
       log.debug(
         {
           ipFamily: f.family,
@@ -468,26 +446,8 @@ export class IptablesProxier {
     this.syncedOnce = true;
 
     const end = clock.now();
-    const seconds = (end - start) / 1000;
-    metrics.syncProxyRulesDuration.observe(seconds);
-    (plan.fullSync
-      ? metrics.syncFullProxyRulesDuration
-      : metrics.syncPartialProxyRulesDuration
-    ).observe(seconds);
-    metrics.syncProxyRulesLastTimestamp.set(end / 1000);
+    recordSyncMetrics(metrics, plan, f.family, (end - start) / 1000, end);
     const fam = { ip_family: f.family };
-    metrics.iptablesTotal.set({ table: 'filter', ...fam }, plan.counts.filterRules);
-    metrics.iptablesTotal.set({ table: 'nat', ...fam }, plan.counts.natRulesTotal);
-    metrics.iptablesLast.set({ table: 'filter', ...fam }, plan.counts.filterRules);
-    metrics.iptablesLast.set({ table: 'nat', ...fam }, plan.counts.natRulesLast);
-    metrics.noLocalEndpointsTotal.set(
-      { traffic_policy: 'internal', ...fam },
-      plan.noLocalEndpointsInternal,
-    );
-    metrics.noLocalEndpointsTotal.set(
-      { traffic_policy: 'external', ...fam },
-      plan.noLocalEndpointsExternal,
-    );
     for (const [service, times] of snapshot.lastChangeTriggerTimes) {
       for (const t of times) {
         const at = Date.parse(t);
@@ -517,6 +477,13 @@ export class IptablesProxier {
       elapsedMs: end - start,
       restoreBytes: text.length,
     };
+  }
+
+  /** The hook lines a full sync adds, given what the kernel has. */
+  private hooksFor(plan: IptablesPlan, state: KernelState): Hooks {
+    const declares = (table: IptablesTableName, chain: string): boolean =>
+      plan.tables.some((t) => t.name === table && t.fixedChains.includes(chain));
+    return addHooks(plan.jumps, plan.canaryChains, state, declares);
   }
 
   private async syncServiceHealth(): Promise<void> {
