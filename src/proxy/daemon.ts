@@ -35,9 +35,9 @@ import { listenFailed } from '../util/listen-error.js';
 import { metricsHandler } from './metrics-server.js';
 import { NFACCT_METRICS, ProxyMetrics } from './metrics.js';
 import { applySysctls, planSysctls, readTcpBeLiberal } from './node-setup.js';
-import type { ConntrackSettings } from './node-setup.js';
 import { planCleanup } from './iptables/plan-cleanup.js';
 import { IptablesProxier } from './iptables/proxier.js';
+import type { Proxier } from './proxier.js';
 import { SvcnetError } from '../errors.js';
 
 /** Services the proxy watches: not claimed by another proxy, not headless (kube-proxy's selector). */
@@ -72,7 +72,7 @@ export interface ProxyDaemonDeps {
 
 /** A running daemon. */
 export interface ProxyDaemon {
-  readonly proxier: IptablesProxier;
+  readonly proxier: Proxier;
   readonly registry: Registry;
   readonly healthzPort: number | undefined;
   readonly metricsPort: number | undefined;
@@ -149,20 +149,26 @@ async function bindOrFail(
   }
 }
 
-/** Starts the proxy (see the file header). Resolves once servers listen and informers started. */
-export async function startProxyDaemon(
+/** The healthz and metrics listeners, bound (or none when their address is empty). */
+interface Listeners {
+  readonly healthzPort: number | undefined;
+  readonly metricsPort: number | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * Binds the healthz and metrics servers before any kernel state is touched: a port that is
+ * taken ends the start-up whole (LISTEN_FAILED naming the address and the flag), not
+ * half-way; what was bound is closed again.
+ */
+async function bindListeners(
   cfg: ProxyDaemonConfig,
-  deps: ProxyDaemonDeps,
-): Promise<ProxyDaemon> {
-  const { log, clock } = deps;
-  if (cfg.families.length === 0) throw new SvcnetError('INVALID_INPUT', 'no IP family to program');
-  const registry = deps.registry ?? new Registry();
-  const metrics = new ProxyMetrics(registry);
-  // Listeners first, before any kernel state is touched: a port that is taken ends the
-  // start-up whole (LISTEN_FAILED naming the address and the flag), not half-way.
-  const health = new ProxyHealth(clock, 2 * cfg.syncPeriodMs, cfg.families);
+  health: ProxyHealth,
+  metrics: ProxyMetrics,
+  registry: Registry,
+): Promise<Listeners> {
   const listeners: Listening[] = [];
-  const closeAll = async (): Promise<void> => {
+  const close = async (): Promise<void> => {
     await Promise.all(listeners.map((l) => l.close()));
   };
   let healthzPort: number | undefined;
@@ -198,12 +204,26 @@ export async function startProxyDaemon(
       metricsPort = l.port;
     }
   } catch (e) {
-    await closeAll();
+    await close();
     throw e;
   }
+  return { healthzPort, metricsPort, close };
+}
 
-  const { backends, variant } = await makeBackends(cfg, deps);
+/** What the node setup found out about the host. */
+interface NodeFacts {
+  readonly conntrackTCPLiberal: boolean;
+  readonly nfacctCounters: NfacctCounters;
+}
 
+/** Sysctls, then the nfacct objects and their metrics (never fatal). */
+async function setUpNode(
+  cfg: ProxyDaemonConfig,
+  deps: ProxyDaemonDeps,
+  metrics: ProxyMetrics,
+  registry: Registry,
+): Promise<NodeFacts> {
+  const { log } = deps;
   const sysctls = planSysctls({
     ipv4: cfg.families.includes('IPv4'),
     localhostNodePorts: cfg.localhostNodePorts,
@@ -213,7 +233,6 @@ export async function startProxyDaemon(
   });
   await applySysctls(deps.sysctl, sysctls, log);
   const conntrackTCPLiberal = await readTcpBeLiberal(deps.sysctl);
-  const localAddresses = deps.localAddresses ?? systemLocalAddresses;
   const nfacct = deps.nfacct ?? new RealNfacct(deps.execer);
   const nfacctCounters = await ensureNfacctCounters(nfacct, log);
   metrics.addNfacctCounters(
@@ -227,6 +246,52 @@ export async function startProxyDaemon(
       );
     },
   );
+  return { conntrackTCPLiberal, nfacctCounters };
+}
+
+/** The canary monitor: a flushed table forces a full resync. */
+function canaryFor(
+  cfg: ProxyDaemonConfig,
+  backends: readonly IptablesBackend[],
+  proxier: IptablesProxier,
+  deps: Pick<ProxyDaemonDeps, 'clock' | 'log'>,
+): CanaryMonitor {
+  const { log } = deps;
+  return new CanaryMonitor({
+    probes: backends,
+    checks: (family) => proxier.canaryChecks(family),
+    intervalMs: cfg.canaryIntervalMs,
+    clock: deps.clock,
+    isBusy: () => proxier.isSyncing(),
+    onLost: (family, missing) => {
+      log.warn(
+        { ipFamily: family, missing },
+        'iptables canary gone: rules were flushed; forcing full resync',
+      );
+      proxier.forceFullSync('canary');
+    },
+    onError: (err) => {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'Canary check failed');
+    },
+  });
+}
+
+/** Starts the proxy (see the file header). Resolves once servers listen and informers started. */
+export async function startProxyDaemon(
+  cfg: ProxyDaemonConfig,
+  deps: ProxyDaemonDeps,
+): Promise<ProxyDaemon> {
+  const { log, clock } = deps;
+  if (cfg.families.length === 0) throw new SvcnetError('INVALID_INPUT', 'no IP family to program');
+  const registry = deps.registry ?? new Registry();
+  const metrics = new ProxyMetrics(registry);
+  const health = new ProxyHealth(clock, 2 * cfg.syncPeriodMs, cfg.families);
+  const listeners = await bindListeners(cfg, health, metrics, registry);
+  const { healthzPort, metricsPort } = listeners;
+
+  const { backends, variant } = await makeBackends(cfg, deps);
+  const { conntrackTCPLiberal, nfacctCounters } = await setUpNode(cfg, deps, metrics, registry);
+  const localAddresses = deps.localAddresses ?? systemLocalAddresses;
 
   const serviceHealth = new ServiceHealthServers({
     addresses: healthCheckAddresses(cfg, localAddresses()),
@@ -259,24 +324,7 @@ export async function startProxyDaemon(
     syncPeriodMs: cfg.syncPeriodMs,
   });
   proxier.attach(deps.informers);
-
-  const canary = new CanaryMonitor({
-    probes: backends,
-    checks: (family) => proxier.canaryChecks(family),
-    intervalMs: cfg.canaryIntervalMs,
-    clock,
-    isBusy: () => proxier.isSyncing(),
-    onLost: (family, missing) => {
-      log.warn(
-        { ipFamily: family, missing },
-        'iptables canary gone: rules were flushed; forcing full resync',
-      );
-      proxier.forceFullSync('canary');
-    },
-    onError: (err) => {
-      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'Canary check failed');
-    },
-  });
+  const canary = canaryFor(cfg, backends, proxier, deps);
 
   proxier.start();
   canary.start();
@@ -317,7 +365,7 @@ export async function startProxyDaemon(
         deps.informers.nodes.stop(),
       ]);
       await serviceHealth.close();
-      await closeAll();
+      await listeners.close();
     },
   };
 }

@@ -21,6 +21,7 @@ import type { EndpointsMap } from '../model/endpoints-change-tracker.js';
 import { ServiceChangeTracker } from '../model/service-change-tracker.js';
 import type { ServicePortMap } from '../model/service-change-tracker.js';
 import { takeSnapshot } from '../model/snapshot.js';
+import type { ProxySnapshot } from '../model/snapshot.js';
 import type { IptablesProxierOptions } from './options.js';
 import { planIptables } from './plan.js';
 import type { IptablesPlan, JumpRule, PlanState } from './plan.js';
@@ -38,7 +39,7 @@ import type { Hooks, KernelState } from './plan-hooks.js';
 import type { IptablesTableName } from '../../netfilter/iptables/model.js';
 import type { CanaryCheck } from './canary.js';
 import type { Proxier, ProxierInformers, SyncReport } from '../proxier.js';
-import { recordSyncMetrics } from './sync-metrics.js';
+import { recordNetworkProgramming, recordSyncMetrics } from './sync-metrics.js';
 
 /** The iptables operations a sync uses (the `Iptables` seam; real or Fake). */
 export type ProxierIptables = Pick<
@@ -388,54 +389,7 @@ export class IptablesProxier implements Proxier {
     metrics.endpointChangesPending.set(0);
     // From here on the trackers' changes are consumed: any failure must force a full sync.
     f.needFullSync = true;
-    let plan: IptablesPlan;
-    let text: string;
-    try {
-      const options = this.deps.optionsFor(f.family, this.node);
-      // A full sync reads the kernel once: stale service chains to delete, and which hooks
-      // (jumps from built-in chains, canaries) are missing.
-      const kernel = fullSync ? scanKernelState(await f.iptables.save()) : undefined;
-      const existingNatChains = kernel?.chains.get('nat');
-      plan = planIptables(
-        {
-          family: f.family,
-          services: snapshot.services,
-          endpoints: snapshot.endpoints,
-          options,
-          changedServices: fullSync ? 'all' : snapshot.changedServices,
-          ...(existingNatChains !== undefined ? { existingNatChains } : {}),
-          nowMs: start,
-        },
-        f.planState,
-      );
-      for (const w of plan.warnings) log.info({ ipFamily: f.family }, w);
-      // The plan may decide on a full sync by itself (changed options): read the kernel then.
-      const hookState = plan.fullSync
-        ? (kernel ?? scanKernelState(await f.iptables.save()))
-        : undefined;
-      text =
-        hookState !== undefined
-          ? withHooks(plan.tables, this.hooksFor(plan, hookState))
-          : plan.text;
-      log.debug(
-        {
-          ipFamily: f.family,
-          numServices: plan.numServices,
-          numEndpoints: plan.numEndpoints,
-          numFilterChains: plan.counts.filterChains,
-          numFilterRules: plan.counts.filterRules,
-          numNATChains: plan.counts.natChains,
-          numNATRules: plan.counts.natRulesLast,
-        },
-        'Reloading service iptables data',
-      );
-      await f.iptables.restore(text, { noflush: true, counters: true });
-    } catch (err) {
-      metrics.iptablesRestoreFailuresTotal.inc();
-      if (!fullSync) metrics.iptablesPartialRestoreFailuresTotal.inc();
-      log.error({ err, ipFamily: f.family, fullSync }, 'Failed to execute iptables-restore');
-      throw err;
-    }
+    const { plan, text } = await this.planAndRestore(f, snapshot, fullSync, start);
     f.planState = plan.state;
     if (plan.fullSync) {
       f.hooks = { jumps: plan.jumps, canaries: plan.canaryChains };
@@ -447,16 +401,7 @@ export class IptablesProxier implements Proxier {
 
     const end = clock.now();
     recordSyncMetrics(metrics, plan, f.family, (end - start) / 1000, end);
-    const fam = { ip_family: f.family };
-    for (const [service, times] of snapshot.lastChangeTriggerTimes) {
-      for (const t of times) {
-        const at = Date.parse(t);
-        if (Number.isNaN(at)) continue;
-        const latency = Math.max(0, (end - at) / 1000);
-        metrics.networkProgrammingDuration.observe(fam, latency);
-        log.debug({ ipFamily: f.family, service, elapsed: latency }, 'Network programming');
-      }
-    }
+    recordNetworkProgramming(metrics, log, f.family, snapshot.lastChangeTriggerTimes, end);
     this.deps.health.updated(f.family);
     log.info(
       {
@@ -477,6 +422,66 @@ export class IptablesProxier implements Proxier {
       elapsedMs: end - start,
       restoreBytes: text.length,
     };
+  }
+
+  /**
+   * Plans one family's sync and applies it in one restore; a full sync reads the kernel
+   * once for stale chains and missing hooks. Counts and logs a failed restore, then throws.
+   */
+  private async planAndRestore(
+    f: FamilyState,
+    snapshot: ProxySnapshot,
+    fullSync: boolean,
+    start: number,
+  ): Promise<{ plan: IptablesPlan; text: string }> {
+    const { log, metrics } = this.deps;
+    try {
+      const options = this.deps.optionsFor(f.family, this.node);
+      // A full sync reads the kernel once: stale service chains to delete, and which hooks
+      // (jumps from built-in chains, canaries) are missing.
+      const kernel = fullSync ? scanKernelState(await f.iptables.save()) : undefined;
+      const existingNatChains = kernel?.chains.get('nat');
+      const plan = planIptables(
+        {
+          family: f.family,
+          services: snapshot.services,
+          endpoints: snapshot.endpoints,
+          options,
+          changedServices: fullSync ? 'all' : snapshot.changedServices,
+          ...(existingNatChains !== undefined ? { existingNatChains } : {}),
+          nowMs: start,
+        },
+        f.planState,
+      );
+      for (const w of plan.warnings) log.info({ ipFamily: f.family }, w);
+      // The plan may decide on a full sync by itself (changed options): read the kernel then.
+      const hookState = plan.fullSync
+        ? (kernel ?? scanKernelState(await f.iptables.save()))
+        : undefined;
+      const text =
+        hookState !== undefined
+          ? withHooks(plan.tables, this.hooksFor(plan, hookState))
+          : plan.text;
+      log.debug(
+        {
+          ipFamily: f.family,
+          numServices: plan.numServices,
+          numEndpoints: plan.numEndpoints,
+          numFilterChains: plan.counts.filterChains,
+          numFilterRules: plan.counts.filterRules,
+          numNATChains: plan.counts.natChains,
+          numNATRules: plan.counts.natRulesLast,
+        },
+        'Reloading service iptables data',
+      );
+      await f.iptables.restore(text, { noflush: true, counters: true });
+      return { plan, text };
+    } catch (err) {
+      metrics.iptablesRestoreFailuresTotal.inc();
+      if (!fullSync) metrics.iptablesPartialRestoreFailuresTotal.inc();
+      log.error({ err, ipFamily: f.family, fullSync }, 'Failed to execute iptables-restore');
+      throw err;
+    }
   }
 
   /** The hook lines a full sync adds, given what the kernel has. */
