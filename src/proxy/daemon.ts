@@ -9,8 +9,6 @@
 import { cpus, networkInterfaces } from 'node:os';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import type { Informer } from '../kube/informer.js';
-import type { EndpointSlice, Node, Service } from '../kube/types.js';
 import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME } from '../kube/names.js';
 import { RealIptables, commandsFor, detectIptablesVariant } from '../netfilter/iptables/backend.js';
 import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/backend.js';
@@ -37,7 +35,7 @@ import { NFACCT_METRICS, ProxyMetrics } from './metrics.js';
 import { applySysctls, planSysctls, readTcpBeLiberal } from './node-setup.js';
 import { planCleanup } from './iptables/plan-cleanup.js';
 import { IptablesProxier } from './iptables/proxier.js';
-import type { Proxier } from './proxier.js';
+import type { Proxier, ProxierInformers } from './proxier.js';
 import { SvcnetError } from '../errors.js';
 
 /** Services the proxy watches: not claimed by another proxy, not headless (kube-proxy's selector). */
@@ -46,11 +44,7 @@ export const SERVICE_LABEL_SELECTOR = `!${LABEL_SERVICE_PROXY_NAME},!${LABEL_HEA
 export const ENDPOINT_SLICE_LABEL_SELECTOR = `!${LABEL_HEADLESS}`;
 
 /** The informers the daemon needs (client-node backed in production, Fakes in tests). */
-export interface ProxyInformers {
-  readonly services: Informer<Service>;
-  readonly endpointSlices: Informer<EndpointSlice>;
-  readonly nodes: Informer<Node>;
-}
+export type ProxyInformers = Required<ProxierInformers>;
 
 export interface ProxyDaemonDeps {
   readonly execer: Execer;

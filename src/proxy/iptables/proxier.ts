@@ -15,7 +15,6 @@ import { formatFieldError } from '../../errors.js';
 import type { IptablesBackend } from '../../netfilter/iptables/backend.js';
 import type { Conntrack } from '../../os/conntrack.js';
 import type { IPFamily } from '../../util/ip.js';
-import { categorizeEndpoints } from '../model/categorize.js';
 import { EndpointsChangeTracker, localReadyEndpoints } from '../model/endpoints-change-tracker.js';
 import type { EndpointsMap } from '../model/endpoints-change-tracker.js';
 import { ServiceChangeTracker } from '../model/service-change-tracker.js';
@@ -27,8 +26,8 @@ import { planIptables } from './plan.js';
 import type { IptablesPlan, JumpRule, PlanState } from './plan.js';
 import { LABEL_TOPOLOGY_ZONE } from '../../kube/names.js';
 import type { Clock } from '../clock.js';
-import type { ConntrackServicePort, ConntrackView } from '../conntrack-cleanup.js';
-import { planConntrackCleanup } from '../conntrack-cleanup.js';
+import type { ConntrackView } from '../conntrack-cleanup.js';
+import { conntrackViewOf, planConntrackCleanup } from '../conntrack-cleanup.js';
 import type { ServiceHealthServers } from '../healthcheck-nodeports.js';
 import type { ProxyHealth } from '../healthz.js';
 import type { ProxyMetrics } from '../metrics.js';
@@ -515,7 +514,10 @@ export class IptablesProxier implements Proxier {
     services: ServicePortMap,
     endpoints: EndpointsMap,
   ): Promise<void> {
-    const view = this.conntrackView(f.family, services, endpoints);
+    const view = conntrackViewOf(f.family, services, endpoints, {
+      nodeName: this.deps.nodeName,
+      zone: this.node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '',
+    });
     const filters = planConntrackCleanup(f.conntrackView, view);
     f.conntrackView = view;
     const ct = this.deps.conntrack;
@@ -537,31 +539,5 @@ export class IptablesProxier implements Proxier {
       { ipFamily: f.family, filters: filters.length, deleted },
       'Deleted stale conntrack entries',
     );
-  }
-
-  private conntrackView(
-    family: IPFamily,
-    services: ServicePortMap,
-    endpoints: EndpointsMap,
-  ): ConntrackView {
-    const view = new Map<string, ConntrackServicePort>();
-    const node = {
-      nodeName: this.deps.nodeName,
-      zone: this.node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '',
-    };
-    for (const [key, sp] of services) {
-      if (sp.protocol !== 'UDP') continue;
-      const cat = categorizeEndpoints(endpoints.get(key) ?? [], sp, node);
-      view.set(key, {
-        name: sp.nameString,
-        family,
-        protocol: sp.protocol,
-        serviceIPs: [sp.clusterIP, ...sp.externalIPs, ...sp.loadBalancerVIPs],
-        port: sp.port,
-        ...(sp.nodePort > 0 ? { nodePort: sp.nodePort } : {}),
-        endpoints: cat.allReachableEndpoints.map((e) => ({ ip: e.ip, port: e.port })),
-      });
-    }
-    return view;
   }
 }
