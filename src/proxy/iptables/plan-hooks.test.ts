@@ -13,37 +13,52 @@ import { jumpRules } from './plan-fixed.js';
 import { addHooks, scanKernelState, withHooks } from './plan-hooks.js';
 import type { KernelState } from './plan-hooks.js';
 import type { PlanTable } from './plan.js';
+import { DEFAULT_OPTIONS } from './options.js';
+import { planFromObjects } from './plan-objects.js';
 
 const canaries = (['mangle', 'nat', 'filter'] as const).map((table) => ({
   table,
   chain: 'KUBE-PROXY-CANARY',
 }));
 
-function table(name: 'filter' | 'nat', chains: string[]): PlanTable {
-  return {
-    name,
-    head: `*${name}\n${chains.map((c) => `:${c} - [0:0]\n`).join('')}`,
-    body: '',
-    fixedChains: chains,
-  };
+/** A plan text of two tables that only declare their fixed chains, and where they lie. */
+function planOf(chains: Record<'filter' | 'nat', string[]>): {
+  text: string;
+  tables: PlanTable[];
+} {
+  let text = '';
+  const tables: PlanTable[] = [];
+  for (const name of ['filter', 'nat'] as const) {
+    const start = text.length;
+    text += `*${name}\n${chains[name].map((c) => `:${c} - [0:0]\n`).join('')}`;
+    tables.push({
+      name,
+      start,
+      rulesStart: text.length,
+      end: text.length,
+      fixedChains: chains[name],
+    });
+    text += 'COMMIT\n';
+  }
+  return { text, tables };
 }
 
-const planTables = [
-  table('filter', [
+const plan = planOf({
+  filter: [
     'KUBE-SERVICES',
     'KUBE-EXTERNAL-SERVICES',
     'KUBE-FORWARD',
     'KUBE-NODEPORTS',
     'KUBE-PROXY-FIREWALL',
-  ]),
-  table('nat', ['KUBE-SERVICES', 'KUBE-NODEPORTS', 'KUBE-POSTROUTING', 'KUBE-MARK-MASQ']),
-];
+  ],
+  nat: ['KUBE-SERVICES', 'KUBE-NODEPORTS', 'KUBE-POSTROUTING', 'KUBE-MARK-MASQ'],
+});
 
 function hooks(state: KernelState) {
   const declares = (t: IptablesTableName, chain: string): boolean =>
-    planTables.some((p) => p.name === t && p.fixedChains.includes(chain));
+    plan.tables.some((p) => p.name === t && p.fixedChains.includes(chain));
   const h = addHooks(jumpRules(), canaries, state, declares);
-  return { ...h, text: withHooks(planTables, h) };
+  return { ...h, text: withHooks(plan.text, plan.tables, h) };
 }
 
 test('first full sync on an empty node: every jump inserted once, canaries declared', async () => {
@@ -146,4 +161,23 @@ test('scanKernelState keeps declarations and built-in rules only', () => {
       args: ['-m', 'comment', '--comment', 'kubernetes service portals', '-j', 'KUBE-SERVICES'],
     },
   ]);
+});
+
+test("a real plan's tables locate its text: declarations, then rules, then COMMIT", () => {
+  const { plan: p } = planFromObjects(
+    [],
+    [],
+    { ...DEFAULT_OPTIONS, nodeName: 'n', nodeIP: '' },
+    'IPv4',
+  );
+  assert.deepEqual(
+    p.tables.map((t) => t.name),
+    ['filter', 'nat'],
+  );
+  assert.equal(p.tables.map((t) => `${p.text.slice(t.start, t.end)}COMMIT\n`).join(''), p.text);
+  for (const t of p.tables) {
+    const head = p.text.slice(t.start, t.rulesStart);
+    assert.match(head, new RegExp(`^\\*${t.name}\\n(:\\S+ - \\[0:0\\]\\n)+$`));
+    assert.match(p.text.slice(t.rulesStart, t.end), /^(-A .*\n)+$/);
+  }
 });

@@ -126,12 +126,12 @@ function lines(items: readonly string[]): string {
 }
 
 /**
- * The restore input of a full sync: each of the plan's table sections with its hook lines
- * spliced in (declarations after the plan's, inserts after the plan's rules, whose target
- * chains are declared above), preceded by a section of its own for a table that only has
- * hooks (mangle's canary). Tables the plan writes stay in the plan's order.
+ * The restore input of a full sync: each table section of the plan's `text` (located by
+ * `tables`) with its hook lines spliced in (declarations after the plan's, inserts after the
+ * plan's rules, whose target chains are declared above), preceded by a section of its own
+ * for a table that only has hooks (mangle's canary). The plan's text is sliced, not parsed.
  */
-export function withHooks(tables: readonly PlanTable[], hooks: Hooks): string {
+export function withHooks(text: string, tables: readonly PlanTable[], hooks: Hooks): string {
   const out: string[] = [];
   for (const name of TABLE_NAMES) {
     const h = hooks.tables.get(name);
@@ -145,9 +145,9 @@ export function withHooks(tables: readonly PlanTable[], hooks: Hooks): string {
   }
   for (const t of tables) {
     const h = hooks.tables.get(t.name);
-    out.push(t.head);
+    out.push(text.slice(t.start, t.rulesStart));
     if (h !== undefined) out.push(lines(h.chains.map(renderChainDecl)));
-    out.push(t.body);
+    out.push(text.slice(t.rulesStart, t.end));
     if (h !== undefined) out.push(lines(h.inserts.map(renderRule)));
     out.push('COMMIT\n');
   }

@@ -459,7 +459,7 @@ export class IptablesProxier implements Proxier {
         : undefined;
       const text =
         hookState !== undefined
-          ? withHooks(plan.tables, this.hooksFor(plan, hookState))
+          ? withHooks(plan.text, plan.tables, this.hooksFor(plan, hookState))
           : plan.text;
       log.debug(
         {
