@@ -59,11 +59,15 @@ function slice(i: number, endpoints: number, salt = 0): EndpointSlice {
   };
 }
 
+/** `make(0) … make(n - 1)`, made one at a time (each is garbage once the trackers read it). */
+function* each<T>(n: number, make: (i: number) => T): Generator<T> {
+  for (let i = 0; i < n; i++) yield make(i);
+}
+
 function build(n: number) {
-  const ids = Array.from({ length: n }, (_, i) => i);
   const t = trackObjects(
-    ids.map((i) => service(i)),
-    ids.map((i) => slice(i, 10)),
+    each(n, service),
+    each(n, (i) => slice(i, 10)),
     'IPv4',
     'node-1',
   );
