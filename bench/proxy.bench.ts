@@ -20,7 +20,8 @@ import { ProxyHealth } from '../src/proxy/healthz.js';
 import { DEFAULT_OPTIONS } from '../src/proxy/iptables/options.js';
 import { ProxyMetrics } from '../src/proxy/metrics.js';
 import { IptablesProxier } from '../src/proxy/iptables/proxier.js';
-import type { ProxierIptables, SyncReport } from '../src/proxy/iptables/proxier.js';
+import type { ProxierIptables } from '../src/proxy/iptables/proxier.js';
+import type { SyncReport } from '../src/proxy/proxier.js';
 
 const NODE = 'bench-node';
 

@@ -8,8 +8,7 @@ import { planIptables } from '../src/proxy/iptables/plan.js';
 import type { PlanState } from '../src/proxy/iptables/plan.js';
 import { endpoint, service as serviceOf, slice as sliceOf } from '../src/kube/testing.js';
 import type { EndpointSlice, Service } from '../src/kube/types.js';
-import { ServiceChangeTracker } from '../src/proxy/model/service-change-tracker.js';
-import { EndpointsChangeTracker } from '../src/proxy/model/endpoints-change-tracker.js';
+import { trackObjects } from '../src/proxy/iptables/plan-objects.js';
 import { takeSnapshot } from '../src/proxy/model/snapshot.js';
 import type { ProxySnapshot } from '../src/proxy/model/snapshot.js';
 
@@ -49,14 +48,19 @@ function slice(i: number, endpoints: number, salt = 0): EndpointSlice {
   );
 }
 
+/** `make(0) … make(n - 1)`, made one at a time (each is garbage once the trackers read it). */
+function* each<T>(n: number, make: (i: number) => T): Generator<T> {
+  for (let i = 0; i < n; i++) yield make(i);
+}
+
 function build(n: number) {
-  const svcs = new ServiceChangeTracker('IPv4');
-  const eps = new EndpointsChangeTracker('IPv4', 'node-1');
-  for (let i = 0; i < n; i++) {
-    svcs.update(undefined, service(i));
-    eps.update(undefined, slice(i, 10));
-  }
-  return { svcs, eps, snap: takeSnapshot(svcs, eps) };
+  const t = trackObjects(
+    each(n, service),
+    each(n, (i) => slice(i, 10)),
+    'IPv4',
+    'node-1',
+  );
+  return { svcs: t.services, eps: t.endpoints, snap: t.snapshot };
 }
 
 function planAndRender(

@@ -9,11 +9,8 @@ import { performance } from 'node:perf_hooks';
 import type { EndpointSlice, Service } from '../src/kube/types.js';
 import { parseDocument } from '../src/netfilter/iptables/parse.js';
 import { renderDocument } from '../src/netfilter/iptables/render.js';
-import { planIptables } from '../src/proxy/iptables/plan.js';
 import { DEFAULT_OPTIONS } from '../src/proxy/iptables/options.js';
-import { EndpointsChangeTracker } from '../src/proxy/model/endpoints-change-tracker.js';
-import { ServiceChangeTracker } from '../src/proxy/model/service-change-tracker.js';
-import { takeSnapshot } from '../src/proxy/model/snapshot.js';
+import { planFromObjects } from '../src/proxy/iptables/plan-objects.js';
 import { defaultContext, parsePacketSpec } from '../src/trace/packet.js';
 import { prepareRuleset, tracePacket } from '../src/trace/walk.js';
 import { parseIP } from '../src/util/ip.js';
@@ -24,10 +21,10 @@ function ipOf(base: number, i: number): string {
 }
 
 function rulesFor(n: number): string {
-  const st = new ServiceChangeTracker('IPv4');
-  const et = new EndpointsChangeTracker('IPv4', 'node-1');
+  const services: Service[] = [];
+  const slices: EndpointSlice[] = [];
   for (let i = 0; i < n; i++) {
-    const svc: Service = {
+    services.push({
       apiVersion: 'v1',
       kind: 'Service',
       metadata: { namespace: 'bench', name: `svc${i}` },
@@ -36,8 +33,8 @@ function rulesFor(n: number): string {
         clusterIP: ipOf(0x0a600000, i),
         ports: [{ name: 'http', port: 80, protocol: 'TCP', nodePort: 30000 + (i % 2000) }],
       },
-    };
-    const slice: EndpointSlice = {
+    });
+    slices.push({
       apiVersion: 'discovery.k8s.io/v1',
       kind: 'EndpointSlice',
       metadata: {
@@ -51,24 +48,16 @@ function rulesFor(n: number): string {
         nodeName: k === 0 ? 'node-1' : 'node-2',
       })),
       ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
-    };
-    st.update(undefined, svc);
-    et.update(undefined, slice);
+    });
   }
-  const snap = takeSnapshot(st, et);
-  const plan = planIptables({
-    family: 'IPv4',
-    services: snap.services,
-    endpoints: snap.endpoints,
-    options: {
-      ...DEFAULT_OPTIONS,
-      nodeName: 'node-1',
-      nodeIP: '172.18.0.2',
-      localDetector: { mode: 'ClusterCIDR', cidr: '10.244.0.0/16' },
-      localAddresses: ['127.0.0.1/8', '172.18.0.2/16'],
-    },
-  });
-  return renderDocument(plan.document);
+  const options = {
+    ...DEFAULT_OPTIONS,
+    nodeName: 'node-1',
+    nodeIP: '172.18.0.2',
+    localDetector: { mode: 'ClusterCIDR', cidr: '10.244.0.0/16' } as const,
+    localAddresses: ['127.0.0.1/8', '172.18.0.2/16'],
+  };
+  return renderDocument(planFromObjects(services, slices, options, 'IPv4').plan.document);
 }
 
 function median(xs: number[]): number {

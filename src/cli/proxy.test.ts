@@ -4,8 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ValidationError } from '../errors.js';
-import { loadProxyConfigFile } from '../proxy/config-file.js';
-import { resolveProxyConfig } from './proxy.js';
+import { parseKubeProxyConfiguration, resolveProxyConfig } from '../proxy/config.js';
 
 test('defaults are kube-proxy defaults', () => {
   const c = resolveProxyConfig({}, undefined, 'host-a');
@@ -19,8 +18,7 @@ test('defaults are kube-proxy defaults', () => {
 });
 
 test('config file values apply; explicit flags win; dual-stack from clusterCIDR', () => {
-  const file = loadProxyConfigFile(
-    'kp.yaml',
+  const file = parseKubeProxyConfiguration(
     [
       'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
       'kind: KubeProxyConfiguration',
@@ -32,6 +30,7 @@ test('config file values apply; explicit flags win; dual-stack from clusterCIDR'
       '  masqueradeAll: true',
       '',
     ].join('\n'),
+    'kp.yaml',
   );
   const c = resolveProxyConfig(
     { iptablesMinSyncPeriod: '0s', healthzBindAddress: '127.0.0.1:0' },

@@ -18,17 +18,16 @@ import {
 import { quoteArg } from '../netfilter/iptables/render.js';
 import {
   defaultKubeProxyConfig,
+  defaultProxyConfig,
   parseKubeProxyConfiguration,
   requireBuiltProxyMode,
 } from '../proxy/config.js';
 import type { KubeProxyConfig } from '../proxy/config.js';
-import { DEFAULT_OPTIONS, masqueradeMarkFromBit } from '../proxy/iptables/options.js';
-import type { IptablesProxierOptions, LocalDetector } from '../proxy/iptables/options.js';
-import { planIptables } from '../proxy/iptables/plan.js';
+import { DEFAULT_OPTIONS } from '../proxy/iptables/options.js';
+import type { IptablesProxierOptions } from '../proxy/iptables/options.js';
 import type { IptablesPlan } from '../proxy/iptables/plan.js';
-import { EndpointsChangeTracker } from '../proxy/model/endpoints-change-tracker.js';
-import { ServiceChangeTracker } from '../proxy/model/service-change-tracker.js';
-import { takeSnapshot } from '../proxy/model/snapshot.js';
+import { planFromObjects } from '../proxy/iptables/plan-objects.js';
+import { proxierOptionsFor } from '../proxy/proxier-options.js';
 import { parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import { action, collect, readInput, readSources } from './run.js';
@@ -89,80 +88,42 @@ function clusterCIDRs(opts: RenderOptions, cfg: KubeProxyConfig, notes: string[]
   return DEFAULT_CLUSTER_CIDRS;
 }
 
-function ofFamily(cidrs: readonly string[], family: IPFamily): string | undefined {
-  return cidrs.find((c) => parseCIDRSloppy(c)?.family === family);
-}
-
-function detectorFor(
-  cfg: KubeProxyConfig,
-  cidrs: readonly string[],
-  node: NodeContext,
-  family: IPFamily,
-  notes: string[],
-): LocalDetector {
-  switch (cfg.detectLocalMode) {
-    case 'BridgeInterface':
-      return { mode: 'BridgeInterface', interfaceName: cfg.detectLocal.bridgeInterface };
-    case 'InterfaceNamePrefix':
-      return { mode: 'InterfaceNamePrefix', prefix: cfg.detectLocal.interfaceNamePrefix };
-    case 'NodeCIDR': {
-      const cidr = ofFamily(node.podCIDRs, family);
-      if (cidr === undefined) {
-        notes.push(
-          `${family}: detectLocalMode NodeCIDR but Node ${node.name} has no ${family} podCIDR: no local-traffic detection`,
-        );
-        return { mode: 'None' };
-      }
-      return { mode: 'NodeCIDR', cidr };
-    }
-    case 'ClusterCIDR': {
-      const cidr = ofFamily(cidrs, family);
-      return cidr === undefined ? { mode: 'None' } : { mode: 'ClusterCIDR', cidr };
-    }
-  }
-}
-
-function proxierOptions(
+/** The proxier options of one family, as the daemon would compute them on this node. */
+function optionsFor(
   family: IPFamily,
   cfg: KubeProxyConfig,
   node: NodeContext,
   cidrs: readonly string[],
   notes: string[],
 ): IptablesProxierOptions {
-  const nodeIP = node.ips.find((ip) => parseIPSloppy(ip)?.family === family) ?? '';
-  return {
-    ...DEFAULT_OPTIONS,
-    nodeName: node.name,
-    nodeIP,
-    nodeZone: node.zone,
-    localDetector: detectorFor(cfg, cidrs, node, family, notes),
-    masqueradeMark: masqueradeMarkFromBit(cfg.iptables.masqueradeBit),
+  const config = {
+    ...defaultProxyConfig(node.name),
+    clusterCIDRs: cidrs,
+    detectLocalMode: cfg.detectLocalMode,
+    bridgeInterface: cfg.detectLocal.bridgeInterface,
+    interfaceNamePrefix: cfg.detectLocal.interfaceNamePrefix,
+    masqueradeBit: cfg.iptables.masqueradeBit,
     masqueradeAll: cfg.iptables.masqueradeAll,
     nodePortAddresses: cfg.nodePortAddresses,
-    localAddresses: [family === 'IPv4' ? '127.0.0.1' : '::1', ...node.ips],
     localhostNodePorts: cfg.iptables.localhostNodePorts,
-    conntrackTCPLiberal: cfg.conntrack.tcpBeLiberal,
     syncPeriodMs: cfg.syncPeriodMs,
   };
-}
-
-function planFamily(
-  set: ManifestSet,
-  family: IPFamily,
-  options: IptablesProxierOptions,
-): IptablesPlan {
-  const services = new ServiceChangeTracker(family);
-  const endpoints = new EndpointsChangeTracker(family, options.nodeName);
-  for (const s of set.services) services.update(undefined, s);
-  for (const s of set.endpointSlices) endpoints.update(undefined, s);
-  const snap = takeSnapshot(services, endpoints);
-  return planIptables({
+  const proxyNode = { name: node.name, ips: node.ips, zone: node.zone, podCIDRs: node.podCIDRs };
+  const options = proxierOptionsFor(
+    config,
+    proxyNode,
+    {
+      localAddresses: [family === 'IPv4' ? '127.0.0.1' : '::1', ...node.ips],
+      conntrackTCPLiberal: cfg.conntrack.tcpBeLiberal,
+      nfacct: DEFAULT_OPTIONS.nfacct,
+    },
     family,
-    services: snap.services,
-    endpoints: snap.endpoints,
-    options,
-    changedServices: 'all',
-  });
+  );
+  if (cfg.detectLocalMode === 'NodeCIDR' && options.localDetector.mode === 'None')
+    notes.push(
+      `${family}: detectLocalMode NodeCIDR but Node ${node.name} has no ${family} podCIDR: no local-traffic detection`,
+    );
+  return options;
 }
 
 function binary(family: IPFamily): string {
@@ -231,7 +192,8 @@ export async function runRender(opts: RenderOptions, warnings: string[]): Promis
     `# ${notes.join('; ')}`,
   ];
   const sections = families.map((family) => {
-    const plan = planFamily(set, family, proxierOptions(family, cfg, node, cidrs, warnings));
+    const options = optionsFor(family, cfg, node, cidrs, warnings);
+    const { plan } = planFromObjects(set.services, set.endpointSlices, options, family);
     warnings.push(...plan.warnings.map((w) => `${family}: ${w}`));
     return formatSection(family, plan);
   });

@@ -8,8 +8,8 @@ import {
   parseDuration,
   parseKubeProxyConfiguration,
   requireBuiltProxyMode,
+  resolveProxyConfig,
 } from './config.js';
-import { loadProxyConfigFile } from './config-file.js';
 
 const HEAD = 'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n';
 
@@ -184,13 +184,14 @@ test('negative periods are still rejected; zero ones are defaulted', () => {
   assert.equal(c.syncPeriodMs, 45_000, 'a zero top-level period falls back to the mode one');
 });
 
-test("the daemon's view of kubeadm's config.conf: default periods, the file's kubeconfig", () => {
-  const f = loadProxyConfigFile('config.conf', KUBEADM_CONFIG);
-  assert.equal(f.mode, 'iptables');
-  assert.equal(f.kubeconfig, '/var/lib/kube-proxy/kubeconfig.conf');
-  assert.equal(f.iptables?.syncPeriodMs, 30_000);
-  assert.equal(f.iptables?.minSyncPeriodMs, 1_000);
-  assert.equal(f.iptables?.masqueradeBit, 14);
-  assert.equal(f.clusterCIDR, '10.244.0.0/16');
-  assert.equal(f.healthzBindAddress, '0.0.0.0:10256');
+test("the daemon's view of kubeadm's config.conf: default periods, the file's values", () => {
+  const file = parseKubeProxyConfiguration(KUBEADM_CONFIG, 'config.conf');
+  assert.equal(file.mode, 'iptables');
+  assert.equal(file.clientConnection.kubeconfig, '/var/lib/kube-proxy/kubeconfig.conf');
+  const c = resolveProxyConfig({}, file, 'host-a');
+  assert.equal(c.syncPeriodMs, 30_000);
+  assert.equal(c.minSyncPeriodMs, 1_000);
+  assert.equal(c.masqueradeBit, 14);
+  assert.deepEqual(c.clusterCIDRs, ['10.244.0.0/16']);
+  assert.equal(c.healthzBindAddress, '0.0.0.0:10256');
 });

@@ -4,13 +4,18 @@
 // conntrack maxPerCore 32768 / min 131072, ...). As kube-proxy does, zero values of the
 // periods and of clientConnection qps/burst mean "default", and null means unset: the
 // `config.conf` that kubeadm and kind ship (`syncPeriod: 0s`, `masqueradeBit: null`) loads.
-// Durations use Go's syntax ("1m30s").
+// Durations use Go's syntax ("1m30s"). `resolveProxyConfig` overlays the daemon's flags on
+// such a file (or on the defaults) into the `ProxyDaemonConfig` the proxy runs with, the way
+// dns/config.ts `buildDnsConfig` does for the DNS server.
 // Pure: callers read the file. Throws ValidationError (INVALID_INPUT) listing every problem.
 
 import { parseYamlDocument } from '../kube/manifest.js';
 import { SvcnetError, ValidationError } from '../errors.js';
 import type { FieldError } from '../errors.js';
-import { parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
+import type { IptablesVariant } from '../netfilter/iptables/backend.js';
+import { formatCIDR, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
+import type { IPFamily } from '../util/ip.js';
+import type { ConntrackSettings } from './node-setup.js';
 
 export const KUBE_PROXY_CONFIG_API_VERSION = 'kubeproxy.config.k8s.io/v1alpha1';
 export const KUBE_PROXY_CONFIG_KIND = 'KubeProxyConfiguration';
@@ -465,4 +470,210 @@ export function parseKubeProxyConfiguration(text: string, path: string): KubePro
   if (errors.length === 0) checkSemantics(raw, add);
   if (errors.length > 0) throw new ValidationError(errors);
   return build(raw);
+}
+
+/** The effective settings of one proxy (KubeProxyConfiguration after defaults and flags). */
+export interface ProxyDaemonConfig {
+  readonly nodeName: string;
+  /** IP families to program; IPv4 first. */
+  readonly families: readonly IPFamily[];
+  /** Canonical CIDRs (any family). */
+  readonly clusterCIDRs: readonly string[];
+  readonly detectLocalMode: DetectLocalMode;
+  readonly bridgeInterface: string;
+  readonly interfaceNamePrefix: string;
+  readonly masqueradeAll: boolean;
+  readonly masqueradeBit: number;
+  readonly localhostNodePorts: boolean;
+  readonly nodePortAddresses: readonly string[];
+  readonly syncPeriodMs: number;
+  readonly minSyncPeriodMs: number;
+  /** `ADDR:PORT`; empty disables the server. */
+  readonly healthzBindAddress: string;
+  readonly metricsBindAddress: string;
+  readonly conntrack: ConntrackSettings;
+  /** How often the canary is checked. */
+  readonly canaryIntervalMs: number;
+  /** `auto` detects like kube-proxy's image; otherwise forced. */
+  readonly iptablesVariant: 'auto' | IptablesVariant;
+}
+
+/** The `svcnet proxy` flags that override the file (as given on the command line). */
+export interface ProxyConfigFlags {
+  readonly hostnameOverride?: string;
+  readonly clusterCidr?: string;
+  readonly detectLocalMode?: string;
+  readonly podBridgeInterface?: string;
+  readonly podInterfaceNamePrefix?: string;
+  readonly masqueradeAll?: boolean;
+  readonly iptablesMasqueradeBit?: string;
+  readonly iptablesLocalhostNodeports?: string;
+  readonly iptablesSyncPeriod?: string;
+  readonly iptablesMinSyncPeriod?: string;
+  readonly nodeportAddresses?: string;
+  readonly healthzBindAddress?: string;
+  readonly metricsBindAddress?: string;
+  readonly conntrackMaxPerCore?: string;
+  readonly conntrackMin?: string;
+  readonly conntrackTcpTimeoutEstablished?: string;
+  readonly conntrackTcpTimeoutCloseWait?: string;
+  readonly conntrackTcpBeLiberal?: boolean;
+  readonly conntrackUdpTimeout?: string;
+  readonly conntrackUdpTimeoutStream?: string;
+  readonly iptablesVariant?: string;
+  readonly canaryInterval?: string;
+}
+
+/** kube-proxy's defaults (KubeProxyConfiguration v1alpha1, iptables mode, Linux). */
+export function defaultProxyConfig(nodeName: string): ProxyDaemonConfig {
+  return resolveProxyConfig({}, undefined, nodeName);
+}
+
+function familiesOf(cidrs: readonly string[]): IPFamily[] {
+  const fams = new Set(cidrs.map((c) => parseCIDRSloppy(c)?.family));
+  const out: IPFamily[] = [];
+  if (fams.has('IPv4') || fams.size === 0) out.push('IPv4');
+  if (fams.has('IPv6')) out.push('IPv6');
+  return out;
+}
+
+/** Readers of flag text that report a bad value (naming the flag) and return undefined. */
+function flagReaders(bad: (field: string, message: string) => void) {
+  const int = (flag: string, text: string | undefined, min: number, max: number) => {
+    if (text === undefined) return undefined;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      bad(flag, `must be an integer ${min}-${max}, got ${JSON.stringify(text)}`);
+      return undefined;
+    }
+    return n;
+  };
+  const duration = (flag: string, text: string | undefined): number | undefined => {
+    if (text === undefined) return undefined;
+    const ms = parseDuration(text.trim());
+    if (ms === undefined || ms < 0)
+      bad(flag, `must be a duration like 1s, 500ms or 1h30m, got ${JSON.stringify(text)}`);
+    return ms === undefined || ms < 0 ? undefined : Math.round(ms);
+  };
+  const boolean = (flag: string, text: string | undefined): boolean | undefined => {
+    if (text === undefined) return undefined;
+    if (text === 'true' || text === '') return true;
+    if (text === 'false') return false;
+    bad(flag, `must be true or false, got ${JSON.stringify(text)}`);
+    return undefined;
+  };
+  const seconds = (flag: string, text: string | undefined): number | undefined => {
+    const ms = duration(flag, text);
+    return ms === undefined ? undefined : ms / 1000;
+  };
+  const list = (text: string): string[] =>
+    text
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+  return { int, duration, boolean, seconds, list };
+}
+
+function resolveConntrack(
+  flags: ProxyConfigFlags,
+  file: ConntrackConfig,
+  read: ReturnType<typeof flagReaders>,
+): ConntrackSettings {
+  const sec = (ms: number): number => ms / 1000;
+  return {
+    maxPerCore:
+      read.int('--conntrack-max-per-core', flags.conntrackMaxPerCore, 0, 2 ** 31) ??
+      file.maxPerCore,
+    min: read.int('--conntrack-min', flags.conntrackMin, 0, 2 ** 31) ?? file.min,
+    tcpEstablishedTimeoutSeconds:
+      read.seconds('--conntrack-tcp-timeout-established', flags.conntrackTcpTimeoutEstablished) ??
+      sec(file.tcpEstablishedTimeoutMs),
+    tcpCloseWaitTimeoutSeconds:
+      read.seconds('--conntrack-tcp-timeout-close-wait', flags.conntrackTcpTimeoutCloseWait) ??
+      sec(file.tcpCloseWaitTimeoutMs),
+    tcpBeLiberal: flags.conntrackTcpBeLiberal ?? file.tcpBeLiberal,
+    udpTimeoutSeconds:
+      read.seconds('--conntrack-udp-timeout', flags.conntrackUdpTimeout) ?? sec(file.udpTimeoutMs),
+    udpStreamTimeoutSeconds:
+      read.seconds('--conntrack-udp-timeout-stream', flags.conntrackUdpTimeoutStream) ??
+      sec(file.udpStreamTimeoutMs),
+  };
+}
+
+/**
+ * Resolves the effective config: kube-proxy's defaults ← the KubeProxyConfiguration file
+ * (`file`, parsed by `parseKubeProxyConfiguration`; absent means defaults) ← flags given
+ * explicitly. Collects every bad flag value before failing (ValidationError naming the flag).
+ */
+export function resolveProxyConfig(
+  flags: ProxyConfigFlags,
+  file: KubeProxyConfig | undefined,
+  defaultNodeName: string,
+): ProxyDaemonConfig {
+  const errors: FieldError[] = [];
+  const bad = (field: string, message: string): void => {
+    errors.push({ object: 'svcnet proxy', field, message });
+  };
+  const read = flagReaders(bad);
+  const f = file ?? defaultKubeProxyConfig();
+  const nodeName =
+    (flags.hostnameOverride ?? f.hostnameOverride).trim().toLowerCase() || defaultNodeName;
+  const clusterCIDRs: string[] = [];
+  for (const part of read.list(flags.clusterCidr ?? f.clusterCIDRs.join(','))) {
+    const c = parseCIDRSloppy(part);
+    if (c === undefined) bad('--cluster-cidr', `not a CIDR: ${JSON.stringify(part)}`);
+    else clusterCIDRs.push(formatCIDR(c));
+  }
+  // An empty --detect-local-mode means the default, as an empty field in the file does.
+  const mode =
+    flags.detectLocalMode === '' ? 'ClusterCIDR' : (flags.detectLocalMode ?? f.detectLocalMode);
+  if (!DETECT_MODES.has(mode))
+    bad(
+      '--detect-local-mode',
+      `must be one of ClusterCIDR, NodeCIDR, BridgeInterface, InterfaceNamePrefix, got ${JSON.stringify(mode)}`,
+    );
+  const nodePortAddresses =
+    flags.nodeportAddresses !== undefined
+      ? read.list(flags.nodeportAddresses)
+      : f.nodePortAddresses;
+  for (const a of nodePortAddresses)
+    if (!NODE_PORT_KEYWORDS.has(a) && parseCIDRSloppy(a) === undefined)
+      bad(
+        '--nodeport-addresses',
+        `must be CIDRs or primary, localhost, all; got ${JSON.stringify(a)}`,
+      );
+  const variant = flags.iptablesVariant ?? 'auto';
+  if (variant !== 'auto' && variant !== 'legacy' && variant !== 'nft')
+    bad('--iptables-variant', `must be auto, legacy or nft, got ${JSON.stringify(variant)}`);
+  const masqueradeBit =
+    read.int('--iptables-masquerade-bit', flags.iptablesMasqueradeBit, 0, 31) ??
+    f.iptables.masqueradeBit;
+  const syncPeriodMs =
+    read.duration('--iptables-sync-period', flags.iptablesSyncPeriod) ?? f.syncPeriodMs;
+  const minSyncPeriodMs =
+    read.duration('--iptables-min-sync-period', flags.iptablesMinSyncPeriod) ?? f.minSyncPeriodMs;
+  if (syncPeriodMs <= 0) bad('--iptables-sync-period', 'must be greater than 0');
+  const cfg: ProxyDaemonConfig = {
+    nodeName,
+    families: familiesOf(clusterCIDRs),
+    clusterCIDRs,
+    detectLocalMode: mode as DetectLocalMode,
+    bridgeInterface: flags.podBridgeInterface ?? f.detectLocal.bridgeInterface,
+    interfaceNamePrefix: flags.podInterfaceNamePrefix ?? f.detectLocal.interfaceNamePrefix,
+    masqueradeAll: flags.masqueradeAll ?? f.iptables.masqueradeAll,
+    masqueradeBit,
+    localhostNodePorts:
+      read.boolean('--iptables-localhost-nodeports', flags.iptablesLocalhostNodeports) ??
+      f.iptables.localhostNodePorts,
+    nodePortAddresses,
+    syncPeriodMs,
+    minSyncPeriodMs,
+    healthzBindAddress: flags.healthzBindAddress ?? f.healthzBindAddress,
+    metricsBindAddress: flags.metricsBindAddress ?? f.metricsBindAddress,
+    conntrack: resolveConntrack(flags, f.conntrack, read),
+    canaryIntervalMs: read.duration('--canary-interval', flags.canaryInterval) ?? 1_000,
+    iptablesVariant: variant as ProxyDaemonConfig['iptablesVariant'],
+  };
+  if (errors.length > 0) throw new ValidationError(errors);
+  return cfg;
 }

@@ -5,11 +5,15 @@
 //    with a fixed source port keeps talking to the dead backend;
 //  - a service port went from no endpoints to some: flows created while it had none were
 //    never DNATed (they are black holes) and must go so the next packet is DNATed.
-// TCP is left alone (a new TCP connection gets a new conntrack entry). No I/O here: the
-// daemon hands the filters to the Conntrack seam.
+// TCP is left alone (a new TCP connection gets a new conntrack entry). Any proxier builds
+// its views with `conntrackViewOf` after each sync. No I/O here: the proxier hands the
+// filters to the Conntrack seam.
 
 import type { ConntrackFilter } from '../os/conntrack.js';
 import type { IPFamily } from '../util/ip.js';
+import { categorizeEndpoints } from './model/categorize.js';
+import type { EndpointsMap } from './model/endpoints-change-tracker.js';
+import type { ServicePortMap } from './model/service-change-tracker.js';
 
 /** What the cleanup needs to know about one service port of one IP family. */
 export interface ConntrackServicePort {
@@ -27,6 +31,33 @@ export interface ConntrackServicePort {
 
 /** Key → view; the key identifies the service port across syncs (e.g. `ns/name:port/UDP`). */
 export type ConntrackView = ReadonlyMap<string, ConntrackServicePort>;
+
+/**
+ * The view of one family's UDP service ports as a sync programs them: the endpoints traffic
+ * is sent to from this node (`node`: its name and zone, for traffic policies and hints).
+ */
+export function conntrackViewOf(
+  family: IPFamily,
+  services: ServicePortMap,
+  endpoints: EndpointsMap,
+  node: { readonly nodeName: string; readonly zone: string },
+): ConntrackView {
+  const view = new Map<string, ConntrackServicePort>();
+  for (const [key, sp] of services) {
+    if (sp.protocol !== 'UDP') continue;
+    const cat = categorizeEndpoints(endpoints.get(key) ?? [], sp, node);
+    view.set(key, {
+      name: sp.nameString,
+      family,
+      protocol: sp.protocol,
+      serviceIPs: [sp.clusterIP, ...sp.externalIPs, ...sp.loadBalancerVIPs],
+      port: sp.port,
+      ...(sp.nodePort > 0 ? { nodePort: sp.nodePort } : {}),
+      endpoints: cat.allReachableEndpoints.map((e) => ({ ip: e.ip, port: e.port })),
+    });
+  }
+  return view;
+}
 
 function filterKey(f: ConntrackFilter): string {
   return [f.family, f.protocol, f.origDst, f.origDstPort, f.replySrc, f.replySrcPort].join('|');

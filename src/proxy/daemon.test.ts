@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { defaultProxyConfig } from '../cli/proxy.js';
+import { defaultProxyConfig } from './config.js';
 import { FakeInformer } from '../kube/informer.js';
 import type { EndpointSlice, Node, Service } from '../kube/types.js';
 import { FakeIptables } from '../netfilter/iptables/fake.js';

@@ -9,9 +9,7 @@
 import { cpus, networkInterfaces } from 'node:os';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import type { Informer } from '../kube/informer.js';
-import type { EndpointSlice, Node, Service } from '../kube/types.js';
-import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME, LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
+import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME } from '../kube/names.js';
 import { RealIptables, commandsFor, detectIptablesVariant } from '../netfilter/iptables/backend.js';
 import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/backend.js';
 import { parseDocument } from '../netfilter/iptables/parse.js';
@@ -21,22 +19,23 @@ import { RealNfacct } from '../os/nfacct.js';
 import type { Nfacct } from '../os/nfacct.js';
 import type { Sysctl } from '../os/sysctl.js';
 import type { IPFamily } from '../util/ip.js';
-import { cidrContains, formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
+import { cidrContains, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import { CanaryMonitor } from './iptables/canary.js';
 import type { Clock } from '../util/clock.js';
 import { ServiceHealthServers } from './healthcheck-nodeports.js';
 import { ProxyHealth, healthzHandler } from './healthz.js';
-import { masqueradeMarkFromBit } from './iptables/options.js';
-import type { IptablesProxierOptions, LocalDetector, NfacctCounters } from './iptables/options.js';
+import type { ProxyDaemonConfig } from './config.js';
+import type { NfacctCounters } from './iptables/options.js';
+import { NO_NFACCT, proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
 import { listenHttp, parseBindAddress } from './listen.js';
 import type { BindAddress, Listening } from './listen.js';
 import { listenFailed } from '../util/listen-error.js';
 import { metricsHandler } from './metrics-server.js';
 import { NFACCT_METRICS, ProxyMetrics } from './metrics.js';
 import { applySysctls, planSysctls, readTcpBeLiberal } from './node-setup.js';
-import type { ConntrackSettings } from './node-setup.js';
 import { planCleanup } from './iptables/plan-cleanup.js';
 import { IptablesProxier } from './iptables/proxier.js';
+import type { Proxier, ProxierInformers } from './proxier.js';
 import { SvcnetError } from '../errors.js';
 
 /** Services the proxy watches: not claimed by another proxy, not headless (kube-proxy's selector). */
@@ -44,41 +43,8 @@ export const SERVICE_LABEL_SELECTOR = `!${LABEL_SERVICE_PROXY_NAME},!${LABEL_HEA
 /** EndpointSlices the proxy watches: not those of headless Services. */
 export const ENDPOINT_SLICE_LABEL_SELECTOR = `!${LABEL_HEADLESS}`;
 
-export type DetectLocalMode =
-  '' | 'ClusterCIDR' | 'NodeCIDR' | 'BridgeInterface' | 'InterfaceNamePrefix';
-
-/** The effective settings of one proxy (KubeProxyConfiguration after defaults and flags). */
-export interface ProxyDaemonConfig {
-  readonly nodeName: string;
-  /** IP families to program; IPv4 first. */
-  readonly families: readonly IPFamily[];
-  /** Canonical CIDRs (any family). */
-  readonly clusterCIDRs: readonly string[];
-  readonly detectLocalMode: DetectLocalMode;
-  readonly bridgeInterface: string;
-  readonly interfaceNamePrefix: string;
-  readonly masqueradeAll: boolean;
-  readonly masqueradeBit: number;
-  readonly localhostNodePorts: boolean;
-  readonly nodePortAddresses: readonly string[];
-  readonly syncPeriodMs: number;
-  readonly minSyncPeriodMs: number;
-  /** `ADDR:PORT`; empty disables the server. */
-  readonly healthzBindAddress: string;
-  readonly metricsBindAddress: string;
-  readonly conntrack: ConntrackSettings;
-  /** How often the canary is checked. */
-  readonly canaryIntervalMs: number;
-  /** `auto` detects like kube-proxy's image; otherwise forced. */
-  readonly iptablesVariant: 'auto' | IptablesVariant;
-}
-
 /** The informers the daemon needs (client-node backed in production, Fakes in tests). */
-export interface ProxyInformers {
-  readonly services: Informer<Service>;
-  readonly endpointSlices: Informer<EndpointSlice>;
-  readonly nodes: Informer<Node>;
-}
+export type ProxyInformers = Required<ProxierInformers>;
 
 export interface ProxyDaemonDeps {
   readonly execer: Execer;
@@ -100,7 +66,7 @@ export interface ProxyDaemonDeps {
 
 /** A running daemon. */
 export interface ProxyDaemon {
-  readonly proxier: IptablesProxier;
+  readonly proxier: Proxier;
   readonly registry: Registry;
   readonly healthzPort: number | undefined;
   readonly metricsPort: number | undefined;
@@ -117,88 +83,6 @@ export function systemLocalAddresses(): string[] {
     for (const a of list ?? []) if (a.cidr !== null) out.push(a.cidr);
   return out.sort();
 }
-
-function nodeIPOf(node: Node | undefined, family: IPFamily): string {
-  for (const type of ['InternalIP', 'ExternalIP'] as const)
-    for (const a of node?.status?.addresses ?? []) {
-      if (a.type !== type) continue;
-      const ip = parseIPSloppy(a.address);
-      if (ip?.family === family) return formatIP(ip);
-    }
-  return '';
-}
-
-/** The local-traffic detector for one family (`None` when the mode has no data for it). */
-export function localDetectorFor(
-  cfg: ProxyDaemonConfig,
-  family: IPFamily,
-  node: Node | undefined,
-): LocalDetector {
-  const cidrOf = (list: readonly string[]): string | undefined => {
-    for (const c of list) {
-      const p = parseCIDRSloppy(c);
-      if (p?.family === family) return formatCIDR(p);
-    }
-    return undefined;
-  };
-  switch (cfg.detectLocalMode) {
-    case 'ClusterCIDR':
-    case '': {
-      const cidr = cidrOf(cfg.clusterCIDRs);
-      return cidr === undefined ? { mode: 'None' } : { mode: 'ClusterCIDR', cidr };
-    }
-    case 'NodeCIDR': {
-      const cidrs =
-        node?.spec?.podCIDRs ?? (node?.spec?.podCIDR !== undefined ? [node.spec.podCIDR] : []);
-      const cidr = cidrOf(cidrs);
-      return cidr === undefined ? { mode: 'None' } : { mode: 'NodeCIDR', cidr };
-    }
-    case 'BridgeInterface':
-      return cfg.bridgeInterface === ''
-        ? { mode: 'None' }
-        : { mode: 'BridgeInterface', interfaceName: cfg.bridgeInterface };
-    case 'InterfaceNamePrefix':
-      return cfg.interfaceNamePrefix === ''
-        ? { mode: 'None' }
-        : { mode: 'InterfaceNamePrefix', prefix: cfg.interfaceNamePrefix };
-  }
-}
-
-/** Plan options for one family from the config, the Node and the host. */
-export function proxierOptionsFor(
-  cfg: ProxyDaemonConfig,
-  family: IPFamily,
-  node: Node | undefined,
-  host: {
-    localAddresses: readonly string[];
-    conntrackTCPLiberal: boolean;
-    /** nfacct objects that exist; none when omitted. */
-    nfacct?: NfacctCounters;
-  },
-): IptablesProxierOptions {
-  return {
-    nodeName: cfg.nodeName,
-    nodeIP: nodeIPOf(node, family),
-    nodeZone: node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '',
-    localDetector: localDetectorFor(cfg, family, node),
-    masqueradeMark: masqueradeMarkFromBit(cfg.masqueradeBit),
-    masqueradeAll: cfg.masqueradeAll,
-    nodePortAddresses: cfg.nodePortAddresses,
-    localAddresses: host.localAddresses,
-    localhostNodePorts: cfg.localhostNodePorts,
-    hasRandomFully: true,
-    // A rule matching a missing nfacct object would fail the whole restore.
-    nfacct: host.nfacct ?? NO_NFACCT,
-    conntrackTCPLiberal: host.conntrackTCPLiberal,
-    largeClusterEndpointsThreshold: 1000,
-    syncPeriodMs: cfg.syncPeriodMs,
-  };
-}
-
-const NO_NFACCT: NfacctCounters = {
-  ctStateInvalidDropped: false,
-  localhostNodePortsAccepted: false,
-};
 
 /**
  * Creates kube-proxy's nfacct objects (unless present) and says which exist. A host without
@@ -259,20 +143,26 @@ async function bindOrFail(
   }
 }
 
-/** Starts the proxy (see the file header). Resolves once servers listen and informers started. */
-export async function startProxyDaemon(
+/** The healthz and metrics listeners, bound (or none when their address is empty). */
+interface Listeners {
+  readonly healthzPort: number | undefined;
+  readonly metricsPort: number | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * Binds the healthz and metrics servers before any kernel state is touched: a port that is
+ * taken ends the start-up whole (LISTEN_FAILED naming the address and the flag), not
+ * half-way; what was bound is closed again.
+ */
+async function bindListeners(
   cfg: ProxyDaemonConfig,
-  deps: ProxyDaemonDeps,
-): Promise<ProxyDaemon> {
-  const { log, clock } = deps;
-  if (cfg.families.length === 0) throw new SvcnetError('INVALID_INPUT', 'no IP family to program');
-  const registry = deps.registry ?? new Registry();
-  const metrics = new ProxyMetrics(registry);
-  // Listeners first, before any kernel state is touched: a port that is taken ends the
-  // start-up whole (LISTEN_FAILED naming the address and the flag), not half-way.
-  const health = new ProxyHealth(clock, 2 * cfg.syncPeriodMs, cfg.families);
+  health: ProxyHealth,
+  metrics: ProxyMetrics,
+  registry: Registry,
+): Promise<Listeners> {
   const listeners: Listening[] = [];
-  const closeAll = async (): Promise<void> => {
+  const close = async (): Promise<void> => {
     await Promise.all(listeners.map((l) => l.close()));
   };
   let healthzPort: number | undefined;
@@ -308,12 +198,26 @@ export async function startProxyDaemon(
       metricsPort = l.port;
     }
   } catch (e) {
-    await closeAll();
+    await close();
     throw e;
   }
+  return { healthzPort, metricsPort, close };
+}
 
-  const { backends, variant } = await makeBackends(cfg, deps);
+/** What the node setup found out about the host. */
+interface NodeFacts {
+  readonly conntrackTCPLiberal: boolean;
+  readonly nfacctCounters: NfacctCounters;
+}
 
+/** Sysctls, then the nfacct objects and their metrics (never fatal). */
+async function setUpNode(
+  cfg: ProxyDaemonConfig,
+  deps: ProxyDaemonDeps,
+  metrics: ProxyMetrics,
+  registry: Registry,
+): Promise<NodeFacts> {
+  const { log } = deps;
   const sysctls = planSysctls({
     ipv4: cfg.families.includes('IPv4'),
     localhostNodePorts: cfg.localhostNodePorts,
@@ -323,7 +227,6 @@ export async function startProxyDaemon(
   });
   await applySysctls(deps.sysctl, sysctls, log);
   const conntrackTCPLiberal = await readTcpBeLiberal(deps.sysctl);
-  const localAddresses = deps.localAddresses ?? systemLocalAddresses;
   const nfacct = deps.nfacct ?? new RealNfacct(deps.execer);
   const nfacctCounters = await ensureNfacctCounters(nfacct, log);
   metrics.addNfacctCounters(
@@ -337,6 +240,52 @@ export async function startProxyDaemon(
       );
     },
   );
+  return { conntrackTCPLiberal, nfacctCounters };
+}
+
+/** The canary monitor: a flushed table forces a full resync. */
+function canaryFor(
+  cfg: ProxyDaemonConfig,
+  backends: readonly IptablesBackend[],
+  proxier: IptablesProxier,
+  deps: Pick<ProxyDaemonDeps, 'clock' | 'log'>,
+): CanaryMonitor {
+  const { log } = deps;
+  return new CanaryMonitor({
+    probes: backends,
+    checks: (family) => proxier.canaryChecks(family),
+    intervalMs: cfg.canaryIntervalMs,
+    clock: deps.clock,
+    isBusy: () => proxier.isSyncing(),
+    onLost: (family, missing) => {
+      log.warn(
+        { ipFamily: family, missing },
+        'iptables canary gone: rules were flushed; forcing full resync',
+      );
+      proxier.forceFullSync('canary');
+    },
+    onError: (err) => {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'Canary check failed');
+    },
+  });
+}
+
+/** Starts the proxy (see the file header). Resolves once servers listen and informers started. */
+export async function startProxyDaemon(
+  cfg: ProxyDaemonConfig,
+  deps: ProxyDaemonDeps,
+): Promise<ProxyDaemon> {
+  const { log, clock } = deps;
+  if (cfg.families.length === 0) throw new SvcnetError('INVALID_INPUT', 'no IP family to program');
+  const registry = deps.registry ?? new Registry();
+  const metrics = new ProxyMetrics(registry);
+  const health = new ProxyHealth(clock, 2 * cfg.syncPeriodMs, cfg.families);
+  const listeners = await bindListeners(cfg, health, metrics, registry);
+  const { healthzPort, metricsPort } = listeners;
+
+  const { backends, variant } = await makeBackends(cfg, deps);
+  const { conntrackTCPLiberal, nfacctCounters } = await setUpNode(cfg, deps, metrics, registry);
+  const localAddresses = deps.localAddresses ?? systemLocalAddresses;
 
   const serviceHealth = new ServiceHealthServers({
     addresses: healthCheckAddresses(cfg, localAddresses()),
@@ -353,11 +302,12 @@ export async function startProxyDaemon(
     nodeName: cfg.nodeName,
     families: backends.map((b) => ({ family: b.family, iptables: b })),
     optionsFor: (family, node) =>
-      proxierOptionsFor(cfg, family, node, {
-        localAddresses: localAddresses(),
-        conntrackTCPLiberal,
-        nfacct: nfacctCounters,
-      }),
+      proxierOptionsFor(
+        cfg,
+        proxyNodeOf(cfg.nodeName, node),
+        { localAddresses: localAddresses(), conntrackTCPLiberal, nfacct: nfacctCounters },
+        family,
+      ),
     clock,
     log,
     metrics,
@@ -368,24 +318,7 @@ export async function startProxyDaemon(
     syncPeriodMs: cfg.syncPeriodMs,
   });
   proxier.attach(deps.informers);
-
-  const canary = new CanaryMonitor({
-    probes: backends,
-    checks: (family) => proxier.canaryChecks(family),
-    intervalMs: cfg.canaryIntervalMs,
-    clock,
-    isBusy: () => proxier.isSyncing(),
-    onLost: (family, missing) => {
-      log.warn(
-        { ipFamily: family, missing },
-        'iptables canary gone: rules were flushed; forcing full resync',
-      );
-      proxier.forceFullSync('canary');
-    },
-    onError: (err) => {
-      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'Canary check failed');
-    },
-  });
+  const canary = canaryFor(cfg, backends, proxier, deps);
 
   proxier.start();
   canary.start();
@@ -426,7 +359,7 @@ export async function startProxyDaemon(
         deps.informers.nodes.stop(),
       ]);
       await serviceHealth.close();
-      await closeAll();
+      await listeners.close();
     },
   };
 }

@@ -5,15 +5,11 @@
 
 import type { ManifestSet } from '../kube/manifest.js';
 import type { IptablesDocument, Rule, TableDoc } from '../netfilter/iptables/model.js';
-import { planIptables } from '../proxy/iptables/plan.js';
-import {
-  DEFAULT_OPTIONS,
-  type IptablesProxierOptions,
-  type LocalDetector,
-} from '../proxy/iptables/options.js';
-import { EndpointsChangeTracker } from '../proxy/model/endpoints-change-tracker.js';
-import { ServiceChangeTracker } from '../proxy/model/service-change-tracker.js';
-import { takeSnapshot } from '../proxy/model/snapshot.js';
+import { defaultProxyConfig } from '../proxy/config.js';
+import { hooksInLiveOrder } from '../proxy/iptables/hooks.js';
+import { DEFAULT_OPTIONS, type IptablesProxierOptions } from '../proxy/iptables/options.js';
+import { planFromObjects } from '../proxy/iptables/plan-objects.js';
+import { proxierOptionsFor } from '../proxy/proxier-options.js';
 import type { IPFamily } from '../util/ip.js';
 
 export interface NodeSettings {
@@ -37,38 +33,40 @@ export interface ManifestRules {
 
 /** Renders the manifests' Services and EndpointSlices as one node's iptables rules. */
 export function rulesFromManifests(set: ManifestSet, node: NodeSettings): ManifestRules {
-  const services = new ServiceChangeTracker(node.family);
-  const endpoints = new EndpointsChangeTracker(node.family, node.nodeName);
-  for (const s of set.services) services.update(undefined, s);
-  for (const e of set.endpointSlices) endpoints.update(undefined, e);
-  const warnings = services.takeWarnings();
-  const snap = takeSnapshot(services, endpoints);
-  const detector: LocalDetector =
-    node.clusterCIDR === '' ? { mode: 'None' } : { mode: 'ClusterCIDR', cidr: node.clusterCIDR };
-  const plan = planIptables({
-    family: node.family,
-    services: snap.services,
-    endpoints: snap.endpoints,
-    options: {
-      ...DEFAULT_OPTIONS,
-      nodeName: node.nodeName,
-      nodeIP: node.nodeIP,
-      localDetector: detector,
+  const config = {
+    ...defaultProxyConfig(node.nodeName),
+    clusterCIDRs: node.clusterCIDR === '' ? [] : [node.clusterCIDR],
+  };
+  const options = proxierOptionsFor(
+    config,
+    { name: node.nodeName, ips: [node.nodeIP], zone: '', podCIDRs: [] },
+    {
       localAddresses: [node.family === 'IPv4' ? '127.0.0.1/8' : '::1/128', ...node.localAddresses],
-      ...node.options,
+      conntrackTCPLiberal: DEFAULT_OPTIONS.conntrackTCPLiberal,
+      nfacct: DEFAULT_OPTIONS.nfacct,
     },
-  });
-  warnings.push(...plan.warnings);
+    node.family,
+  );
+  const { plan, warnings } = planFromObjects(
+    set.services,
+    set.endpointSlices,
+    { ...options, ...node.options },
+    node.family,
+  );
+  // The jumps from the built-in chains as the proxy leaves them on a node it set up alone.
+  const hooks = hooksInLiveOrder('proxy-only', plan.jumps);
   const tables: TableDoc[] = plan.document.tables.map((t) => {
-    const jumps = plan.jumps.filter((j) => j.table === t.name);
-    const builtins = [...new Set(jumps.map((j) => j.sourceChain))];
-    // Each jump is inserted at the top of its chain, so the last ensured comes first.
-    const jumpRules: Rule[] = jumps.reverse().map((j) => ({ chain: j.sourceChain, args: j.args }));
+    const builtins = [
+      ...new Set(plan.jumps.filter((j) => j.table === t.name).map((j) => j.sourceChain)),
+    ];
+    const jumpRules: Rule[] = hooks
+      .filter((j) => j.table === t.name)
+      .map((j) => ({ chain: j.sourceChain, args: j.args }));
     return {
       ...t,
       chains: [...builtins.map((name) => ({ name, policy: 'ACCEPT' })), ...t.chains],
       rules: [...jumpRules, ...t.rules],
     };
   });
-  return { document: { tables }, warnings };
+  return { document: { tables }, warnings: [...warnings, ...plan.warnings] };
 }

@@ -7,7 +7,8 @@
 
 import type { IptablesDocument, IptablesTableName, Rule } from '../netfilter/iptables/model.js';
 import { BUILTIN_CHAINS, TABLE_NAMES } from '../netfilter/iptables/model.js';
-import { splitArgs } from '../netfilter/iptables/parse.js';
+import { hooksInLiveOrder } from '../proxy/iptables/hooks.js';
+import type { JumpRule } from '../proxy/iptables/plan.js';
 import type { IPFamily } from '../util/ip.js';
 
 export interface ChainView {
@@ -30,73 +31,11 @@ export interface RulesetView {
   readonly assumedChains: readonly string[];
 }
 
-interface HookRule {
-  readonly table: IptablesTableName;
-  readonly chain: string;
-  readonly target: string;
-  readonly text: string;
-}
-
-const H = (table: IptablesTableName, chain: string, text: string): HookRule => ({
-  table,
-  chain,
-  target: /-j (\S+)$/.exec(text)?.[1] ?? '',
-  text,
-});
-
-/** The jumps kube-proxy (iptables mode) ensures in the built-in chains, in a live node's order. */
-const KUBE_PROXY_HOOKS: readonly HookRule[] = [
-  H(
-    'filter',
-    'INPUT',
-    '-m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
-  ),
-  H(
-    'filter',
-    'INPUT',
-    '-m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS',
-  ),
-  H(
-    'filter',
-    'INPUT',
-    '-m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
-  ),
-  H('filter', 'INPUT', '-j KUBE-FIREWALL'),
-  H(
-    'filter',
-    'FORWARD',
-    '-m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
-  ),
-  H('filter', 'FORWARD', '-m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD'),
-  H(
-    'filter',
-    'FORWARD',
-    '-m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
-  ),
-  H(
-    'filter',
-    'FORWARD',
-    '-m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES',
-  ),
-  H(
-    'filter',
-    'OUTPUT',
-    '-m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL',
-  ),
-  H(
-    'filter',
-    'OUTPUT',
-    '-m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
-  ),
-  H('filter', 'OUTPUT', '-j KUBE-FIREWALL'),
-  H('nat', 'PREROUTING', '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES'),
-  H('nat', 'OUTPUT', '-m comment --comment "kubernetes service portals" -j KUBE-SERVICES'),
-  H(
-    'nat',
-    'POSTROUTING',
-    '-m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING',
-  ),
-];
+/**
+ * The jumps kube-proxy (iptables mode) ensures in the built-in chains, in a live node's order:
+ * kind-like nodes, where kubelet's KUBE-FIREWALL jumps predate kube-proxy's.
+ */
+const KUBE_PROXY_HOOKS: readonly JumpRule[] = hooksInLiveOrder('kubelet-first');
 
 function targetOf(r: Rule): string | undefined {
   const i = r.args.findIndex((a) => a === '-j' || a === '-g' || a === '--jump' || a === '--goto');
@@ -150,11 +89,11 @@ export function buildView(doc: IptablesDocument, assumeKubeProxyHooks: boolean):
       for (const chain of BUILTIN_CHAINS[table]) {
         const cv = tv.chains.get(chain);
         const hooks = KUBE_PROXY_HOOKS.filter(
-          (h) => h.table === table && h.chain === chain && tv.chains.has(h.target),
+          (h) => h.table === table && h.sourceChain === chain && tv.chains.has(h.targetChain),
         );
         if (!cv || hooks.length === 0) continue;
         if (cv.rules.some((r) => targetOf(r)?.startsWith('KUBE-'))) continue;
-        const added = hooks.map((h) => ({ chain, args: splitArgs(h.text) }));
+        const added = hooks.map((h) => ({ chain, args: [...h.args] }));
         for (const r of added) assumed.add(r);
         cv.rules = [...added, ...cv.rules];
         assumedChains.push(`${table}/${chain}`);

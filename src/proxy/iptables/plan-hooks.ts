@@ -1,19 +1,17 @@
-// Folds the proxy's kernel hooks into a full sync's restore document, so a full sync is one
-// `iptables-save` plus one atomic `iptables-restore` instead of a check-then-insert exec per
-// jump rule: `scanKernelState` reads what exists (chain names per table and the jump rules
-// of built-in chains) from an iptables-save dump, and `addHooks` adds `-I CHAIN 1 …` for
-// every missing jump and declares every missing KUBE-PROXY-CANARY chain. Pure.
+// The proxy's kernel hooks on a full sync, so a full sync is one `iptables-save` plus one
+// atomic `iptables-restore` instead of a check-then-insert exec per jump rule:
+// `scanKernelState` reads what exists (chain names per table and the rules of built-in
+// chains) from an iptables-save dump, `addHooks` decides what is missing on that small state
+// (`-I CHAIN 1 …` for every missing jump, in kube-proxy's ensure order, and a declaration for
+// every missing KUBE-PROXY-CANARY or jump target chain), and `withHooks` splices those lines
+// into the plan's per-table sections as text: the plan's own (large) text is never parsed.
+// Pure.
 
-import type {
-  ChainDecl,
-  IptablesDocument,
-  IptablesTableName,
-  Rule,
-  TableDoc,
-} from '../../netfilter/iptables/model.js';
-import { BUILTIN_CHAINS, argValue, isTableName } from '../../netfilter/iptables/model.js';
-import { splitArgs } from '../../netfilter/iptables/parse.js';
-import type { JumpRule } from './plan.js';
+import type { ChainDecl, IptablesTableName, Rule } from '../../netfilter/iptables/model.js';
+import { BUILTIN_CHAINS, TABLE_NAMES, argValue } from '../../netfilter/iptables/model.js';
+import { parseDocument } from '../../netfilter/iptables/parse.js';
+import { renderChainDecl, renderRule } from '../../netfilter/iptables/render.js';
+import type { JumpRule, PlanTable } from './plan.js';
 
 /** What a dump says exists. */
 export interface KernelState {
@@ -26,31 +24,31 @@ export interface KernelState {
   >;
 }
 
-/** Scans an iptables-save dump (all tables) cheaply: only built-in chains' rules are split. */
+const BUILTIN_NAMES = new Set(Object.values(BUILTIN_CHAINS).flat());
+const APPEND = /^(?:\[\d+:\d+\]\s+)?-A\s+(\S+)/;
+
+/**
+ * Reads an iptables-save dump (all tables) with `parseDocument`, keeping only what hooks
+ * need: every table and chain declaration and the rules of built-in chains. The rules of the
+ * proxy's own chains (nearly all lines) are dropped before parsing, so this stays cheap.
+ */
 export function scanKernelState(dump: string): KernelState {
+  const kept = dump.split('\n').filter((raw) => {
+    const m = APPEND.exec(raw.trim());
+    return m === null || BUILTIN_NAMES.has(m[1] ?? '');
+  });
   const chains = new Map<IptablesTableName, Set<string>>();
-  const builtinRules = new Map<IptablesTableName, { chain: string; args: string[] }[]>();
-  let table: IptablesTableName | undefined;
-  for (const raw of dump.split('\n')) {
-    const line = raw.trim();
-    if (line.startsWith('*')) {
-      const name = line.slice(1);
-      table = isTableName(name) ? name : undefined;
-      if (table !== undefined && !chains.has(table)) chains.set(table, new Set());
-      continue;
-    }
-    if (table === undefined) continue;
-    if (line.startsWith(':')) {
-      chains.get(table)?.add(line.slice(1).split(/\s+/)[0] ?? '');
-      continue;
-    }
-    if (!line.startsWith('-A ')) continue;
-    const sp = line.indexOf(' ', 3);
-    const chain = sp < 0 ? line.slice(3) : line.slice(3, sp);
-    if (!BUILTIN_CHAINS[table].includes(chain)) continue;
-    const list = builtinRules.get(table) ?? [];
-    list.push({ chain, args: splitArgs(line.slice(sp + 1)) });
-    builtinRules.set(table, list);
+  const builtinRules = new Map<IptablesTableName, { chain: string; args: readonly string[] }[]>();
+  for (const t of parseDocument(kept.join('\n')).tables) {
+    const names = chains.get(t.name) ?? new Set<string>();
+    for (const c of t.chains) names.add(c.name);
+    chains.set(t.name, names);
+    const rules = t.rules.filter((r) => BUILTIN_CHAINS[t.name].includes(r.chain));
+    if (rules.length > 0)
+      builtinRules.set(t.name, [
+        ...(builtinRules.get(t.name) ?? []),
+        ...rules.map((r) => ({ chain: r.chain, args: r.args })),
+      ]);
   }
   return { chains, builtinRules };
 }
@@ -65,34 +63,45 @@ function jumpPresent(state: KernelState, j: JumpRule): boolean {
   );
 }
 
+/** The hook lines of one table: declarations and inserts. */
+export interface TableHooks {
+  readonly chains: readonly ChainDecl[];
+  readonly inserts: readonly Rule[];
+}
+
+/** What a full sync adds to the plan to restore the hooks. */
+export interface Hooks {
+  readonly tables: ReadonlyMap<IptablesTableName, TableHooks>;
+  readonly insertedJumps: number;
+  readonly createdChains: number;
+}
+
 /**
- * Returns `doc` plus the missing hooks: canary chains declared in their tables (an empty
- * mangle section is added when needed), missing jumps inserted at the top of their built-in
- * chains in kube-proxy's ensure order (each goes to the top, so the last ensured is first).
- * Target chains of jumps must be declared by `doc` or exist already.
+ * The missing hooks: canary chains to declare, and missing jumps to insert at the top of
+ * their built-in chains in kube-proxy's ensure order (each goes to the top, so the last
+ * ensured is first; see hooks.ts `hooksInLiveOrder`). A jump's target chain is declared too
+ * unless the plan declares it (`planDeclares`) or it exists: declaring an existing chain
+ * would flush it.
  */
 export function addHooks(
-  doc: IptablesDocument,
   jumps: readonly JumpRule[],
   canaries: readonly { readonly table: IptablesTableName; readonly chain: string }[],
   state: KernelState,
-): { document: IptablesDocument; insertedJumps: number; createdChains: number } {
-  const tables = new Map<
-    IptablesTableName,
-    { chains: ChainDecl[]; rules: Rule[]; base: TableDoc | undefined }
-  >();
-  for (const t of doc.tables)
-    tables.set(t.name, { chains: [...t.chains], rules: [...t.rules], base: t });
+  planDeclares: (table: IptablesTableName, chain: string) => boolean,
+): Hooks {
+  const tables = new Map<IptablesTableName, { chains: ChainDecl[]; inserts: Rule[] }>();
   const section = (name: IptablesTableName) => {
     let s = tables.get(name);
     if (s === undefined) {
-      s = { chains: [], rules: [], base: undefined };
+      s = { chains: [], inserts: [] };
       tables.set(name, s);
     }
     return s;
   };
   let createdChains = 0;
+  let insertedJumps = 0;
   const declared = (name: IptablesTableName, chain: string): boolean =>
+    planDeclares(name, chain) ||
     (tables.get(name)?.chains.some((c) => c.name === chain) ?? false) ||
     (state.chains.get(name)?.has(chain) ?? false);
   for (const c of canaries) {
@@ -100,33 +109,47 @@ export function addHooks(
     section(c.table).chains.push({ name: c.chain, policy: '-' });
     createdChains++;
   }
-  const inserts = new Map<IptablesTableName, Rule[]>();
   for (const j of jumps) {
     if (jumpPresent(state, j)) continue;
     if (!declared(j.table, j.targetChain)) {
       section(j.table).chains.push({ name: j.targetChain, policy: '-' });
       createdChains++;
     }
-    const list = inserts.get(j.table) ?? [];
-    list.push({ chain: j.sourceChain, args: j.args, insert: { position: 1 } });
-    inserts.set(j.table, list);
+    section(j.table).inserts.push({ chain: j.sourceChain, args: j.args, insert: { position: 1 } });
+    insertedJumps++;
   }
-  let insertedJumps = 0;
-  const out: TableDoc[] = [];
-  const order: IptablesTableName[] = ['raw', 'mangle', 'nat', 'filter', 'security'];
-  for (const name of order) {
-    const s = tables.get(name);
-    if (s === undefined) continue;
-    const ins = inserts.get(name) ?? [];
-    insertedJumps += ins.length;
-    out.push({
-      name,
-      chains: s.chains,
-      // Inserts come after the table's own rules, whose target chains are declared above.
-      rules: [...s.rules, ...ins],
-      deleteChains: s.base?.deleteChains ?? [],
-      ...(s.base?.flushChains !== undefined ? { flushChains: s.base.flushChains } : {}),
-    });
+  return { tables, insertedJumps, createdChains };
+}
+
+function lines(items: readonly string[]): string {
+  return items.length === 0 ? '' : items.join('\n') + '\n';
+}
+
+/**
+ * The restore input of a full sync: each table section of the plan's `text` (located by
+ * `tables`) with its hook lines spliced in (declarations after the plan's, inserts after the
+ * plan's rules, whose target chains are declared above), preceded by a section of its own
+ * for a table that only has hooks (mangle's canary). The plan's text is sliced, not parsed.
+ */
+export function withHooks(text: string, tables: readonly PlanTable[], hooks: Hooks): string {
+  const out: string[] = [];
+  for (const name of TABLE_NAMES) {
+    const h = hooks.tables.get(name);
+    if (h === undefined || tables.some((t) => t.name === name)) continue;
+    out.push(
+      `*${name}\n`,
+      lines(h.chains.map(renderChainDecl)),
+      lines(h.inserts.map(renderRule)),
+      'COMMIT\n',
+    );
   }
-  return { document: { tables: out }, insertedJumps, createdChains };
+  for (const t of tables) {
+    const h = hooks.tables.get(t.name);
+    out.push(text.slice(t.start, t.rulesStart));
+    if (h !== undefined) out.push(lines(h.chains.map(renderChainDecl)));
+    out.push(text.slice(t.rulesStart, t.end));
+    if (h !== undefined) out.push(lines(h.inserts.map(renderRule)));
+    out.push('COMMIT\n');
+  }
+  return out.join('');
 }

@@ -105,9 +105,55 @@ export interface RuleCounts {
   readonly deletedChains: number;
 }
 
+/**
+ * Where one table's section lies in the plan's text, split where full syncs add hook lines:
+ * `text.slice(start, rulesStart)` is `*table` and the chain declarations,
+ * `text.slice(rulesStart, end)` the rules and chain deletions, and `COMMIT` follows at `end`.
+ */
+export interface PlanTable {
+  readonly name: 'filter' | 'nat';
+  readonly start: number;
+  readonly rulesStart: number;
+  readonly end: number;
+  /** The chains every plan declares in this table (jump targets among them). */
+  readonly fixedChains: readonly string[];
+}
+
+/** One table's text as pieces, before joining. */
+interface TablePieces {
+  readonly name: PlanTable['name'];
+  readonly head: readonly string[];
+  readonly body: readonly string[];
+  readonly fixedChains: readonly string[];
+}
+
+/** Joins the tables into one restore text (one copy) and notes where each part lies. */
+function joinTables(tables: readonly TablePieces[]): { text: string; tables: PlanTable[] } {
+  const parts: string[] = [];
+  const out: PlanTable[] = [];
+  let at = 0;
+  const add = (pieces: readonly string[]): void => {
+    for (const p of pieces) {
+      parts.push(p);
+      at += p.length;
+    }
+  };
+  for (const t of tables) {
+    const start = at;
+    add(t.head);
+    const rulesStart = at;
+    add(t.body);
+    out.push({ name: t.name, start, rulesStart, end: at, fixedChains: t.fixedChains });
+    add(['COMMIT\n']);
+  }
+  return { text: parts.join(''), tables: out };
+}
+
 export interface IptablesPlan {
   /** The iptables-restore input (`*filter … COMMIT *nat … COMMIT`), no comments. */
   readonly text: string;
+  /** Where each table's declarations and rules lie in `text`, in order. */
+  readonly tables: readonly PlanTable[];
   /** `text` as a typed document (parsed on first access). */
   readonly document: IptablesDocument;
   /** Rules to ensure at the top of built-in chains; non-empty on full syncs only. */
@@ -349,29 +395,38 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
   const natTail = new RuleWriter();
   for (const r of last.rules) natTail.addArgs(r.chain, r.args);
 
-  const text = [
-    '*filter\n',
-    ...filterChains.map(chainLine),
-    filterHead.text,
-    ...a.buckets.map((b) => b.filterText),
-    filterTail.text,
-    'COMMIT\n*nat\n',
-    ...NAT_FIXED_CHAINS.map(chainLine),
-    ...a.written.map((f) => f.natChainDecls),
-    ...stale.deleted.map(chainLine),
-    natHead.text,
-    ...a.buckets.map((b) => b.dispatchText),
-    ...a.written.map((f) => f.natChainText),
-    ...stale.deleted.map((c) => `-X ${c}\n`),
-    natTail.text,
-    'COMMIT\n',
-  ].join('');
+  const { text, tables } = joinTables([
+    {
+      name: 'filter',
+      head: ['*filter\n', ...filterChains.map(chainLine)],
+      body: [filterHead.text, ...a.buckets.map((b) => b.filterText), filterTail.text],
+      fixedChains: filterChains,
+    },
+    {
+      name: 'nat',
+      head: [
+        '*nat\n',
+        ...NAT_FIXED_CHAINS.map(chainLine),
+        ...a.written.map((f) => f.natChainDecls),
+        ...stale.deleted.map(chainLine),
+      ],
+      body: [
+        natHead.text,
+        ...a.buckets.map((b) => b.dispatchText),
+        ...a.written.map((f) => f.natChainText),
+        ...stale.deleted.map((c) => `-X ${c}\n`),
+        natTail.text,
+      ],
+      fixedChains: NAT_FIXED_CHAINS,
+    },
+  ]);
   const filterRules = filterHead.count + totals.filterRules + filterTail.count;
   const natRulesLast = natHead.count + totals.dispatchRules + writtenRules + natTail.count;
   const natChainCount = NAT_FIXED_CHAINS.length + writtenChains + stale.deleted.length;
   const getDocument = lazyDocument(text);
   return {
     text,
+    tables,
     get document() {
       return getDocument();
     },

@@ -20,7 +20,7 @@ import { ProxyHealth } from '../healthz.js';
 import { DEFAULT_OPTIONS } from './options.js';
 import { ProxyMetrics } from '../metrics.js';
 import { IptablesProxier } from './proxier.js';
-import type { SyncReport } from './proxier.js';
+import type { SyncReport } from '../proxier.js';
 import { assertFlows, assertRulesEqual, type Flow, type FlowNode } from './testing.js';
 
 const NODE = 'node-a';

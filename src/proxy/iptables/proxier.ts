@@ -12,46 +12,39 @@ import type { EndpointSlice, Node, Service } from '../../kube/types.js';
 import { describeObject, objectKey } from '../../kube/types.js';
 import { validateEndpointSlice, validateService } from '../../kube/validate.js';
 import { formatFieldError } from '../../errors.js';
-import type { IptablesTableName } from '../../netfilter/iptables/model.js';
-import { renderDocument } from '../../netfilter/iptables/render.js';
+import type { IptablesBackend } from '../../netfilter/iptables/backend.js';
 import type { Conntrack } from '../../os/conntrack.js';
 import type { IPFamily } from '../../util/ip.js';
-import { categorizeEndpoints } from '../model/categorize.js';
 import { EndpointsChangeTracker, localReadyEndpoints } from '../model/endpoints-change-tracker.js';
 import type { EndpointsMap } from '../model/endpoints-change-tracker.js';
 import { ServiceChangeTracker } from '../model/service-change-tracker.js';
 import type { ServicePortMap } from '../model/service-change-tracker.js';
 import { takeSnapshot } from '../model/snapshot.js';
+import type { ProxySnapshot } from '../model/snapshot.js';
 import type { IptablesProxierOptions } from './options.js';
 import { planIptables } from './plan.js';
 import type { IptablesPlan, JumpRule, PlanState } from './plan.js';
 import { LABEL_TOPOLOGY_ZONE } from '../../kube/names.js';
 import type { Clock } from '../../util/clock.js';
-import type { ConntrackServicePort, ConntrackView } from '../conntrack-cleanup.js';
-import { planConntrackCleanup } from '../conntrack-cleanup.js';
+import type { ConntrackView } from '../conntrack-cleanup.js';
+import { conntrackViewOf, planConntrackCleanup } from '../conntrack-cleanup.js';
 import type { ServiceHealthServers } from '../healthcheck-nodeports.js';
 import type { ProxyHealth } from '../healthz.js';
 import type { ProxyMetrics } from '../metrics.js';
 import { BoundedFrequencyRunner } from '../runner.js';
 import { canaryChecks } from './canary.js';
-import { addHooks, scanKernelState } from './plan-hooks.js';
+import { addHooks, scanKernelState, withHooks } from './plan-hooks.js';
+import type { Hooks, KernelState } from './plan-hooks.js';
+import type { IptablesTableName } from '../../netfilter/iptables/model.js';
 import type { CanaryCheck } from './canary.js';
-import type { Informer } from '../../kube/informer.js';
+import type { Proxier, ProxierInformers, SyncReport } from '../proxier.js';
+import { recordNetworkProgramming, recordSyncMetrics } from './sync-metrics.js';
 
 /** The iptables operations a sync uses (the `Iptables` seam; real or Fake). */
-export interface ProxierIptables {
-  readonly family: IPFamily;
-  restore(text: string, flags: { noflush: boolean; counters?: boolean }): Promise<void>;
-  save(table?: IptablesTableName): Promise<string>;
-  ensureChain(table: IptablesTableName, chain: string): Promise<boolean>;
-  ensureRule(
-    position: 'prepend' | 'append',
-    table: IptablesTableName,
-    chain: string,
-    args: readonly string[],
-  ): Promise<boolean>;
-  chainExists(table: IptablesTableName, chain: string): Promise<boolean>;
-}
+export type ProxierIptables = Pick<
+  IptablesBackend,
+  'family' | 'restore' | 'save' | 'ensureChain' | 'ensureRule' | 'chainExists'
+>;
 
 export interface ProxierDeps {
   readonly nodeName: string;
@@ -85,16 +78,6 @@ interface FamilyState {
   hooks: { jumps: readonly JumpRule[]; canaries: IptablesPlan['canaryChains'] } | undefined;
 }
 
-/** Result of one family's sync, for callers that watch (tests, bench). */
-export interface SyncReport {
-  readonly family: IPFamily;
-  readonly fullSync: boolean;
-  /** Clock time the sync started (changes made before it are included). */
-  readonly startedAt: number;
-  readonly elapsedMs: number;
-  readonly restoreBytes: number;
-}
-
 const DEFAULT_FULL_SYNC_PERIOD_MS = 3_600_000;
 
 /** The parts of a Node the rules depend on. */
@@ -107,7 +90,7 @@ function nodeFingerprint(node: Node | undefined): string {
 }
 
 /** See the file header. */
-export class IptablesProxier {
+export class IptablesProxier implements Proxier {
   private readonly deps: ProxierDeps;
   private readonly families: FamilyState[];
   private readonly runner: BoundedFrequencyRunner;
@@ -145,11 +128,7 @@ export class IptablesProxier {
   }
 
   /** Registers handlers on the informers (call before starting them). */
-  attach(informers: {
-    services: Informer<Service>;
-    endpointSlices: Informer<EndpointSlice>;
-    nodes?: Informer<Node>;
-  }): void {
+  attach(informers: ProxierInformers): void {
     informers.services.addHandlers({
       onAdd: (s) => {
         this.onServiceUpdate(s);
@@ -409,55 +388,7 @@ export class IptablesProxier {
     metrics.endpointChangesPending.set(0);
     // From here on the trackers' changes are consumed: any failure must force a full sync.
     f.needFullSync = true;
-    let plan: IptablesPlan;
-    let text: string;
-    try {
-      const options = this.deps.optionsFor(f.family, this.node);
-      // A full sync reads the kernel once: stale service chains to delete, and which hooks
-      // (jumps from built-in chains, canaries) are missing.
-      const kernel = fullSync ? scanKernelState(await f.iptables.save()) : undefined;
-      const existingNatChains = kernel?.chains.get('nat');
-      plan = planIptables(
-        {
-          family: f.family,
-          services: snapshot.services,
-          endpoints: snapshot.endpoints,
-          options,
-          changedServices: fullSync ? 'all' : snapshot.changedServices,
-          ...(existingNatChains !== undefined ? { existingNatChains } : {}),
-          nowMs: start,
-        },
-        f.planState,
-      );
-      for (const w of plan.warnings) log.info({ ipFamily: f.family }, w);
-      // The plan may decide on a full sync by itself (changed options): read the kernel then.
-      const hookState = plan.fullSync
-        ? (kernel ?? scanKernelState(await f.iptables.save()))
-        : undefined;
-      const document =
-        hookState !== undefined
-          ? addHooks(plan.document, plan.jumps, plan.canaryChains, hookState).document
-          : plan.document;
-      text = renderDocument(document);
-      log.debug(
-        {
-          ipFamily: f.family,
-          numServices: plan.numServices,
-          numEndpoints: plan.numEndpoints,
-          numFilterChains: plan.counts.filterChains,
-          numFilterRules: plan.counts.filterRules,
-          numNATChains: plan.counts.natChains,
-          numNATRules: plan.counts.natRulesLast,
-        },
-        'Reloading service iptables data',
-      );
-      await f.iptables.restore(text, { noflush: true, counters: true });
-    } catch (err) {
-      metrics.iptablesRestoreFailuresTotal.inc();
-      if (!fullSync) metrics.iptablesPartialRestoreFailuresTotal.inc();
-      log.error({ err, ipFamily: f.family, fullSync }, 'Failed to execute iptables-restore');
-      throw err;
-    }
+    const { plan, text } = await this.planAndRestore(f, snapshot, fullSync, start);
     f.planState = plan.state;
     if (plan.fullSync) {
       f.hooks = { jumps: plan.jumps, canaries: plan.canaryChains };
@@ -468,35 +399,8 @@ export class IptablesProxier {
     this.syncedOnce = true;
 
     const end = clock.now();
-    const seconds = (end - start) / 1000;
-    metrics.syncProxyRulesDuration.observe(seconds);
-    (plan.fullSync
-      ? metrics.syncFullProxyRulesDuration
-      : metrics.syncPartialProxyRulesDuration
-    ).observe(seconds);
-    metrics.syncProxyRulesLastTimestamp.set(end / 1000);
-    const fam = { ip_family: f.family };
-    metrics.iptablesTotal.set({ table: 'filter', ...fam }, plan.counts.filterRules);
-    metrics.iptablesTotal.set({ table: 'nat', ...fam }, plan.counts.natRulesTotal);
-    metrics.iptablesLast.set({ table: 'filter', ...fam }, plan.counts.filterRules);
-    metrics.iptablesLast.set({ table: 'nat', ...fam }, plan.counts.natRulesLast);
-    metrics.noLocalEndpointsTotal.set(
-      { traffic_policy: 'internal', ...fam },
-      plan.noLocalEndpointsInternal,
-    );
-    metrics.noLocalEndpointsTotal.set(
-      { traffic_policy: 'external', ...fam },
-      plan.noLocalEndpointsExternal,
-    );
-    for (const [service, times] of snapshot.lastChangeTriggerTimes) {
-      for (const t of times) {
-        const at = Date.parse(t);
-        if (Number.isNaN(at)) continue;
-        const latency = Math.max(0, (end - at) / 1000);
-        metrics.networkProgrammingDuration.observe(fam, latency);
-        log.debug({ ipFamily: f.family, service, elapsed: latency }, 'Network programming');
-      }
-    }
+    recordSyncMetrics(metrics, plan, f.family, (end - start) / 1000, end);
+    recordNetworkProgramming(metrics, log, f.family, snapshot.lastChangeTriggerTimes, end);
     this.deps.health.updated(f.family);
     log.info(
       {
@@ -517,6 +421,73 @@ export class IptablesProxier {
       elapsedMs: end - start,
       restoreBytes: text.length,
     };
+  }
+
+  /**
+   * Plans one family's sync and applies it in one restore; a full sync reads the kernel
+   * once for stale chains and missing hooks. Counts and logs a failed restore, then throws.
+   */
+  private async planAndRestore(
+    f: FamilyState,
+    snapshot: ProxySnapshot,
+    fullSync: boolean,
+    start: number,
+  ): Promise<{ plan: IptablesPlan; text: string }> {
+    const { log, metrics } = this.deps;
+    try {
+      const options = this.deps.optionsFor(f.family, this.node);
+      // A full sync reads the kernel once: stale service chains to delete, and which hooks
+      // (jumps from built-in chains, canaries) are missing.
+      const kernel = fullSync ? scanKernelState(await f.iptables.save()) : undefined;
+      const existingNatChains = kernel?.chains.get('nat');
+      const plan = planIptables(
+        {
+          family: f.family,
+          services: snapshot.services,
+          endpoints: snapshot.endpoints,
+          options,
+          changedServices: fullSync ? 'all' : snapshot.changedServices,
+          ...(existingNatChains !== undefined ? { existingNatChains } : {}),
+          nowMs: start,
+        },
+        f.planState,
+      );
+      for (const w of plan.warnings) log.info({ ipFamily: f.family }, w);
+      // The plan may decide on a full sync by itself (changed options): read the kernel then.
+      const hookState = plan.fullSync
+        ? (kernel ?? scanKernelState(await f.iptables.save()))
+        : undefined;
+      const text =
+        hookState !== undefined
+          ? withHooks(plan.text, plan.tables, this.hooksFor(plan, hookState))
+          : plan.text;
+      log.debug(
+        {
+          ipFamily: f.family,
+          numServices: plan.numServices,
+          numEndpoints: plan.numEndpoints,
+          numFilterChains: plan.counts.filterChains,
+          numFilterRules: plan.counts.filterRules,
+          numNATChains: plan.counts.natChains,
+          numNATRules: plan.counts.natRulesLast,
+        },
+        'Reloading service iptables data',
+      );
+      await f.iptables.restore(text, { noflush: true, counters: true });
+      return { plan, text };
+    } catch (err) {
+      metrics.iptablesRestoreFailuresTotal.inc();
+      if (!fullSync) metrics.iptablesPartialRestoreFailuresTotal.inc();
+      log.error({ err, ipFamily: f.family, fullSync }, 'Failed to execute iptables-restore');
+      throw err;
+    }
+  }
+
+  /** The hook lines a full sync adds, given what the kernel has. */
+  private hooksFor(plan: IptablesPlan, state: KernelState): Hooks {
+    const declares = (table: IptablesTableName, chain: string): boolean =>
+      plan.tables.some((t) => t.name === table && t.fixedChains.includes(chain));
+    return addHooks(plan.jumps, plan.canaryChains, state, declares);
   }
 
   private async syncServiceHealth(): Promise<void> {
@@ -543,7 +514,10 @@ export class IptablesProxier {
     services: ServicePortMap,
     endpoints: EndpointsMap,
   ): Promise<void> {
-    const view = this.conntrackView(f.family, services, endpoints);
+    const view = conntrackViewOf(f.family, services, endpoints, {
+      nodeName: this.deps.nodeName,
+      zone: this.node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '',
+    });
     const filters = planConntrackCleanup(f.conntrackView, view);
     f.conntrackView = view;
     const ct = this.deps.conntrack;
@@ -565,31 +539,5 @@ export class IptablesProxier {
       { ipFamily: f.family, filters: filters.length, deleted },
       'Deleted stale conntrack entries',
     );
-  }
-
-  private conntrackView(
-    family: IPFamily,
-    services: ServicePortMap,
-    endpoints: EndpointsMap,
-  ): ConntrackView {
-    const view = new Map<string, ConntrackServicePort>();
-    const node = {
-      nodeName: this.deps.nodeName,
-      zone: this.node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '',
-    };
-    for (const [key, sp] of services) {
-      if (sp.protocol !== 'UDP') continue;
-      const cat = categorizeEndpoints(endpoints.get(key) ?? [], sp, node);
-      view.set(key, {
-        name: sp.nameString,
-        family,
-        protocol: sp.protocol,
-        serviceIPs: [sp.clusterIP, ...sp.externalIPs, ...sp.loadBalancerVIPs],
-        port: sp.port,
-        ...(sp.nodePort > 0 ? { nodePort: sp.nodePort } : {}),
-        endpoints: cat.allReachableEndpoints.map((e) => ({ ip: e.ip, port: e.port })),
-      });
-    }
-    return view;
   }
 }

@@ -13,8 +13,9 @@ import { RealExecer } from '../../../src/os/exec.js';
 import { FakeSysctl } from '../../../src/os/sysctl.js';
 import { createRealClock } from '../../../src/util/clock.js';
 import { startProxyDaemon } from '../../../src/proxy/daemon.js';
-import type { ProxyDaemon, ProxyDaemonConfig } from '../../../src/proxy/daemon.js';
-import { defaultProxyConfig } from '../../../src/cli/proxy.js';
+import type { ProxyDaemon } from '../../../src/proxy/daemon.js';
+import { defaultProxyConfig } from '../../../src/proxy/config.js';
+import type { ProxyDaemonConfig } from '../../../src/proxy/config.js';
 
 /** An Execer that runs every command inside a network namespace. */
 export class NetnsExecer implements Execer {

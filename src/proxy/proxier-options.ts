@@ -1,0 +1,133 @@
+// From the proxy's configuration, the Node it runs on and facts about the host to the options
+// one IP family's rules are planned with: the one path `svcnet proxy`, `svcnet render` and
+// `svcnet trace -f` share, so the three cannot drift apart. `proxyNodeOf` reads what the
+// rules depend on from a Node object (the daemon); render and trace resolve their node from
+// manifests and flags. Pure.
+
+import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
+import type { Node } from '../kube/types.js';
+import { formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
+import type { IPFamily } from '../util/ip.js';
+import type { ProxyDaemonConfig } from './config.js';
+import { DEFAULT_OPTIONS, masqueradeMarkFromBit } from './iptables/options.js';
+import type { IptablesProxierOptions, LocalDetector, NfacctCounters } from './iptables/options.js';
+
+/** The parts of the proxy's Node the rules depend on. */
+export interface ProxyNode {
+  readonly name: string;
+  /** The node's IPs, any family, preferred first (the first of a family is its node IP). */
+  readonly ips: readonly string[];
+  /** `topology.kubernetes.io/zone` ('' when unknown). */
+  readonly zone: string;
+  /** spec.podCIDRs (detectLocalMode NodeCIDR). */
+  readonly podCIDRs: readonly string[];
+}
+
+/** Facts about the host the options depend on. */
+export interface ProxyHost {
+  /** The node's interface addresses (any family, with or without /prefix), incl. loopback. */
+  readonly localAddresses: readonly string[];
+  /** nf_conntrack_tcp_be_liberal is on: no INVALID drop rule. */
+  readonly conntrackTCPLiberal: boolean;
+  /** Which nfacct objects exist (a rule matching a missing one fails the whole restore). */
+  readonly nfacct: NfacctCounters;
+}
+
+/** The config fields the options depend on. */
+export type ProxierOptionsConfig = Pick<
+  ProxyDaemonConfig,
+  | 'clusterCIDRs'
+  | 'detectLocalMode'
+  | 'bridgeInterface'
+  | 'interfaceNamePrefix'
+  | 'masqueradeBit'
+  | 'masqueradeAll'
+  | 'nodePortAddresses'
+  | 'localhostNodePorts'
+  | 'syncPeriodMs'
+>;
+
+/** nfacct counters when none exist. */
+export const NO_NFACCT: NfacctCounters = {
+  ctStateInvalidDropped: false,
+  localhostNodePortsAccepted: false,
+};
+
+/**
+ * A Node object as the rules see it: InternalIPs then ExternalIPs, and podCIDRs, in canonical
+ * form. A missing Node (not seen yet) has no IPs, zone or podCIDRs.
+ */
+export function proxyNodeOf(name: string, node: Node | undefined): ProxyNode {
+  const ips: string[] = [];
+  for (const type of ['InternalIP', 'ExternalIP'] as const)
+    for (const a of node?.status?.addresses ?? []) {
+      if (a.type !== type) continue;
+      const ip = parseIPSloppy(a.address);
+      if (ip !== undefined) ips.push(formatIP(ip));
+    }
+  const podCIDRs =
+    node?.spec?.podCIDRs ?? (node?.spec?.podCIDR !== undefined ? [node.spec.podCIDR] : []);
+  return {
+    name,
+    ips,
+    zone: node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '',
+    podCIDRs: podCIDRs.map((c) => {
+      const p = parseCIDRSloppy(c);
+      return p === undefined ? c : formatCIDR(p);
+    }),
+  };
+}
+
+function ofFamily(cidrs: readonly string[], family: IPFamily): string | undefined {
+  return cidrs.find((c) => parseCIDRSloppy(c)?.family === family);
+}
+
+/** The local-traffic detector for one family (`None` when the mode has no data for it). */
+export function localDetectorFor(
+  config: ProxierOptionsConfig,
+  node: ProxyNode,
+  family: IPFamily,
+): LocalDetector {
+  switch (config.detectLocalMode) {
+    case 'ClusterCIDR': {
+      const cidr = ofFamily(config.clusterCIDRs, family);
+      return cidr === undefined ? { mode: 'None' } : { mode: 'ClusterCIDR', cidr };
+    }
+    case 'NodeCIDR': {
+      const cidr = ofFamily(node.podCIDRs, family);
+      return cidr === undefined ? { mode: 'None' } : { mode: 'NodeCIDR', cidr };
+    }
+    case 'BridgeInterface':
+      return config.bridgeInterface === ''
+        ? { mode: 'None' }
+        : { mode: 'BridgeInterface', interfaceName: config.bridgeInterface };
+    case 'InterfaceNamePrefix':
+      return config.interfaceNamePrefix === ''
+        ? { mode: 'None' }
+        : { mode: 'InterfaceNamePrefix', prefix: config.interfaceNamePrefix };
+  }
+}
+
+/** The plan options of one family from the config, the Node and the host. */
+export function proxierOptionsFor(
+  config: ProxierOptionsConfig,
+  node: ProxyNode,
+  host: ProxyHost,
+  family: IPFamily,
+): IptablesProxierOptions {
+  return {
+    ...DEFAULT_OPTIONS,
+    nodeName: node.name,
+    nodeIP: node.ips.find((ip) => parseIPSloppy(ip)?.family === family) ?? '',
+    nodeZone: node.zone,
+    localDetector: localDetectorFor(config, node, family),
+    masqueradeMark: masqueradeMarkFromBit(config.masqueradeBit),
+    masqueradeAll: config.masqueradeAll,
+    nodePortAddresses: config.nodePortAddresses,
+    localAddresses: host.localAddresses,
+    localhostNodePorts: config.localhostNodePorts,
+    nfacct: host.nfacct,
+    conntrackTCPLiberal: host.conntrackTCPLiberal,
+    syncPeriodMs: config.syncPeriodMs,
+  };
+}
