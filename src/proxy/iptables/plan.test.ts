@@ -20,6 +20,7 @@ import { DEFAULT_OPTIONS } from './options.js';
 import type { IptablesProxierOptions } from './options.js';
 import { endpointChainName, isServiceChainName } from './names.js';
 import { natChainsOf, planIptables } from './plan.js';
+import { planFromObjects } from './plan-objects.js';
 import type { IptablesPlan, PlanState } from './plan.js';
 import { assertFlows, assertRulesEqual } from './testing.js';
 
@@ -33,6 +34,7 @@ const OPTS: IptablesProxierOptions = {
 };
 
 /** Trackers + plan, like one proxier; `sync()` returns the plan and keeps its state. */
+/** Long-lived trackers over several syncs (partial syncs, state carried over), as the proxier keeps them. */
 class Harness {
   readonly svcs: ServiceChangeTracker;
   readonly eps: EndpointsChangeTracker;
@@ -69,8 +71,11 @@ class Harness {
   }
 }
 
+/** One full sync of `objs`, as `svcnet render` plans it. */
 function plan(objs: (Service | EndpointSlice)[], options: Partial<IptablesProxierOptions> = {}) {
-  return new Harness({ ...OPTS, ...options }).add(...objs).sync();
+  const services = objs.filter((o): o is Service => o.kind === 'Service');
+  const slices = objs.filter((o): o is EndpointSlice => o.kind !== 'Service');
+  return planFromObjects(services, slices, { ...OPTS, ...options }, 'IPv4').plan;
 }
 
 /** Every full plan must be self-consistent and accepted by the atomic fake. */
