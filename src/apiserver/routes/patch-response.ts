@@ -10,23 +10,12 @@ import {
   applyMergePatch,
   applyStrategicMergePatch,
   patchTypeOf,
+  withPatchResourceVersion,
   type PatchType,
 } from '../patch.js';
 import type { ResourceType } from '../resources.js';
 import { ApiError } from '../status.js';
 import { checkBody, encode, readBody, type RequestContext } from './context.js';
-
-/** A patch is applied to the current object; it conflicts only if it names another resourceVersion. */
-function withRV(patched: unknown, current: StoredObject, patch: unknown): unknown {
-  if (!isPlainObject(patched)) return patched;
-  const meta = isPlainObject(patched.metadata) ? patched.metadata : {};
-  const patchMeta = isPlainObject(patch) && isPlainObject(patch.metadata) ? patch.metadata : {};
-  const rv =
-    typeof patchMeta.resourceVersion === 'string'
-      ? patchMeta.resourceVersion
-      : current.metadata.resourceVersion;
-  return { ...patched, metadata: { ...meta, resourceVersion: rv } };
-}
 
 /** The object `body` patches `current` into, by patch type. */
 function applyPatch(type: PatchType, kind: string, current: StoredObject, body: unknown): unknown {
@@ -76,7 +65,7 @@ export async function patchResponse(
     ctx,
     c,
     rt,
-    store.update(rt, ns, name, withRV(patched, current, body), {
+    store.update(rt, ns, name, withPatchResourceVersion(patched, current, body), {
       dryRun,
       ...(sub ? { subresource: sub } : {}),
     }),

@@ -6,6 +6,7 @@
 import type { Context } from 'hono';
 import { clone, isPlainObject } from '../../util/json.js';
 import type { StoredObject } from '../object.js';
+import { bindPod } from '../pod-binding.js';
 import { applyJsonPatch, applyMergePatch, patchTypeOf } from '../patch.js';
 import {
   DEPLOYMENTS,
@@ -58,7 +59,7 @@ export async function subresourceResponse(
     if (method === 'GET') return json(toScale(store.get(rt, ns, name)));
     if (method === 'PUT' || method === 'PATCH') return scaleWrite(ctx, c, r);
   }
-  if (sub === 'binding' && rt === PODS && method === 'POST') return bindPod(ctx, c, r);
+  if (sub === 'binding' && rt === PODS && method === 'POST') return bindPodResponse(ctx, c, r);
   if (sub === 'finalize' && rt === NAMESPACES && method === 'PUT')
     return finalizeNamespace(ctx, c, r);
   if (sub === 'log' && rt === PODS && method === 'GET')
@@ -142,51 +143,15 @@ async function scaleWrite(
 }
 
 /** POST of a Binding: assigns an unbound, live Pod to a node and marks it PodScheduled. */
-async function bindPod(
+async function bindPodResponse(
   ctx: RequestContext,
   c: Context,
   { ns, name, dryRun }: SubresourceRequest,
 ): Promise<Response> {
-  const { store } = ctx;
   const body = await readBody(ctx, c, PODS);
   const target = isPlainObject(body) && isPlainObject(body.target) ? body.target : {};
   const node = typeof target.name === 'string' ? target.name : '';
-  if (node === '')
-    throw new ApiError(422, 'Invalid', 'Binding.core "" is invalid: target.name: Required value');
-  const pod = store.get(PODS, ns, name);
-  const spec = (pod.spec ?? {}) as { nodeName?: string };
-  if (spec.nodeName !== undefined && spec.nodeName !== '')
-    throw ApiError.conflict(
-      '',
-      'pods',
-      name,
-      `pod ${name} is already assigned to node "${spec.nodeName}"`,
-    );
-  if (pod.metadata.deletionTimestamp !== undefined)
-    throw ApiError.conflict(
-      '',
-      'pods',
-      name,
-      `pod ${name} is being deleted, cannot be assigned to a host`,
-    );
-  const next = clone(pod);
-  (next as Record<string, unknown>).spec = { ...spec, nodeName: node };
-  const status = clone((pod.status ?? {}) as { conditions?: object[] });
-  status.conditions = [
-    ...(status.conditions ?? []).filter((x) => (x as { type?: string }).type !== 'PodScheduled'),
-    {
-      type: 'PodScheduled',
-      status: 'True',
-      lastProbeTime: null,
-      lastTransitionTime: new Date(ctx.now()).toISOString().replace(/\.\d+Z$/, 'Z'),
-    },
-  ];
-  const updated = store.update(PODS, ns, name, next, { dryRun });
-  if (!dryRun) {
-    const withStatus = clone(updated);
-    withStatus.status = status;
-    store.update(PODS, ns, name, withStatus, { subresource: 'status' });
-  }
+  bindPod(ctx.store, ns, name, node, { now: ctx.now(), dryRun });
   return json(
     { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 },
     201,
