@@ -17,7 +17,8 @@
 import type { IptablesDocument, IptablesTableName, Rule } from '../netfilter/iptables/model.js';
 import { renderRule } from '../netfilter/iptables/render.js';
 import { formatIP, type ParsedIP } from '../util/ip.js';
-import { compileRule, evaluateMatches, type CompiledRule, type MatchEnv } from './compile.js';
+import { compileRule, evaluateMatches, type CompiledRule } from './compile.js';
+import type { MatchEnv } from './eval-match.js';
 import { objectsFromComment } from './explain.js';
 import { buildView, type RulesetView } from './hooks.js';
 import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from './packet.js';

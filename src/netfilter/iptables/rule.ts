@@ -265,8 +265,12 @@ const INTERFACE_KIND: Readonly<Record<string, 'in-interface' | 'out-interface'>>
 interface Owner {
   readonly kind: 'match' | 'unsupported' | 'target';
   readonly name: string;
-  /** Index in `parts` of the part holding this owner's latest options. */
+  /** The header's flag (`-m` for matches; `-j`/`-g`... for the target). */
+  readonly flag: '-m' | TargetPart['flag'];
+  /** Index in `parts` of the part holding this owner's latest options (-1: none yet). */
   last: number;
+  /** That part's options, appended to while the owner's options stay contiguous. */
+  options: RuleOption[];
   /** Arity table, when the owner's vocabulary is known. */
   readonly vocabulary: Readonly<Record<string, Arity>> | undefined;
 }
@@ -296,8 +300,11 @@ class RuleParser {
   private target: Owner | undefined;
   private protocol: string | undefined;
   private i = 0;
+  private readonly args: readonly string[];
 
-  constructor(private readonly args: readonly string[]) {}
+  constructor(args: readonly string[]) {
+    this.args = args;
+  }
 
   parse(): TypedRule {
     const args = this.args;
@@ -326,22 +333,28 @@ class RuleParser {
       if (isTargetFlag(tok)) this.current = undefined;
       return;
     }
-    if (tok === '-m' || tok === '--match') return this.header(tok, neg);
+    if (tok === '-m' || tok === '--match') {
+      this.header(tok, neg);
+      return;
+    }
     if (isTargetFlag(tok)) {
       const name = this.take() ?? '';
+      const options: RuleOption[] = [];
       this.parts.push({
         kind: 'target',
         name,
         header: 'explicit',
         flag: tok,
         negate: neg,
-        options: [],
+        options,
       });
       this.current = undefined;
       this.target = {
         kind: 'target',
         name,
+        flag: tok,
         last: this.parts.length - 1,
+        options,
         vocabulary: isTargetName(name) ? TARGET_OPTIONS[name] : undefined,
       };
       return;
@@ -357,7 +370,10 @@ class RuleParser {
       return;
     }
     const generic = GENERIC_KIND[tok] ?? INTERFACE_KIND[tok];
-    if (generic !== undefined) return this.generic(generic, tok, neg);
+    if (generic !== undefined) {
+      this.generic(generic, tok, neg);
+      return;
+    }
     if (!isOptionWord(tok)) {
       this.parts.push({ kind: 'unsupported', what: 'argument', words: [tok], negate: neg });
       return;
@@ -367,15 +383,19 @@ class RuleParser {
 
   private header(flag: '-m' | '--match', neg: boolean): void {
     const name = this.take() ?? '';
+    const options: RuleOption[] = [];
+    const known = isMatchModule(name);
     const owner: Owner = {
-      kind: isMatchModule(name) ? 'match' : 'unsupported',
+      kind: known ? 'match' : 'unsupported',
       name,
+      flag: '-m',
       last: this.parts.length,
-      vocabulary: isMatchModule(name) ? MATCH_OPTIONS[name] : undefined,
+      options,
+      vocabulary: known ? MATCH_OPTIONS[name] : undefined,
     };
     this.parts.push(
-      isMatchModule(name)
-        ? { kind: 'match', module: name, header: 'explicit', flag, negate: neg, options: [] }
+      known
+        ? { kind: 'match', module: name, header: 'explicit', flag, negate: neg, options }
         : {
             kind: 'unsupported',
             what: 'match',
@@ -383,7 +403,7 @@ class RuleParser {
             header: 'explicit',
             flag,
             negate: neg,
-            options: [],
+            options,
           },
     );
     this.instances.push(owner);
@@ -425,7 +445,14 @@ class RuleParser {
     if (implicitArity === undefined) return { owner: cur, arity };
     let implicit = this.instances.find((m) => m.name === pname);
     if (!implicit) {
-      implicit = { kind: 'match', name: pname, last: -1, vocabulary: MATCH_OPTIONS[pname] };
+      implicit = {
+        kind: 'match',
+        name: pname,
+        flag: '-m',
+        last: -1,
+        options: [],
+        vocabulary: MATCH_OPTIONS[pname],
+      };
       this.instances.push(implicit);
     }
     return { owner: implicit, arity: implicitArity };
@@ -464,43 +491,35 @@ class RuleParser {
       });
       return;
     }
-    const lastIndex = this.parts.length - 1;
-    const last = this.parts[lastIndex];
-    if (owner.last === lastIndex && last && 'options' in last) {
-      this.parts[lastIndex] = { ...last, options: [...last.options, opt] } as RulePart;
+    if (owner.last >= 0 && owner.last === this.parts.length - 1) {
+      owner.options.push(opt);
       return;
     }
     const header = owner.last < 0 ? 'implicit' : 'continued';
     owner.last = this.parts.length;
-    if (owner.kind === 'target') {
-      const t = this.target;
-      const first = this.parts.find((p): p is TargetPart => p.kind === 'target');
+    owner.options = [opt];
+    const options = owner.options;
+    const name = owner.name;
+    if (owner.kind === 'target')
       this.parts.push({
         kind: 'target',
-        name: t?.name ?? '',
+        name,
         header: 'continued',
-        flag: first?.flag ?? '-j',
+        flag: owner.flag === '-m' ? '-j' : owner.flag,
         negate: false,
-        options: [opt],
+        options,
       });
-    } else if (owner.kind === 'match' && isMatchModule(owner.name))
-      this.parts.push({
-        kind: 'match',
-        module: owner.name,
-        header,
-        flag: '-m',
-        negate: false,
-        options: [opt],
-      });
+    else if (owner.kind === 'match' && isMatchModule(name))
+      this.parts.push({ kind: 'match', module: name, header, flag: '-m', negate: false, options });
     else
       this.parts.push({
         kind: 'unsupported',
         what: 'match',
-        module: owner.name,
+        module: name,
         header,
         flag: '-m',
         negate: false,
-        options: [opt],
+        options,
       });
   }
 }
