@@ -70,7 +70,10 @@ export function isTableName(s: string): s is IptablesTableName {
   return (TABLE_NAMES as readonly string[]).includes(s);
 }
 
-/** The value following `flag` in a rule's args (first occurrence), e.g. `argValue(r.args,'-j')`. */
+/**
+ * The word following `flag` in a rule's args (first occurrence). A low-level lookup kept for
+ * netfilter/ itself; everything else reads rules through rule.ts (`commentOf`, `targetOf`).
+ */
 export function argValue(args: readonly string[], flag: string): string | undefined {
   const i = args.indexOf(flag);
   return i >= 0 ? args[i + 1] : undefined;

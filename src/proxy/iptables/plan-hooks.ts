@@ -11,8 +11,9 @@ import type {
   Rule,
   TableDoc,
 } from '../../netfilter/iptables/model.js';
-import { BUILTIN_CHAINS, argValue, isTableName } from '../../netfilter/iptables/model.js';
+import { BUILTIN_CHAINS, isTableName } from '../../netfilter/iptables/model.js';
 import { splitArgs } from '../../netfilter/iptables/parse.js';
+import { commentOf, targetOf } from '../../netfilter/iptables/rule.js';
 import type { JumpRule } from './plan.js';
 
 /** What a dump says exists. */
@@ -56,12 +57,12 @@ export function scanKernelState(dump: string): KernelState {
 }
 
 function jumpPresent(state: KernelState, j: JumpRule): boolean {
-  const comment = argValue(j.args, '--comment');
+  const comment = commentOf(j.args);
   return (state.builtinRules.get(j.table) ?? []).some(
     (r) =>
       r.chain === j.sourceChain &&
-      (argValue(r.args, '-j') ?? argValue(r.args, '-g')) === j.targetChain &&
-      (comment === undefined || argValue(r.args, '--comment') === comment),
+      targetOf(r.args) === j.targetChain &&
+      (comment === undefined || commentOf(r.args) === comment),
   );
 }
 
