@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildSimpleRule, renderRuleText } from './rule-build.js';
+import { buildSimpleRule, renderRuleText, renderSimpleRule } from './rule-build.js';
 import { parseRule, renderRuleArgs } from './rule.js';
 
 test('simple rules render in kube-proxy word order and parse back to the same typed rule', () => {
@@ -28,6 +28,26 @@ test('simple rules render in kube-proxy word order and parse back to the same ty
   for (const [spec, text] of cases) {
     const rule = buildSimpleRule(spec);
     assert.equal(renderRuleText(rule), text);
+    assert.equal(renderSimpleRule(spec), text);
     assert.deepEqual(parseRule(renderRuleArgs(rule)), rule, text);
   }
+});
+
+test('renderSimpleRule equals rendering the built typed rule, for every combination of fields', () => {
+  for (const comment of [undefined, 'a', 'a b', 'say "hi"', ''])
+    for (const proto of [undefined, 'tcp', 'sctp'] as const)
+      for (const src of [undefined, '10.0.0.0/8'])
+        for (const dst of [undefined, 'fd00::1'])
+          for (const dport of [undefined, 8080])
+            for (const jump of ['KUBE-SVC-X', 'DROP']) {
+              const spec = {
+                ...(comment !== undefined ? { comment } : {}),
+                ...(proto !== undefined ? { proto } : {}),
+                ...(src !== undefined ? { src } : {}),
+                ...(dst !== undefined ? { dst } : {}),
+                ...(dport !== undefined ? { dport } : {}),
+                jump,
+              };
+              assert.equal(renderSimpleRule(spec), renderRuleText(buildSimpleRule(spec)));
+            }
 });

@@ -59,7 +59,65 @@ export function buildSimpleRule(spec: SimpleRuleSpec): TypedRule {
   return { parts };
 }
 
-/** A typed rule's arguments as restore text (quoted as iptables-save quotes them). */
+/**
+ * The restore text of a SimpleRuleSpec: exactly `renderRuleText(buildSimpleRule(spec))`
+ * (the tests hold it to that), written without the intermediate parts because the planner
+ * renders one per Service address on every full sync.
+ */
+export function renderSimpleRule(spec: SimpleRuleSpec): string {
+  let out = spec.comment === undefined ? '' : `-m comment --comment ${quoteArg(spec.comment)} `;
+  const proto = spec.proto;
+  if (proto !== undefined) out += `-m ${proto} -p ${proto} `;
+  if (spec.src !== undefined) out += `-s ${quoteArg(spec.src)} `;
+  if (spec.dst !== undefined) out += `-d ${quoteArg(spec.dst)} `;
+  if (spec.dport !== undefined && proto !== undefined) out += `--dport ${spec.dport} `;
+  return `${out}-j ${quoteArg(spec.jump)}`;
+}
+
+/**
+ * A typed rule's arguments as restore text, quoted as iptables-save quotes them: the same
+ * words as `renderRuleArgs`, written straight to a string (flags never need quotes; values
+ * go through quoteArg), because planners render hundreds of thousands of rules.
+ */
 export function renderRuleText(rule: TypedRule): string {
-  return renderRuleArgs(rule).map(quoteArg).join(' ');
+  const out: string[] = [];
+  for (const p of rule.parts) {
+    switch (p.kind) {
+      case 'match':
+        if (p.header === 'explicit') {
+          if (p.negate) out.push('!');
+          out.push(p.flag, p.module);
+        }
+        renderOptions(p.options, out);
+        break;
+      case 'target':
+        if (p.header === 'explicit') {
+          if (p.negate) out.push('!');
+          out.push(p.flag, quoteArg(p.name));
+        }
+        renderOptions(p.options, out);
+        break;
+      case 'protocol':
+      case 'source':
+      case 'destination':
+      case 'in-interface':
+      case 'out-interface':
+        if (p.negate) out.push('!');
+        out.push(p.flag);
+        if (p.negateAfter === true) out.push('!');
+        if (p.value !== undefined) out.push(quoteArg(p.value));
+        break;
+      default:
+        for (const w of renderRuleArgs({ parts: [p] })) out.push(quoteArg(w));
+    }
+  }
+  return out.join(' ');
+}
+
+function renderOptions(opts: readonly RuleOption[], out: string[]): void {
+  for (const o of opts) {
+    if (o.negate) out.push('!');
+    out.push(o.name);
+    for (const v of o.values) out.push(quoteArg(v));
+  }
 }

@@ -6,11 +6,7 @@
 // by the rule model's renderer. Pure.
 
 import { quoteArg } from '../../netfilter/iptables/render.js';
-import {
-  buildSimpleRule,
-  renderRuleText,
-  type SimpleRuleSpec,
-} from '../../netfilter/iptables/rule-build.js';
+import { renderSimpleRule, type SimpleRuleSpec } from '../../netfilter/iptables/rule-build.js';
 
 export class RuleWriter {
   private readonly parts: string[] = [];
@@ -29,7 +25,7 @@ export class RuleWriter {
 
   /** Appends a typed simple rule (see netfilter/iptables/rule-build.ts for its word order). */
   rule(chain: string, spec: SimpleRuleSpec): void {
-    this.add(chain, renderRuleText(buildSimpleRule(spec)));
+    this.add(chain, renderSimpleRule(spec));
   }
 
   get count(): number {
