@@ -74,50 +74,7 @@ export function renderSimpleRule(spec: SimpleRuleSpec): string {
   return `${out}-j ${quoteArg(spec.jump)}`;
 }
 
-/**
- * A typed rule's arguments as restore text, quoted as iptables-save quotes them: the same
- * words as `renderRuleArgs`, written straight to a string (flags never need quotes; values
- * go through quoteArg), because planners render hundreds of thousands of rules.
- */
+/** A typed rule's arguments as restore text, quoted as iptables-save quotes them. */
 export function renderRuleText(rule: TypedRule): string {
-  const out: string[] = [];
-  for (const p of rule.parts) {
-    switch (p.kind) {
-      case 'match':
-        if (p.header === 'explicit') {
-          if (p.negate) out.push('!');
-          out.push(p.flag, p.module);
-        }
-        renderOptions(p.options, out);
-        break;
-      case 'target':
-        if (p.header === 'explicit') {
-          if (p.negate) out.push('!');
-          out.push(p.flag, quoteArg(p.name));
-        }
-        renderOptions(p.options, out);
-        break;
-      case 'protocol':
-      case 'source':
-      case 'destination':
-      case 'in-interface':
-      case 'out-interface':
-        if (p.negate) out.push('!');
-        out.push(p.flag);
-        if (p.negateAfter === true) out.push('!');
-        if (p.value !== undefined) out.push(quoteArg(p.value));
-        break;
-      default:
-        for (const w of renderRuleArgs({ parts: [p] })) out.push(quoteArg(w));
-    }
-  }
-  return out.join(' ');
-}
-
-function renderOptions(opts: readonly RuleOption[], out: string[]): void {
-  for (const o of opts) {
-    if (o.negate) out.push('!');
-    out.push(o.name);
-    for (const v of o.values) out.push(quoteArg(v));
-  }
+  return renderRuleArgs(rule).map(quoteArg).join(' ');
 }

@@ -537,6 +537,20 @@ function renderOption(o: RuleOption, out: string[]): void {
   out.push(o.name, ...o.values);
 }
 
+/** An extension (match or target): its header when written here, then its options. */
+function renderExtension(
+  p: { readonly header: PartHeader; readonly negate: boolean; readonly flag: string },
+  name: string,
+  options: readonly RuleOption[],
+  out: string[],
+): void {
+  if (p.header === 'explicit') {
+    if (p.negate) out.push('!');
+    out.push(p.flag, name);
+  }
+  for (const o of options) renderOption(o, out);
+}
+
 function renderPart(p: RulePart, out: string[]): void {
   switch (p.kind) {
     case 'protocol':
@@ -550,38 +564,22 @@ function renderPart(p: RulePart, out: string[]): void {
       if (p.value !== undefined) out.push(p.value);
       return;
     case 'fragment':
-      if (p.negate) out.push('!');
-      out.push(p.flag);
-      return;
     case 'counters':
       if (p.negate) out.push('!');
-      out.push(p.flag, ...p.values);
+      out.push(p.flag, ...(p.kind === 'counters' ? p.values : []));
       return;
     case 'target':
-      if (p.header === 'explicit') {
-        if (p.negate) out.push('!');
-        out.push(p.flag, p.name);
-      }
-      for (const o of p.options) renderOption(o, out);
+      renderExtension(p, p.name, p.options, out);
       return;
     case 'match':
-      if (p.header === 'explicit') {
-        if (p.negate) out.push('!');
-        out.push(p.flag, p.module);
-      }
-      for (const o of p.options) renderOption(o, out);
+      renderExtension(p, p.module, p.options, out);
       return;
     case 'unsupported':
-      if (p.what === 'match') {
-        if (p.header === 'explicit') {
-          if (p.negate) out.push('!');
-          out.push(p.flag, p.module);
-        }
-        for (const o of p.options) renderOption(o, out);
-        return;
+      if (p.what === 'match') renderExtension(p, p.module, p.options, out);
+      else {
+        if (p.negate) out.push('!');
+        out.push(...p.words);
       }
-      if (p.negate) out.push('!');
-      out.push(...p.words);
   }
 }
 
