@@ -155,7 +155,7 @@ export function compileRule(args: readonly string[]): CompiledRule {
   // `! -p tcp -m tcp` makes no sense: protocol modules then see no protocol.
   const protocol = r.protocolNegated ? undefined : r.protocol;
   for (const inst of r.instances) {
-    const compile = MODULE_COMPILERS[inst.module];
+    const compile = isTracedModule(inst.module) ? MODULE_COMPILERS[inst.module] : undefined;
     if (!compile) r.bad(`match -m ${inst.module} is not supported`);
     else r.matches.push(...compile(inst.options, { module: inst.module, protocol, bad: r.bad }));
   }

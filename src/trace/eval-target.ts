@@ -3,7 +3,7 @@
 // (a verdict, a NAT, a mark change, a log line). Any other target name is a jump or goto to a
 // chain; the walker reports it when the table has no such chain. Pure.
 
-import type { RuleOption, TargetName } from '../netfilter/iptables/rule.js';
+import { isTargetName, type RuleOption, type TargetName } from '../netfilter/iptables/rule.js';
 import type { ParsedIP } from '../util/ip.js';
 import type { Bad } from './eval-match.js';
 import { parseMarkValue, parseNatAddress } from './eval-values.js';
@@ -87,8 +87,7 @@ export function compileTarget(
   bad: Bad,
 ): Target {
   if (isGoto) return { kind: 'chain', chain: name, goto: true };
-  const compile = Object.hasOwn(TARGET_COMPILERS, name)
-    ? TARGET_COMPILERS[name as TargetName]
-    : undefined;
-  return compile ? compile(opts, bad) : { kind: 'chain', chain: name, goto: false };
+  return isTargetName(name)
+    ? TARGET_COMPILERS[name](opts, bad)
+    : { kind: 'chain', chain: name, goto: false };
 }

@@ -232,12 +232,17 @@ export const TARGET_OPTIONS: Readonly<Record<TargetName, Readonly<Record<string,
   RETURN: {},
 };
 
+// Sets, not `in`/hasOwn on the tables: rules name thousands of distinct chains, and a miss
+// on an object's keys with ever-new strings is the slow path of V8's lookup caches.
+const MATCH_MODULES: ReadonlySet<string> = new Set(Object.keys(MATCH_OPTIONS));
+const TARGET_NAMES: ReadonlySet<string> = new Set(Object.keys(TARGET_OPTIONS));
+
 export function isMatchModule(name: string): name is MatchModule {
-  return Object.hasOwn(MATCH_OPTIONS, name);
+  return MATCH_MODULES.has(name);
 }
 
 export function isTargetName(name: string): name is TargetName {
-  return Object.hasOwn(TARGET_OPTIONS, name);
+  return TARGET_NAMES.has(name);
 }
 
 /** An option word (`-x`, `--xyz`), as opposed to a value (negative numbers are values). */
@@ -299,6 +304,8 @@ class RuleParser {
   private current: Owner | undefined;
   private target: Owner | undefined;
   private protocol: string | undefined;
+  /** The arity ownerOf found for the option being read. */
+  private arity: Arity | undefined;
   private i = 0;
   private readonly args: readonly string[];
 
@@ -433,16 +440,19 @@ class RuleParser {
   }
 
   /** Finds who owns option `tok` (see iptables' option dispatch) and its arity. */
-  private ownerOf(tok: string): { owner: Owner | undefined; arity: Arity | undefined } {
-    if (this.current === undefined && this.target !== undefined)
-      return { owner: this.target, arity: this.target.vocabulary?.[tok] };
+  /** Finds who owns option `tok` (see iptables' option dispatch); sets `arity`. */
+  private ownerOf(tok: string): Owner | undefined {
+    if (this.current === undefined && this.target !== undefined) {
+      this.arity = this.target.vocabulary?.[tok];
+      return this.target;
+    }
     const cur = this.current;
-    const arity = cur?.vocabulary?.[tok];
+    this.arity = cur?.vocabulary?.[tok];
     const pname = this.protocol;
-    if (arity !== undefined || pname === undefined || !isMatchModule(pname))
-      return { owner: cur, arity };
+    if (this.arity !== undefined || pname === undefined || !isMatchModule(pname)) return cur;
     const implicitArity = MATCH_OPTIONS[pname][tok];
-    if (implicitArity === undefined) return { owner: cur, arity };
+    if (implicitArity === undefined) return cur;
+    this.arity = implicitArity;
     let implicit = this.instances.find((m) => m.name === pname);
     if (!implicit) {
       implicit = {
@@ -455,27 +465,31 @@ class RuleParser {
       };
       this.instances.push(implicit);
     }
-    return { owner: implicit, arity: implicitArity };
+    return implicit;
+  }
+
+  /** Takes words up to the next option word or `!`. */
+  private takeRest(values: string[]): void {
+    const args = this.args;
+    while (this.i < args.length && !isOptionWord(args[this.i] ?? '') && args[this.i] !== '!')
+      values.push(this.take() ?? '');
   }
 
   private values(arity: Arity | undefined): string[] {
-    const args = this.args;
     const values: string[] = [];
-    const rest = (): void => {
-      while (this.i < args.length && !isOptionWord(args[this.i] ?? '') && args[this.i] !== '!')
-        values.push(this.take() ?? '');
-    };
-    if (arity === undefined) rest();
+    if (arity === undefined) this.takeRest(values);
     else if (arity === 'words') {
       const v = this.take();
       if (v !== undefined) values.push(v);
-      rest();
-    } else for (let k = 0; k < arity && this.i < args.length; k++) values.push(this.take() ?? '');
+      this.takeRest(values);
+    } else
+      for (let k = 0; k < arity && this.i < this.args.length; k++) values.push(this.take() ?? '');
     return values;
   }
 
   private option(tok: string, neg: boolean): void {
-    const { owner, arity } = this.ownerOf(tok);
+    const owner = this.ownerOf(tok);
+    const arity = this.arity;
     const opt: RuleOption = {
       name: tok,
       values: this.values(arity),
