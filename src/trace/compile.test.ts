@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileRule, evaluateMatches, type MatchEnv, type MatchResult } from './compile.js';
+import { compileRule, evaluateMatches } from './compile.js';
+import type { MatchEnv, MatchResult } from './eval-match.js';
 import { splitArgs } from '../netfilter/iptables/parse.js';
 import { parseIP, type ParsedIP } from '../util/ip.js';
 

@@ -7,6 +7,7 @@
 
 import type { IptablesDocument, IptablesTableName, Rule } from '../netfilter/iptables/model.js';
 import { BUILTIN_CHAINS, TABLE_NAMES } from '../netfilter/iptables/model.js';
+import { targetOf } from '../netfilter/iptables/rule.js';
 import { hooksInLiveOrder } from '../proxy/iptables/hooks.js';
 import type { JumpRule } from '../proxy/iptables/plan.js';
 import type { IPFamily } from '../util/ip.js';
@@ -36,11 +37,6 @@ export interface RulesetView {
  * kind-like nodes, where kubelet's KUBE-FIREWALL jumps predate kube-proxy's.
  */
 const KUBE_PROXY_HOOKS: readonly JumpRule[] = hooksInLiveOrder('kubelet-first');
-
-function targetOf(r: Rule): string | undefined {
-  const i = r.args.findIndex((a) => a === '-j' || a === '-g' || a === '--jump' || a === '--goto');
-  return i >= 0 ? r.args[i + 1] : undefined;
-}
 
 /**
  * Builds the view. Later declarations and rules of a table that appears twice are merged
@@ -92,7 +88,7 @@ export function buildView(doc: IptablesDocument, assumeKubeProxyHooks: boolean):
           (h) => h.table === table && h.sourceChain === chain && tv.chains.has(h.targetChain),
         );
         if (!cv || hooks.length === 0) continue;
-        if (cv.rules.some((r) => targetOf(r)?.startsWith('KUBE-'))) continue;
+        if (cv.rules.some((r) => targetOf(r.args)?.startsWith('KUBE-'))) continue;
         const added = hooks.map((h) => ({ chain, args: [...h.args] }));
         for (const r of added) assumed.add(r);
         cv.rules = [...added, ...cv.rules];

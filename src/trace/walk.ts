@@ -17,7 +17,9 @@
 import type { IptablesDocument, IptablesTableName, Rule } from '../netfilter/iptables/model.js';
 import { renderRule } from '../netfilter/iptables/render.js';
 import { formatIP, type ParsedIP } from '../util/ip.js';
-import { compileRule, evaluateMatches, type CompiledRule, type MatchEnv } from './compile.js';
+import { compileRule, evaluateMatches, type CompiledRule } from './compile.js';
+import type { MatchEnv } from './eval-match.js';
+import type { Target } from './eval-target.js';
 import { objectsFromComment } from './explain.js';
 import { buildView, type RulesetView } from './hooks.js';
 import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from './packet.js';
@@ -148,6 +150,15 @@ type Exit =
 
 const MAX_DEPTH = 64;
 
+/** Where the walker is: the rule being evaluated and its chain. */
+interface At {
+  readonly hook: Hook;
+  readonly table: IptablesTableName;
+  readonly chain: string;
+  readonly depth: number;
+  readonly ref: { readonly r: Rule; readonly index: number; readonly comment: string | undefined };
+}
+
 function cloneState(s: State): State {
   return { ...s, path: [...s.path] };
 }
@@ -269,174 +280,168 @@ class Walker {
     depth: number,
     notTaken: Exit[],
   ): Exit[] {
-    const cv = this.view.tables.get(table)?.chains.get(chain);
-    const rules = cv?.rules ?? [];
+    const rules = this.view.tables.get(table)?.chains.get(chain)?.rules ?? [];
     const s = state;
     const exits: Exit[] = [];
     for (let i = from; i < rules.length; i++) {
       const r = rules[i];
       if (!r) continue;
       const c = this.compile(r);
-      const ref = { r, index: i, comment: c.comment };
-      const reasons = [...c.unsupported];
-      const t = c.target;
-      if (t.kind === 'chain' && !this.view.tables.get(table)?.chains.has(t.chain))
-        reasons.push(
-          `target ${t.chain} is neither a chain of table ${table} nor a supported target`,
-        );
-      if (t.kind === 'chain' && depth >= MAX_DEPTH) reasons.push('jumps nested too deep (a loop?)');
-      if (reasons.length > 0) {
-        if (!this.unsupported.has(r))
-          this.unsupported.set(r, {
-            table,
-            chain,
-            rule: i + 1,
-            text: renderRule({ chain: r.chain, args: r.args }),
-            ...(r.line !== undefined ? { line: r.line } : {}),
-            reasons,
-          });
-        this.step(
-          s,
-          hook,
-          table,
-          chain,
-          depth,
-          'unsupported',
-          `not evaluated (${reasons.join('; ')}); assumed not to match`,
-          ref,
-        );
-        continue;
-      }
+      const at: At = { hook, table, chain, depth, ref: { r, index: i, comment: c.comment } };
+      if (this.isUnsupported(at, c, s)) continue;
       const m = evaluateMatches(c, this.env(s));
       if (m === false) continue;
-      if (m !== true) {
-        const p = m.probability;
-        if (p < 1) {
-          const other = cloneState(s);
-          other.probability *= 1 - p;
-          this.step(
-            other,
-            hook,
-            table,
-            chain,
-            depth,
-            'random-not-taken',
-            `not chosen at random (probability ${fmtP(1 - p)})`,
-            ref,
-          );
-          notTaken.push(...this.runChain(hook, table, chain, i + 1, other, depth));
-        }
-        if (p <= 0) return exits;
-        s.probability *= p;
-        this.pendingPrefix = `chosen at random (probability ${fmtP(p)}): `;
-      }
-      switch (t.kind) {
-        case 'none':
-          this.step(s, hook, table, chain, depth, 'match', 'matched; no target (counts only)', ref);
-          continue;
-        case 'LOG':
-          this.step(
-            s,
-            hook,
-            table,
-            chain,
-            depth,
-            'log',
-            `logged${t.prefix ? ` with prefix ${JSON.stringify(t.prefix)}` : ''}`,
-            ref,
-          );
-          continue;
-        case 'MARK': {
-          const before = s.mark;
-          s.mark = applyMark(s.mark, t.op, t.value, t.mask);
-          if ((s.mark & this.ctx.masqueradeMark) !== 0n) s.markedForMasquerade = true;
-          this.step(
-            s,
-            hook,
-            table,
-            chain,
-            depth,
-            'mark',
-            `mark 0x${before.toString(16)} -> 0x${s.mark.toString(16)}`,
-            ref,
-          );
-          continue;
-        }
-        case 'ACCEPT':
-          this.step(s, hook, table, chain, depth, 'accept', 'ACCEPT', ref);
-          exits.push({ kind: 'verdict', verdict: 'accept', state: s });
-          return exits;
-        case 'DROP':
-          this.step(s, hook, table, chain, depth, 'drop', 'DROP', ref);
-          exits.push({ kind: 'verdict', verdict: 'drop', state: s });
-          return exits;
-        case 'REJECT':
-          this.step(s, hook, table, chain, depth, 'reject', `REJECT (${t.rejectWith})`, ref);
-          exits.push({ kind: 'verdict', verdict: 'reject', state: s });
-          return exits;
-        case 'RETURN':
-          this.step(s, hook, table, chain, depth, 'return', 'RETURN', ref);
-          exits.push({ kind: 'return', state: s });
-          return exits;
-        case 'DNAT': {
-          const ip = t.ip ?? s.dst;
-          // kube-proxy's own tracer rewrites the address only (fixtures README).
-          const port = this.ctx.mode === 'fixture-compatible' ? s.dstPort : (t.port ?? s.dstPort);
-          s.dst = ip;
-          s.dstPort = port;
-          s.dnat = formatHostPort(ip, t.port ?? port);
-          this.step(s, hook, table, chain, depth, 'dnat', `DNAT to ${t.text}`, ref);
-          exits.push({ kind: 'verdict', verdict: 'nat', state: s });
-          return exits;
-        }
-        case 'SNAT':
-          if (t.ip) s.src = t.ip;
-          if (t.port !== undefined) s.srcPort = t.port;
-          s.snat = t.text;
-          this.step(s, hook, table, chain, depth, 'snat', `SNAT to ${t.text}`, ref);
-          exits.push({ kind: 'verdict', verdict: 'nat', state: s });
-          return exits;
-        case 'MASQUERADE':
-          s.snat = 'masquerade';
-          this.step(
-            s,
-            hook,
-            table,
-            chain,
-            depth,
-            'masquerade',
-            "MASQUERADE (source becomes the outgoing interface's address)",
-            ref,
-          );
-          exits.push({ kind: 'verdict', verdict: 'nat', state: s });
-          return exits;
-        case 'chain': {
-          this.step(
-            s,
-            hook,
-            table,
-            chain,
-            depth,
-            t.goto ? 'goto' : 'jump',
-            `${t.goto ? 'goto' : 'jump to'} ${t.chain}`,
-            ref,
-          );
-          const at = s.path.length - 1;
-          const sub = this.runChain(hook, table, t.chain, 0, s, depth + 1);
-          for (const e of sub) {
-            const jumpStep = e.state.path[at];
-            if (e.kind === 'return' && e.state.path.length === at + 1 && jumpStep)
-              e.state.path[at] = { ...jumpStep, empty: true };
-            if (e.kind === 'verdict') exits.push(e);
-            else if (t.goto) exits.push(e);
-            else exits.push(...this.runChain(hook, table, chain, i + 1, e.state, depth));
-          }
-          return exits;
-        }
-      }
+      if (m !== true && !this.forkRandom(at, m.probability, s, notTaken)) return exits;
+      if (this.applyTarget(at, c.target, s, exits)) return exits;
     }
     exits.push({ kind: 'return', state: s });
     return exits;
+  }
+
+  /** Reports a rule the walker cannot evaluate (it is then assumed not to match). */
+  private isUnsupported(at: At, c: CompiledRule, s: State): boolean {
+    const { table, chain, depth } = at;
+    const { r, index } = at.ref;
+    const reasons = [...c.unsupported];
+    const t = c.target;
+    if (t.kind === 'chain' && !this.view.tables.get(table)?.chains.has(t.chain))
+      reasons.push(`target ${t.chain} is neither a chain of table ${table} nor a supported target`);
+    if (t.kind === 'chain' && depth >= MAX_DEPTH) reasons.push('jumps nested too deep (a loop?)');
+    if (reasons.length === 0) return false;
+    if (!this.unsupported.has(r))
+      this.unsupported.set(r, {
+        table,
+        chain,
+        rule: index + 1,
+        text: renderRule({ chain: r.chain, args: r.args }),
+        ...(r.line !== undefined ? { line: r.line } : {}),
+        reasons,
+      });
+    this.stepAt(
+      s,
+      at,
+      'unsupported',
+      `not evaluated (${reasons.join('; ')}); assumed not to match`,
+    );
+    return true;
+  }
+
+  /**
+   * A random rule (`-m statistic`): the branch that does not take it continues the chain
+   * into `notTaken`; `s` takes it. Returns false when it is never taken.
+   */
+  private forkRandom(at: At, p: number, s: State, notTaken: Exit[]): boolean {
+    if (p < 1) {
+      const other = cloneState(s);
+      other.probability *= 1 - p;
+      this.stepAt(
+        other,
+        at,
+        'random-not-taken',
+        `not chosen at random (probability ${fmtP(1 - p)})`,
+      );
+      notTaken.push(
+        ...this.runChain(at.hook, at.table, at.chain, at.ref.index + 1, other, at.depth),
+      );
+    }
+    if (p <= 0) return false;
+    s.probability *= p;
+    this.pendingPrefix = `chosen at random (probability ${fmtP(p)}): `;
+    return true;
+  }
+
+  /** Applies a matched rule's target; true when it ends the chain (exits are pushed). */
+  private applyTarget(at: At, t: Target, s: State, exits: Exit[]): boolean {
+    switch (t.kind) {
+      case 'none':
+        this.stepAt(s, at, 'match', 'matched; no target (counts only)');
+        return false;
+      case 'LOG':
+        this.stepAt(
+          s,
+          at,
+          'log',
+          `logged${t.prefix ? ` with prefix ${JSON.stringify(t.prefix)}` : ''}`,
+        );
+        return false;
+      case 'MARK': {
+        const before = s.mark;
+        s.mark = applyMark(s.mark, t.op, t.value, t.mask);
+        if ((s.mark & this.ctx.masqueradeMark) !== 0n) s.markedForMasquerade = true;
+        this.stepAt(s, at, 'mark', `mark 0x${before.toString(16)} -> 0x${s.mark.toString(16)}`);
+        return false;
+      }
+      case 'ACCEPT':
+        return this.verdict(at, s, exits, 'accept', 'accept', 'ACCEPT');
+      case 'DROP':
+        return this.verdict(at, s, exits, 'drop', 'drop', 'DROP');
+      case 'REJECT':
+        return this.verdict(at, s, exits, 'reject', 'reject', `REJECT (${t.rejectWith})`);
+      case 'RETURN':
+        this.stepAt(s, at, 'return', 'RETURN');
+        exits.push({ kind: 'return', state: s });
+        return true;
+      case 'DNAT': {
+        const ip = t.ip ?? s.dst;
+        // kube-proxy's own tracer rewrites the address only (fixtures README).
+        const port = this.ctx.mode === 'fixture-compatible' ? s.dstPort : (t.port ?? s.dstPort);
+        s.dst = ip;
+        s.dstPort = port;
+        s.dnat = formatHostPort(ip, t.port ?? port);
+        return this.verdict(at, s, exits, 'dnat', 'nat', `DNAT to ${t.text}`);
+      }
+      case 'SNAT':
+        if (t.ip) s.src = t.ip;
+        if (t.port !== undefined) s.srcPort = t.port;
+        s.snat = t.text;
+        return this.verdict(at, s, exits, 'snat', 'nat', `SNAT to ${t.text}`);
+      case 'MASQUERADE':
+        s.snat = 'masquerade';
+        return this.verdict(
+          at,
+          s,
+          exits,
+          'masquerade',
+          'nat',
+          "MASQUERADE (source becomes the outgoing interface's address)",
+        );
+      case 'chain':
+        this.jump(at, t.chain, t.goto, s, exits);
+        return true;
+    }
+  }
+
+  private verdict(
+    at: At,
+    s: State,
+    exits: Exit[],
+    effect: StepEffect,
+    verdict: Verdict | 'nat',
+    detail: string,
+  ): true {
+    this.stepAt(s, at, effect, detail);
+    exits.push({ kind: 'verdict', verdict, state: s });
+    return true;
+  }
+
+  /** A jump (or goto) into `target`; after a return the calling chain goes on. */
+  private jump(at: At, target: string, goto: boolean, s: State, exits: Exit[]): void {
+    const { hook, table, chain, depth } = at;
+    this.stepAt(s, at, goto ? 'goto' : 'jump', `${goto ? 'goto' : 'jump to'} ${target}`);
+    const mark = s.path.length - 1;
+    const sub = this.runChain(hook, table, target, 0, s, depth + 1);
+    for (const e of sub) {
+      const jumpStep = e.state.path[mark];
+      if (e.kind === 'return' && e.state.path.length === mark + 1 && jumpStep)
+        e.state.path[mark] = { ...jumpStep, empty: true };
+      if (e.kind === 'verdict') exits.push(e);
+      else if (goto) exits.push(e);
+      else exits.push(...this.runChain(hook, table, chain, at.ref.index + 1, e.state, depth));
+    }
+  }
+
+  private stepAt(s: State, at: At, effect: StepEffect, detail: string): void {
+    this.step(s, at.hook, at.table, at.chain, at.depth, effect, detail, at.ref);
   }
 
   /** Runs a built-in chain; falling off its end applies its policy. */
@@ -494,30 +499,155 @@ interface Done {
   readonly delivery?: 'local' | 'forward';
 }
 
-/**
- * Traces `packet` through the rules of `doc` in `ctx`. Never throws for rules it cannot
- * evaluate: they are listed in `unsupported` and assumed not to match.
- */
-export function tracePacket(
-  rules: IptablesDocument | PreparedRuleset,
-  packet: Packet,
-  ctx: TraceContext,
-  options: TraceOptions = {},
-): TraceResult {
-  const prepared = 'view' in rules ? rules : prepareRuleset(rules, options);
-  const view = prepared.view;
-  const walker = new Walker(prepared, packet, ctx);
-  const notes: string[] = [];
-  if (view.assumedChains.length > 0)
-    notes.push(
-      `the input has no jumps from ${view.assumedChains.join(', ')} into kube-proxy's chains; assumed the ones kube-proxy installs (marked "assumed")`,
+function deliver(where: 'local' | 'forward'): Stage[] {
+  return [{ kind: 'deliver', where }];
+}
+
+/** Runs the stages of a packet's path; every way the packet leaves it is one `done`. */
+class Pipeline {
+  readonly done: Done[] = [];
+  private readonly walker: Walker;
+  private readonly ctx: TraceContext;
+  private readonly isNew: boolean;
+
+  constructor(walker: Walker, ctx: TraceContext) {
+    this.walker = walker;
+    this.ctx = ctx;
+    this.isNew = ctx.ctState === 'NEW';
+  }
+
+  /** nat tables are consulted only for NEW connections. */
+  natTables(tables: IptablesTableName[]): IptablesTableName[] {
+    return this.isNew ? tables : tables.filter((t) => t !== 'nat');
+  }
+
+  /** The stages a packet goes through, by mode and origin (see file header). */
+  stages(): Stage[] {
+    if (this.ctx.mode === 'fixture-compatible')
+      return [
+        { kind: 'hook', hook: 'PREROUTING', tables: ['nat'] },
+        { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-SERVICES' },
+        { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-EXTERNAL-SERVICES' },
+        { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-NODEPORTS' },
+        { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-PROXY-FIREWALL' },
+      ];
+    if (this.ctx.origin === 'node')
+      return [
+        {
+          kind: 'hook',
+          hook: 'OUTPUT',
+          tables: this.natTables(['raw', 'mangle', 'nat', 'filter', 'security']),
+        },
+        { kind: 'hook', hook: 'POSTROUTING', tables: this.natTables(['mangle', 'nat']) },
+        { kind: 'route', after: 'output' },
+      ];
+    return [
+      { kind: 'hook', hook: 'PREROUTING', tables: this.natTables(['raw', 'mangle', 'nat']) },
+      { kind: 'route', after: 'prerouting' },
+    ];
+  }
+
+  run(stages: readonly Stage[], state: State): void {
+    const [stage, ...rest] = stages;
+    if (!stage) {
+      this.done.push({ state, verdict: 'accept', by: 'end' });
+      return;
+    }
+    if (stage.kind === 'deliver') {
+      this.done.push({ state, verdict: 'accept', by: 'end', delivery: stage.where });
+      return;
+    }
+    if (stage.kind === 'route') {
+      this.route(stage.after, state);
+      return;
+    }
+    if (stage.kind === 'chain') {
+      const exits = this.walker.runChain(stage.hook, stage.table, stage.chain, 0, state, 0);
+      this.continueWith(exits, true, (s) => {
+        this.run(rest, s);
+      });
+      return;
+    }
+    const [table, ...moreTables] = stage.tables;
+    if (table === undefined) {
+      this.run(rest, state);
+      return;
+    }
+    if (table === 'nat' && !this.isNew) {
+      this.run([{ ...stage, tables: moreTables }, ...rest], state);
+      return;
+    }
+    // With the packet's interfaces as this hook sees them.
+    if (stage.hook === 'POSTROUTING' && state.outInterface === undefined)
+      state.outInterface = this.ctx.outInterface;
+    const exits = this.walker.runBuiltin(stage.hook, table, state);
+    this.continueWith(exits, false, (next) => {
+      this.run([{ ...stage, tables: moreTables }, ...rest], next);
+    });
+  }
+
+  /** Routing on the (possibly DNATed) destination: to the node itself, or on out of it. */
+  private route(after: 'prerouting' | 'output', state: State): void {
+    const local = isLocalAddress(this.ctx, state.dst);
+    if (after === 'prerouting') {
+      if (local) {
+        state.outInterface = undefined;
+        const tables = this.natTables(['mangle', 'nat', 'filter', 'security']);
+        this.run([{ kind: 'hook', hook: 'INPUT', tables }, ...deliver('local')], state);
+      } else {
+        state.outInterface = this.ctx.outInterface;
+        this.run(
+          [
+            { kind: 'hook', hook: 'FORWARD', tables: ['mangle', 'filter', 'security'] },
+            { kind: 'hook', hook: 'POSTROUTING', tables: this.natTables(['mangle', 'nat']) },
+            ...deliver('forward'),
+          ],
+          state,
+        );
+      }
+      return;
+    }
+    // After OUTPUT + POSTROUTING: a node address loops back in over lo.
+    if (!local) {
+      this.run(deliver('forward'), state);
+      return;
+    }
+    state.inInterface = 'lo';
+    state.outInterface = undefined;
+    this.run(
+      [
+        { kind: 'hook', hook: 'PREROUTING', tables: ['raw', 'mangle'] },
+        { kind: 'hook', hook: 'INPUT', tables: ['mangle', 'filter', 'security'] },
+        ...deliver('local'),
+      ],
+      state,
     );
-  const isNew = ctx.ctState === 'NEW';
-  if (!isNew)
-    notes.push(
-      `conntrack state ${ctx.ctState}: nat tables are not consulted (NAT is decided on a connection's first packet)`,
-    );
-  const initial: State = {
+  }
+
+  /**
+   * Goes on with every exit that lets the packet continue; records the others. In a hook,
+   * ACCEPT ends only this table's walk; in fixture-compatible chain stages it is the verdict
+   * (kube-proxy's tracer records it as the output).
+   */
+  private continueWith(exits: Exit[], acceptEnds: boolean, next: (s: State) => void): void {
+    for (const e of exits) {
+      if (e.kind === 'return' || e.verdict === 'nat' || (e.verdict === 'accept' && !acceptEnds)) {
+        // ACCEPT ends this table's chain for this hook; the next table still sees the packet.
+        next(e.state);
+      } else {
+        const last = e.state.path.at(-1);
+        this.done.push({
+          state: e.state,
+          verdict: e.verdict,
+          by: last?.effect === 'policy' ? 'policy' : 'rule',
+        });
+      }
+    }
+  }
+}
+
+function initialState(packet: Packet, ctx: TraceContext): State {
+  return {
     src: packet.src,
     dst: packet.dst,
     srcPort: packet.srcPort,
@@ -531,145 +661,40 @@ export function tracePacket(
     inInterface: ctx.origin === 'node' ? undefined : ctx.inInterface,
     outInterface: undefined,
   };
+}
 
-  const done: Done[] = [];
-  const natTables = (tables: IptablesTableName[]): IptablesTableName[] =>
-    isNew ? tables : tables.filter((t) => t !== 'nat');
+function traceNotes(view: RulesetView, ctx: TraceContext): string[] {
+  const notes: string[] = [];
+  if (view.assumedChains.length > 0)
+    notes.push(
+      `the input has no jumps from ${view.assumedChains.join(', ')} into kube-proxy's chains; assumed the ones kube-proxy installs (marked "assumed")`,
+    );
+  if (ctx.ctState !== 'NEW')
+    notes.push(
+      `conntrack state ${ctx.ctState}: nat tables are not consulted (NAT is decided on a connection's first packet)`,
+    );
+  return notes;
+}
 
-  const run = (stages: readonly Stage[], state: State): void => {
-    const [stage, ...rest] = stages;
-    if (!stage) {
-      done.push({ state, verdict: 'accept', by: 'end' });
-      return;
-    }
-    if (stage.kind === 'deliver') {
-      done.push({ state, verdict: 'accept', by: 'end', delivery: stage.where });
-      return;
-    }
-    if (stage.kind === 'route') {
-      const local = isLocalAddress(ctx, state.dst);
-      if (stage.after === 'prerouting') {
-        if (local) {
-          state.outInterface = undefined;
-          run(
-            [
-              {
-                kind: 'hook',
-                hook: 'INPUT',
-                tables: natTables(['mangle', 'nat', 'filter', 'security']),
-              },
-              ...deliver('local'),
-            ],
-            state,
-          );
-        } else {
-          state.outInterface = ctx.outInterface;
-          run(
-            [
-              { kind: 'hook', hook: 'FORWARD', tables: ['mangle', 'filter', 'security'] },
-              { kind: 'hook', hook: 'POSTROUTING', tables: natTables(['mangle', 'nat']) },
-              ...deliver('forward'),
-            ],
-            state,
-          );
-        }
-        return;
-      }
-      // After OUTPUT + POSTROUTING: a node address loops back in over lo.
-      if (local) {
-        state.inInterface = 'lo';
-        state.outInterface = undefined;
-        run(
-          [
-            { kind: 'hook', hook: 'PREROUTING', tables: ['raw', 'mangle'] },
-            { kind: 'hook', hook: 'INPUT', tables: ['mangle', 'filter', 'security'] },
-            ...deliver('local'),
-          ],
-          state,
-        );
-      } else run(deliver('forward'), state);
-      return;
-    }
-    // In a hook, ACCEPT ends only this table's walk; in fixture-compatible chain stages it is
-    // the verdict (kube-proxy's tracer records it as the output).
-    const acceptEnds = stage.kind === 'chain';
-    const runOne = (exits: Exit[], next: (s: State) => void): void => {
-      for (const e of exits) {
-        if (e.kind === 'return' || e.verdict === 'nat' || (e.verdict === 'accept' && !acceptEnds)) {
-          // ACCEPT ends this table's chain for this hook; the next table still sees the packet.
-          next(e.state);
-        } else {
-          const last = e.state.path.at(-1);
-          done.push({
-            state: e.state,
-            verdict: e.verdict,
-            by: last?.effect === 'policy' ? 'policy' : 'rule',
-          });
-        }
-      }
-    };
-    if (stage.kind === 'chain') {
-      const exits = walker.runChain(stage.hook, stage.table, stage.chain, 0, state, 0);
-      runOne(exits, (s) => {
-        run(rest, s);
-      });
-      return;
-    }
-    const [table, ...moreTables] = stage.tables;
-    if (table === undefined) {
-      run(rest, state);
-      return;
-    }
-    if (table === 'nat' && !isNew) {
-      run([{ ...stage, tables: moreTables }, ...rest], state);
-      return;
-    }
-    // With the packet's interfaces as this hook sees them.
-    const s = state;
-    if (stage.hook === 'POSTROUTING' && s.outInterface === undefined)
-      s.outInterface = ctx.outInterface;
-    const exits = walker.runBuiltin(stage.hook, table, s);
-    runOne(exits, (next) => {
-      run([{ ...stage, tables: moreTables }, ...rest], next);
-    });
-  };
-
-  const deliver = (where: 'local' | 'forward'): Stage[] => [{ kind: 'deliver', where }];
-
-  const runAll = (stages: readonly Stage[]): void => {
-    run(stages, initial);
-  };
-
-  if (ctx.mode === 'fixture-compatible') {
-    runAll([
-      { kind: 'hook', hook: 'PREROUTING', tables: ['nat'] },
-      { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-SERVICES' },
-      { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-EXTERNAL-SERVICES' },
-      { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-NODEPORTS' },
-      { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-PROXY-FIREWALL' },
-    ]);
-  } else if (ctx.origin === 'node') {
-    runAll([
-      {
-        kind: 'hook',
-        hook: 'OUTPUT',
-        tables: natTables(['raw', 'mangle', 'nat', 'filter', 'security']),
-      },
-      { kind: 'hook', hook: 'POSTROUTING', tables: natTables(['mangle', 'nat']) },
-      { kind: 'route', after: 'output' },
-    ]);
-  } else {
-    runAll([
-      { kind: 'hook', hook: 'PREROUTING', tables: natTables(['raw', 'mangle', 'nat']) },
-      { kind: 'route', after: 'prerouting' },
-    ]);
-  }
-
-  const outcomes = done.map((d) => toOutcome(d, ctx));
+/**
+ * Traces `packet` through the rules of `doc` in `ctx`. Never throws for rules it cannot
+ * evaluate: they are listed in `unsupported` and assumed not to match.
+ */
+export function tracePacket(
+  rules: IptablesDocument | PreparedRuleset,
+  packet: Packet,
+  ctx: TraceContext,
+  options: TraceOptions = {},
+): TraceResult {
+  const prepared = 'view' in rules ? rules : prepareRuleset(rules, options);
+  const walker = new Walker(prepared, packet, ctx);
+  const notes = traceNotes(prepared.view, ctx);
+  const pipeline = new Pipeline(walker, ctx);
+  pipeline.run(pipeline.stages(), initialState(packet, ctx));
   return {
     packet,
     context: ctx,
-    outcomes,
+    outcomes: pipeline.done.map((d) => toOutcome(d, ctx)),
     unsupported: walker.unsupportedRules(),
     notes: [...notes, ...walker.notes],
   };

@@ -142,3 +142,25 @@ test('ensureChain / ensureRule are idempotent and prepend', () => {
     /KUBE-NOPE/,
   );
 });
+
+test('a rule its typed form refuses fails the whole restore', () => {
+  const ipt = new FakeIptables();
+  ipt.restoreSync('*nat\n:KUBE-A - [0:0]\n-A KUBE-A -j ACCEPT\nCOMMIT\n', { noflush: true });
+  const before = ipt.saveSync('nat');
+  assert.throws(
+    () => {
+      ipt.restoreSync('*nat\n:KUBE-B - [0:0]\n-A KUBE-B -p tcp -j DNAT\nCOMMIT\n', {
+        noflush: true,
+      });
+    },
+    (e: unknown) =>
+      e instanceof SvcnetError &&
+      e.code === 'IPTABLES_RESTORE_FAILED' &&
+      /line 3: nat: KUBE-B: DNAT: missing --to-destination/.test(e.message),
+  );
+  assert.equal(ipt.saveSync('nat'), before);
+  assert.throws(
+    () => ipt.ensureRuleSync('append', 'nat', 'KUBE-A', ['-j', 'MARK']),
+    /nat: KUBE-A: MARK: one of --set-mark/,
+  );
+});

@@ -2,16 +2,18 @@
 // in-memory Fake. The Fake applies iptables-restore input the way the kernel would: with
 // --noflush a declared chain is created or flushed, undeclared chains keep their rules,
 // `-X` deletes; without it every table in the input is flushed first. A rule that jumps to
-// a chain that does not exist, a rule appended to a missing chain, or deleting a chain that
-// is referenced, non-empty or built in fails the WHOLE restore and changes nothing. It dumps
+// a chain that does not exist, a rule appended to a missing chain, a rule its typed form
+// (rule.ts) refuses (a DNAT without --to-destination, an option missing its value), or deleting
+// a chain that is referenced, non-empty or built in fails the WHOLE restore and changes nothing. It dumps
 // its state as iptables-save text. Production code (dry runs, the tracer, tests) uses it.
 
 import { SvcnetError } from '../../errors.js';
 import type { IPFamily } from '../../util/ip.js';
 import type { IptablesDocument, IptablesTableName, Rule } from './model.js';
-import { BUILTIN_CHAINS, TABLE_NAMES, argValue, isBuiltinChain } from './model.js';
+import { BUILTIN_CHAINS, TABLE_NAMES, isBuiltinChain } from './model.js';
 import { parseDocument } from './parse.js';
 import { renderRule } from './render.js';
+import { targetOf, typedRuleOf, validateRule } from './rule.js';
 
 export interface RestoreOptions {
   /** `--noflush`: keep chains the input does not declare (kube-proxy always sets it). */
@@ -91,7 +93,12 @@ function fail(message: string): never {
 }
 
 function jumpTarget(args: readonly string[]): string | undefined {
-  return argValue(args, '-j') ?? argValue(args, '-g');
+  return targetOf(args);
+}
+
+/** The first problem the rule's typed form has, as iptables-restore would refuse it. */
+function ruleProblem(args: readonly string[]): string | undefined {
+  return validateRule(typedRuleOf(args))[0];
 }
 
 /** Applies one parsed table section to a copy of the table state (throws on error). */
@@ -119,6 +126,8 @@ function applyTable(
   for (const r of section.rules) {
     const c = t.get(r.chain);
     if (!c) fail(`${where(r)}${name}: ${r.chain}: no chain by that name`);
+    const problem = ruleProblem(r.args);
+    if (problem !== undefined) fail(`${where(r)}${name}: ${r.chain}: ${problem}`);
     if (r.insert) {
       const pos = (r.insert.position ?? 1) - 1;
       if (pos > c.rules.length) fail(`${where(r)}${name}: -I ${r.chain} ${pos + 1}: index too big`);
@@ -242,6 +251,9 @@ export class FakeIptables implements Iptables {
     if (!c)
       throw new SvcnetError('IPTABLES_RESTORE_FAILED', `${table}: ${chain}: no chain by that name`);
     if (c.rules.some((r) => sameArgs(r, args))) return true;
+    const problem = ruleProblem(args);
+    if (problem !== undefined)
+      throw new SvcnetError('IPTABLES_RESTORE_FAILED', `${table}: ${chain}: ${problem}`);
     const target = jumpTarget(args);
     if (target !== undefined && !STANDARD_TARGETS.has(target) && !this.table(table).has(target))
       throw new SvcnetError(

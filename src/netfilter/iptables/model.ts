@@ -1,7 +1,8 @@
 // A typed model of an iptables-restore / iptables-save document: tables, chain declarations,
 // rules (as argument vectors after `-A CHAIN`), and chain deletions. It is the common
 // currency of the renderer (proxy/iptables), the parser (real `iptables-save` dumps), the
-// atomic Fake and the tracer. It does not interpret matches or targets: see trace/ for that.
+// atomic Fake and the tracer. A rule's matches and targets are typed by rule.ts
+// (`typedRuleOf(rule.args)`, parsed lazily on first use and shared by every reader).
 
 export type IptablesTableName = 'raw' | 'mangle' | 'nat' | 'filter' | 'security';
 
@@ -67,10 +68,4 @@ export function isBuiltinChain(table: IptablesTableName, chain: string): boolean
 
 export function isTableName(s: string): s is IptablesTableName {
   return (TABLE_NAMES as readonly string[]).includes(s);
-}
-
-/** The value following `flag` in a rule's args (first occurrence), e.g. `argValue(r.args,'-j')`. */
-export function argValue(args: readonly string[], flag: string): string | undefined {
-  const i = args.indexOf(flag);
-  return i >= 0 ? args[i + 1] : undefined;
 }

@@ -4,9 +4,14 @@
 
 import type { ChainDecl, IptablesDocument, Rule, TableDoc } from './model.js';
 
+const NEEDS_QUOTES = /[\s"'\\]/;
+const NEEDS_ESCAPES = /["\\]/;
+
 /** Quotes one argument the way iptables-save does. */
 export function quoteArg(arg: string): string {
-  if (arg !== '' && !/[\s"'\\]/.test(arg)) return arg;
+  if (arg !== '' && !NEEDS_QUOTES.test(arg)) return arg;
+  // Most quoted words (comments with spaces) have nothing to escape.
+  if (!NEEDS_ESCAPES.test(arg)) return `"${arg}"`;
   return `"${arg.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 

@@ -7,7 +7,7 @@
 
 import { parseDocument } from '../../netfilter/iptables/parse.js';
 import type { IptablesDocument, Rule, TableDoc } from '../../netfilter/iptables/model.js';
-import { argValue } from '../../netfilter/iptables/model.js';
+import { commentOf, jumpTargetOf } from '../../netfilter/iptables/rule.js';
 import { renderChainDecl, renderRule } from '../../netfilter/iptables/render.js';
 import {
   COMMENT_NODEPORTS_LAST,
@@ -31,12 +31,12 @@ function compareChains(a: string, b: string): number {
 }
 
 function serviceOf(rule: Rule): string {
-  return (argValue(rule.args, '--comment') ?? '').split(' ')[0] ?? '';
+  return (commentOf(rule.args) ?? '').split(' ')[0] ?? '';
 }
 
 function sortDispatchRules(rules: Rule[]): Rule[] {
-  const last = rules.filter((r) => argValue(r.args, '--comment') === COMMENT_NODEPORTS_LAST);
-  const rest = rules.filter((r) => argValue(r.args, '--comment') !== COMMENT_NODEPORTS_LAST);
+  const last = rules.filter((r) => commentOf(r.args) === COMMENT_NODEPORTS_LAST);
+  const rest = rules.filter((r) => commentOf(r.args) !== COMMENT_NODEPORTS_LAST);
   const sorted = rest
     .map((r, i) => ({ r, i, s: serviceOf(r) }))
     .sort((a, b) => (a.s < b.s ? -1 : a.s > b.s ? 1 : a.i - b.i))
@@ -106,7 +106,7 @@ export function checkRuleJumps(doc: IptablesDocument): string[] {
     for (const r of t.rules) {
       if (deleted.has(r.chain))
         problems.push(`${t.name}: rule appended to deleted chain ${r.chain}`);
-      const target = argValue(r.args, '-j');
+      const target = jumpTargetOf(r.args);
       if (target === undefined || NON_CHAIN_TARGETS.has(target)) continue;
       jumped.add(target);
       if (!declared.has(target))

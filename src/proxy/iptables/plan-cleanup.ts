@@ -7,8 +7,8 @@
 // proxy's chains — atomically, so a failure leaves everything as it was.
 
 import type { IptablesDocument, IptablesTableName } from '../../netfilter/iptables/model.js';
-import { argValue } from '../../netfilter/iptables/model.js';
 import { quoteArg } from '../../netfilter/iptables/render.js';
+import { targetOf } from '../../netfilter/iptables/rule.js';
 import {
   FILTER_FIXED_CHAINS,
   KUBE_FIREWALL,
@@ -46,7 +46,7 @@ export function planCleanup(current: IptablesDocument): CleanupPlan {
     const ownedSet = new Set(owned);
     const isHook = (r: (typeof t.rules)[number]): boolean => {
       if (ownedSet.has(r.chain)) return false;
-      const target = argValue(r.args, '-j') ?? argValue(r.args, '-g');
+      const target = targetOf(r.args);
       return target !== undefined && ownedSet.has(target);
     };
     const hooked = [...new Set(t.rules.filter(isHook).map((r) => r.chain))];

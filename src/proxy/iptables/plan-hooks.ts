@@ -8,9 +8,10 @@
 // Pure.
 
 import type { ChainDecl, IptablesTableName, Rule } from '../../netfilter/iptables/model.js';
-import { BUILTIN_CHAINS, TABLE_NAMES, argValue } from '../../netfilter/iptables/model.js';
+import { BUILTIN_CHAINS, TABLE_NAMES } from '../../netfilter/iptables/model.js';
 import { parseDocument } from '../../netfilter/iptables/parse.js';
 import { renderChainDecl, renderRule } from '../../netfilter/iptables/render.js';
+import { commentOf, targetOf } from '../../netfilter/iptables/rule.js';
 import type { JumpRule, PlanTable } from './plan.js';
 
 /** What a dump says exists. */
@@ -54,12 +55,12 @@ export function scanKernelState(dump: string): KernelState {
 }
 
 function jumpPresent(state: KernelState, j: JumpRule): boolean {
-  const comment = argValue(j.args, '--comment');
+  const comment = commentOf(j.args);
   return (state.builtinRules.get(j.table) ?? []).some(
     (r) =>
       r.chain === j.sourceChain &&
-      (argValue(r.args, '-j') ?? argValue(r.args, '-g')) === j.targetChain &&
-      (comment === undefined || argValue(r.args, '--comment') === comment),
+      targetOf(r.args) === j.targetChain &&
+      (comment === undefined || commentOf(r.args) === comment),
   );
 }
 

@@ -2,7 +2,8 @@
 // nat KUBE-SERVICES / KUBE-NODEPORTS, the REJECT/DROP rules in filter for missing (local)
 // endpoints, the health-check ACCEPT, and the port's own KUBE-SVC/SVL/EXT/FW/SEP chains.
 // Each part is a small builder; planServicePort() strings them together. Output is rule
-// text (see rule-writer.ts). Pure.
+// text (see rule-writer.ts): the capture rules are described typed and rendered once by the
+// rule model; the per-endpoint rules of big syncs are written as text directly. Pure.
 
 import type { EndpointInfo } from '../model/endpoint.js';
 import { categorizeEndpoints } from '../model/categorize.js';
@@ -29,6 +30,7 @@ import type { ServicePortChains } from './names.js';
 import { ifLocal, ifNotLocal, isDetectorImplemented } from './options.js';
 import type { IptablesProxierOptions } from './options.js';
 import { computeProbability } from './probability.js';
+import type { SimpleRuleSpec } from '../../netfilter/iptables/rule-build.js';
 import { RuleWriter, chainLine, commentArgs } from './rule-writer.js';
 
 /** What a plan needs besides the Service port itself. */
@@ -77,7 +79,7 @@ interface PortPlan {
   readonly sp: ServicePortInfo;
   readonly ctx: ServicePlanContext;
   readonly chains: ServicePortChains;
-  readonly proto: string;
+  readonly proto: Lowercase<ServicePortInfo['protocol']>;
   readonly cat: CategorizedEndpoints;
   readonly hasEndpoints: boolean;
   readonly hasInternalEndpoints: boolean;
@@ -115,7 +117,7 @@ function decide(
     sp,
     ctx,
     chains,
-    proto: sp.protocol.toLowerCase(),
+    proto: sp.protocol.toLowerCase() as Lowercase<ServicePortInfo['protocol']>,
     cat,
     hasEndpoints,
     hasInternalEndpoints: hasEndpoints && !(sp.internalPolicyLocal && noLocal),
@@ -138,34 +140,34 @@ function dest(p: PortPlan, ip: string, port: number): string {
   return `-m ${p.proto} -p ${p.proto} -d ${ip} --dport ${port}`;
 }
 
+/** A capture rule: `comment`, then `-m P -p P -d IP --dport PORT -j jump`. */
+function capture(p: PortPlan, comment: string, ip: string, jump: string): SimpleRuleSpec {
+  return { comment, proto: p.proto, dst: ip, dport: p.sp.port, jump };
+}
+
 function clusterIPRules(p: PortPlan, w: Writers): void {
   const { sp } = p;
-  const d = dest(p, sp.clusterIP, sp.port);
   if (p.hasInternalEndpoints)
-    w.dispatch.add(
+    w.dispatch.rule(
       KUBE_SERVICES,
-      `${commentArgs(`${sp.nameString} cluster IP`)} ${d} -j ${p.internalChain}`,
+      capture(p, `${sp.nameString} cluster IP`, sp.clusterIP, p.internalChain),
     );
   else
-    w.filter.add(
+    w.filter.rule(
       KUBE_SERVICES,
-      `${commentArgs(p.noEndpoints.comment)} ${d} -j ${p.noEndpoints.target}`,
+      capture(p, p.noEndpoints.comment, sp.clusterIP, p.noEndpoints.target),
     );
 }
 
 function externalIPRules(p: PortPlan, w: Writers): void {
   const { sp } = p;
   for (const ip of sp.externalIPs) {
-    const d = dest(p, ip, sp.port);
     if (p.hasEndpoints)
-      w.dispatch.add(
-        KUBE_SERVICES,
-        `${commentArgs(`${sp.nameString} external IP`)} ${d} -j ${p.chains.ext}`,
-      );
+      w.dispatch.rule(KUBE_SERVICES, capture(p, `${sp.nameString} external IP`, ip, p.chains.ext));
     if (!p.hasExternalEndpoints)
-      w.filter.add(
+      w.filter.rule(
         KUBE_EXTERNAL_SERVICES,
-        `${commentArgs(p.noEndpoints.comment)} ${d} -j ${p.noEndpoints.target}`,
+        capture(p, p.noEndpoints.comment, ip, p.noEndpoints.target),
       );
   }
 }
@@ -174,23 +176,19 @@ function loadBalancerRules(p: PortPlan, w: Writers): void {
   const { sp } = p;
   const lbChain = p.usesFWChain ? p.chains.fw : p.chains.ext;
   for (const ip of sp.loadBalancerVIPs) {
-    const d = dest(p, ip, sp.port);
     if (p.hasEndpoints)
-      w.dispatch.add(
-        KUBE_SERVICES,
-        `${commentArgs(`${sp.nameString} loadbalancer IP`)} ${d} -j ${lbChain}`,
-      );
+      w.dispatch.rule(KUBE_SERVICES, capture(p, `${sp.nameString} loadbalancer IP`, ip, lbChain));
     if (p.usesFWChain)
-      w.filter.add(
+      w.filter.rule(
         KUBE_PROXY_FIREWALL,
-        `${commentArgs(`${sp.nameString} traffic not accepted by ${p.chains.fw}`)} ${d} -j DROP`,
+        capture(p, `${sp.nameString} traffic not accepted by ${p.chains.fw}`, ip, 'DROP'),
       );
   }
   if (!p.hasExternalEndpoints)
     for (const ip of sp.loadBalancerVIPs)
-      w.filter.add(
+      w.filter.rule(
         KUBE_EXTERNAL_SERVICES,
-        `${commentArgs(p.noEndpoints.comment)} ${dest(p, ip, sp.port)} -j ${p.noEndpoints.target}`,
+        capture(p, p.noEndpoints.comment, ip, p.noEndpoints.target),
       );
 }
 
@@ -207,7 +205,12 @@ function nodePortRules(p: PortPlan, w: Writers): void {
         `${c} ${mp} -d 127.0.0.0/8 --dport ${sp.nodePort} ` +
           `-m nfacct --nfacct-name ${NFACCT_LOCALHOST_NODEPORTS_ACCEPTED} -j ${p.chains.ext}`,
       );
-    w.dispatch.add(KUBE_NODEPORTS, `${c} ${mp} --dport ${sp.nodePort} -j ${p.chains.ext}`);
+    w.dispatch.rule(KUBE_NODEPORTS, {
+      comment: sp.nameString,
+      proto: p.proto,
+      dport: sp.nodePort,
+      jump: p.chains.ext,
+    });
   }
   if (!p.hasExternalEndpoints)
     w.filter.add(
@@ -220,10 +223,12 @@ function nodePortRules(p: PortPlan, w: Writers): void {
 function healthCheckRule(p: PortPlan, w: Writers): void {
   const hc = p.sp.healthCheckNodePort;
   if (hc === 0) return;
-  w.filter.add(
-    KUBE_NODEPORTS,
-    `${commentArgs(`${p.sp.nameString} health check node port`)} -m tcp -p tcp --dport ${hc} -j ACCEPT`,
-  );
+  w.filter.rule(KUBE_NODEPORTS, {
+    comment: `${p.sp.nameString} health check node port`,
+    proto: 'tcp',
+    dport: hc,
+    jump: 'ACCEPT',
+  });
 }
 
 /** First rule of the SVC/SVL chain: masquerade ClusterIP traffic from outside the cluster. */
@@ -270,17 +275,18 @@ function firewallChainRules(p: PortPlan, w: Writers): void {
   if (!p.usesFWChain) return;
   const { sp, chains: c } = p;
   w.chains.push(c.fw);
-  const lb = commentArgs(`${sp.nameString} loadbalancer IP`);
+  const lbComment = `${sp.nameString} loadbalancer IP`;
   const nodeIP = parseIPSloppy(p.ctx.options.nodeIP);
   let allowFromNode = false;
   for (const cidr of sp.loadBalancerSourceRanges) {
-    w.rules.add(c.fw, `${lb} -s ${cidr} -j ${c.ext}`);
+    w.rules.rule(c.fw, { comment: lbComment, src: cidr, jump: c.ext });
     const parsed = parseCIDRSloppy(cidr);
     if (nodeIP && parsed && cidrContains(parsed, nodeIP)) allowFromNode = true;
   }
   // A node-originated request to a VIP-like LB IP loops back with the LB IP as source.
   if (allowFromNode)
-    for (const ip of sp.loadBalancerVIPs) w.rules.add(c.fw, `${lb} -s ${ip} -j ${c.ext}`);
+    for (const ip of sp.loadBalancerVIPs)
+      w.rules.rule(c.fw, { comment: lbComment, src: ip, jump: c.ext });
   w.rules.add(
     c.fw,
     commentArgs(`other traffic to ${sp.nameString} will be dropped by ${KUBE_PROXY_FIREWALL}`),

@@ -1,9 +1,12 @@
 // RuleWriter: accumulates iptables-restore rule lines (`-A CHAIN args\n`) as text, counting
 // them. The plan writes rules straight to text because a big sync writes hundreds of
 // thousands of rules and per-rule argument arrays would dominate its time and memory;
-// the typed document is recovered by parsing when a caller wants it. Pure.
+// the typed document is recovered by parsing when a caller wants it. Simple rules can be
+// described typed (`rule(chain, {comment, proto, dst, dport, jump})`) and are rendered once
+// by the rule model's renderer. Pure.
 
 import { quoteArg } from '../../netfilter/iptables/render.js';
+import { renderSimpleRule, type SimpleRuleSpec } from '../../netfilter/iptables/rule-build.js';
 
 export class RuleWriter {
   private readonly parts: string[] = [];
@@ -18,6 +21,11 @@ export class RuleWriter {
   /** Appends a rule given as arguments (quoted as iptables-save does). */
   addArgs(chain: string, args: readonly string[]): void {
     this.add(chain, args.map(quoteArg).join(' '));
+  }
+
+  /** Appends a typed simple rule (see netfilter/iptables/rule-build.ts for its word order). */
+  rule(chain: string, spec: SimpleRuleSpec): void {
+    this.add(chain, renderSimpleRule(spec));
   }
 
   get count(): number {
