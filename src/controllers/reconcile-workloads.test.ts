@@ -11,7 +11,8 @@ import { reconcileKubelet } from './reconcile-kubelet.js';
 import { rankForDeletion, reconcileReplicaSet } from './reconcile-replicaset.js';
 import { reconcileScheduler } from './reconcile-scheduler.js';
 import { reconcileStatefulSet } from './reconcile-statefulset.js';
-import { applyToStore, node, pod } from './test-builders.js';
+import { node, pod } from '../kube/testing.js';
+import { applyToStore } from './test-builders.js';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');
 const template = {
