@@ -4,7 +4,8 @@
 
 import { reconcileEndpoints } from '../src/controllers/reconcile-endpoints.js';
 import { reconcileEndpointSlices } from '../src/controllers/reconcile-endpointslice.js';
-import { applyToStore, node, nodeMap, pod, svc } from '../src/controllers/test-builders.js';
+import { SVC_SPEC, applyToStore, nodeMap } from '../src/controllers/test-builders.js';
+import { node, pod, service as buildService } from '../src/kube/testing.js';
 import type { EndpointSlice, Endpoints, Pod } from '../src/kube/types.js';
 
 function podsOf(n: number): Pod[] {
@@ -27,7 +28,11 @@ export function run(): Promise<void> {
   const nodes = nodeMap(
     ...Array.from({ length: 50 }, (_, i) => node(`node-${i}`, { zone: `z${i % 3}` })),
   );
-  const service = svc('web', { selector: { app: 'web' } });
+  const service = buildService(
+    'web',
+    { ...SVC_SPEC, selector: { app: 'web' } },
+    { metadata: { uid: 'svc-uid-web' } },
+  );
   for (const n of [100, 1000, 10_000]) {
     const pods = podsOf(n);
     const iters = n >= 10_000 ? 5 : 30;

@@ -14,7 +14,7 @@ import { createFakeCluster } from './fake-cluster.js';
 import type { ControllerKind } from './kinds.js';
 import type { Log } from './manager.js';
 import { ControllerManager } from './manager.js';
-import { node } from './test-builders.js';
+import { node } from '../kube/testing.js';
 import { FakeClock } from '../util/clock.js';
 
 interface Logged {

@@ -8,7 +8,11 @@ import type { EndpointSlice, Endpoints } from '../kube/types.js';
 import type { Operation } from './operations.js';
 import { reconcileEndpoints } from './reconcile-endpoints.js';
 import { reconcileMirroring } from './reconcile-mirroring.js';
-import { applyToStore, pod, svc } from './test-builders.js';
+import { pod, service } from '../kube/testing.js';
+import { SVC_SPEC, applyToStore } from './test-builders.js';
+
+/** Service web's spec: selects app=web. */
+const WEB = { ...SVC_SPEC, selector: { app: 'web' } };
 
 function objectOf(ops: Operation[]): Endpoints | undefined {
   const op = ops[0];
@@ -27,7 +31,7 @@ describe('reconcileEndpoints', () => {
 
   test('ready pods in addresses, unready in notReadyAddresses, terminating left out', () => {
     const r = reconcileEndpoints({
-      service: svc('web'),
+      service: service('web', WEB),
       namespace: 'default',
       name: 'web',
       pods,
@@ -60,7 +64,7 @@ describe('reconcileEndpoints', () => {
 
   test('publishNotReadyAddresses puts every pod, terminating ones too, in addresses', () => {
     const r = reconcileEndpoints({
-      service: svc('web', { publishNotReadyAddresses: true }),
+      service: service('web', { ...WEB, publishNotReadyAddresses: true }),
       namespace: 'default',
       name: 'web',
       pods,
@@ -75,7 +79,7 @@ describe('reconcileEndpoints', () => {
   });
 
   test('subsets are repacked by port set (named targetPort differing per pod)', () => {
-    const service = svc('web', { ports: [{ port: 80, targetPort: 'http' }] });
+    const svc = service('web', { ...WEB, ports: [{ port: 80, targetPort: 'http' }] });
     const p = [
       pod('a', {
         ip: '10.0.0.1',
@@ -92,7 +96,7 @@ describe('reconcileEndpoints', () => {
     ];
     const ep = objectOf(
       reconcileEndpoints({
-        service,
+        service: svc,
         namespace: 'default',
         name: 'web',
         pods: p,
@@ -111,7 +115,7 @@ describe('reconcileEndpoints', () => {
   test('an unchanged Endpoints is not rewritten; a changed one is updated', () => {
     const first = objectOf(
       reconcileEndpoints({
-        service: svc('web'),
+        service: service('web', WEB),
         namespace: 'default',
         name: 'web',
         pods,
@@ -120,7 +124,7 @@ describe('reconcileEndpoints', () => {
       }).operations,
     )!;
     const again = reconcileEndpoints({
-      service: svc('web'),
+      service: service('web', WEB),
       namespace: 'default',
       name: 'web',
       pods,
@@ -129,7 +133,7 @@ describe('reconcileEndpoints', () => {
     });
     assert.deepEqual(again.operations, []);
     const fewer = reconcileEndpoints({
-      service: svc('web'),
+      service: service('web', WEB),
       namespace: 'default',
       name: 'web',
       pods: pods.slice(1),
@@ -148,7 +152,7 @@ describe('reconcileEndpoints', () => {
   test('no matching pods gives empty subsets', () => {
     const ep = objectOf(
       reconcileEndpoints({
-        service: svc('web'),
+        service: service('web', WEB),
         namespace: 'default',
         name: 'web',
         pods: [],
@@ -167,7 +171,7 @@ describe('reconcileEndpoints', () => {
     );
     assert.deepEqual(
       reconcileEndpoints({
-        service: svc('web', { selector: null }),
+        service: service('web', SVC_SPEC),
         namespace: 'default',
         name: 'web',
         pods,
@@ -192,7 +196,7 @@ describe('reconcileMirroring', () => {
 
   test('a selector-less Service with hand-written Endpoints gets mirrored slices per family', () => {
     const r = reconcileMirroring({
-      service: svc('ext', { selector: null }),
+      service: service('ext', SVC_SPEC),
       endpoints: manual,
       existing: [],
     });
@@ -221,14 +225,18 @@ describe('reconcileMirroring', () => {
     // Second pass: nothing to do.
     assert.deepEqual(
       reconcileMirroring({
-        service: svc('ext', { selector: null }),
+        service: service('ext', SVC_SPEC),
         endpoints: manual,
         existing: slices,
       }).operations,
       [],
     );
     // Selector added: mirrored slices go away.
-    const gone = reconcileMirroring({ service: svc('ext'), endpoints: manual, existing: slices });
+    const gone = reconcileMirroring({
+      service: service('ext', { ...SVC_SPEC, selector: { app: 'ext' } }),
+      endpoints: manual,
+      existing: slices,
+    });
     assert.deepEqual(applyToStore('EndpointSlice', slices, gone.operations), []);
   });
 
@@ -236,7 +244,7 @@ describe('reconcileMirroring', () => {
     const skip = structuredClone(manual);
     skip.metadata!.labels = { 'endpointslice.kubernetes.io/skip-mirror': 'true' };
     assert.deepEqual(
-      reconcileMirroring({ service: svc('ext', { selector: null }), endpoints: skip, existing: [] })
+      reconcileMirroring({ service: service('ext', SVC_SPEC), endpoints: skip, existing: [] })
         .operations,
       [],
     );
@@ -246,7 +254,7 @@ describe('reconcileMirroring', () => {
     const bad = structuredClone(manual);
     bad.subsets![0]!.addresses!.push({ ip: 'not-an-ip' });
     const r = reconcileMirroring({
-      service: svc('ext', { selector: null }),
+      service: service('ext', SVC_SPEC),
       endpoints: bad,
       existing: [],
     });

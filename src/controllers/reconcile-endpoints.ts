@@ -9,14 +9,18 @@ import {
   ANNOTATION_LAST_CHANGE_TRIGGER_TIME,
   LABEL_HEADLESS,
 } from '../kube/names.js';
-import { matchesSelectorMap } from '../kube/selectors.js';
 import type { EndpointAddress, Endpoints, Pod, Service } from '../kube/types.js';
 import { parseIPSloppy } from '../util/ip.js';
 import { canonicalJSON, deepEqual } from '../util/json.js';
 import { LABEL_SKIP_MIRROR, MAX_ENDPOINTS_ADDRESSES } from './names.js';
 import type { Operation } from './operations.js';
 import type { ReconcileResult } from './reconcile-endpointslice.js';
-import { endpointPortsFor, isSelectorService, serviceFamilies } from './reconcile-endpointslice.js';
+import {
+  endpointPortsFor,
+  isSelectorService,
+  selectedPods,
+  serviceFamilies,
+} from './reconcile-endpointslice.js';
 import { portsKey } from './reconcile-slices.js';
 import {
   ipFamilyOfAddress,
@@ -26,7 +30,9 @@ import {
   nameOf,
   namespaceOf,
   omitKey,
+  podHostname,
   podIPs,
+  podRef,
 } from './reconcile-util.js';
 
 export interface EndpointsInput {
@@ -59,7 +65,6 @@ export function reconcileEndpoints(input: EndpointsInput): ReconcileResult {
   if (!isSelectorService(service)) return { operations: [], warnings };
 
   const ns = namespaceOf(service);
-  const selector = service.spec?.selector ?? {};
   const publishNotReady = service.spec?.publishNotReadyAddresses === true;
   const family = serviceFamilies(service)[0];
   const groups = new Map<
@@ -67,26 +72,18 @@ export function reconcileEndpoints(input: EndpointsInput): ReconcileResult {
     { ports: SubsetPort[]; ready: EndpointAddress[]; notReady: EndpointAddress[] }
   >();
   let total = 0;
-  const pods = [...input.pods]
-    .filter((p) => namespaceOf(p) === ns && matchesSelectorMap(selector, p.metadata?.labels))
-    .sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0));
+  const pods = selectedPods(service, input.pods);
   for (const pod of pods) {
     if (isPodTerminal(pod)) continue;
     if (isPodTerminating(pod) && !publishNotReady) continue;
     const ip = podIPs(pod).find((a) => ipFamilyOfAddress(a) === family);
     if (ip === undefined) continue;
     const addr: EndpointAddress = { ip };
-    const hostname = pod.spec?.hostname;
-    if (hostname !== undefined && hostname !== '' && pod.spec?.subdomain === nameOf(service))
-      addr.hostname = hostname;
+    const hostname = podHostname(service, pod);
+    if (hostname !== undefined) addr.hostname = hostname;
     const nodeName = pod.spec?.nodeName;
     if (nodeName !== undefined && nodeName !== '') addr.nodeName = nodeName;
-    addr.targetRef = {
-      kind: 'Pod',
-      namespace: namespaceOf(pod),
-      name: nameOf(pod),
-      ...(pod.metadata?.uid !== undefined ? { uid: pod.metadata.uid } : {}),
-    };
+    addr.targetRef = podRef(pod);
     const eports = endpointPortsFor(service, pod);
     // A pod whose named ports resolve for none of several service ports serves nothing.
     if (eports.length === 0 && (service.spec?.ports ?? []).length > 0) {

@@ -4,10 +4,20 @@
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { EndpointSlice, Pod } from '../kube/types.js';
+import { node, pod, service, type ServiceSpecOptions } from '../kube/testing.js';
+import type { EndpointSlice, Pod, Service } from '../kube/types.js';
 import type { Operation } from './operations.js';
 import { reconcileEndpointSlices } from './reconcile-endpointslice.js';
-import { applyToStore, node, nodeMap, pod, svc } from './test-builders.js';
+import { SVC_SPEC, applyToStore, nodeMap } from './test-builders.js';
+
+/** Service web, owner of the slices: selects app=web unless `spec` says otherwise. */
+function web(spec: ServiceSpecOptions = {}, labels?: Record<string, string>): Service {
+  return service(
+    'web',
+    { ...SVC_SPEC, selector: { app: 'web' }, ...spec },
+    { metadata: { uid: 'svc-uid-web', ...(labels !== undefined ? { labels } : {}) } },
+  );
+}
 
 const nodes = nodeMap(
   node('node-a', { zone: 'zone-a' }),
@@ -16,7 +26,7 @@ const nodes = nodeMap(
 );
 
 function run(
-  service = svc('web'),
+  service = web(),
   pods: Pod[] = [],
   existing: EndpointSlice[] = [],
   extra: { max?: number; nodes?: typeof nodes } = {},
@@ -52,7 +62,7 @@ const webPods = [
 
 describe('reconcileEndpointSlices', () => {
   test('three ready pods give one slice with metadata the API expects', () => {
-    const { ops, slices } = run(svc('web', { labels: { tier: 'front' } }), webPods);
+    const { ops, slices } = run(web({}, { tier: 'front' }), webPods);
     assert.deepEqual(
       ops.map((o) => o.op),
       ['create'],
@@ -96,13 +106,13 @@ describe('reconcileEndpointSlices', () => {
   });
 
   test('a second pass over its own output writes nothing', () => {
-    const first = run(svc('web'), webPods);
-    const second = run(svc('web'), webPods, first.slices);
+    const first = run(web(), webPods);
+    const second = run(web(), webPods, first.slices);
     assert.deepEqual(second.ops, []);
   });
 
   test('250 endpoints are split into slices of at most 100', () => {
-    const { slices } = run(svc('web'), manyPods(250));
+    const { slices } = run(web(), manyPods(250));
     assert.deepEqual(
       slices.map((s) => s.endpoints?.length),
       [100, 100, 50],
@@ -112,7 +122,7 @@ describe('reconcileEndpointSlices', () => {
   });
 
   test('the per-slice limit is configurable', () => {
-    const { slices } = run(svc('web'), manyPods(5), [], { max: 2 });
+    const { slices } = run(web(), manyPods(5), [], { max: 2 });
     assert.deepEqual(
       slices.map((s) => s.endpoints?.length),
       [2, 2, 1],
@@ -120,8 +130,8 @@ describe('reconcileEndpointSlices', () => {
   });
 
   test('growing from 100 to 120 leaves the full slice alone and creates one for 20', () => {
-    const first = run(svc('web'), manyPods(100));
-    const second = run(svc('web'), manyPods(120), first.slices);
+    const first = run(web(), manyPods(100));
+    const second = run(web(), manyPods(120), first.slices);
     assert.deepEqual(
       second.ops.map((o) => o.op),
       ['create'],
@@ -133,9 +143,9 @@ describe('reconcileEndpointSlices', () => {
   });
 
   test('removing pods updates slices in place and deletes emptied ones', () => {
-    const first = run(svc('web'), manyPods(150));
+    const first = run(web(), manyPods(150));
     // Keep only the first 40: the second slice (50) empties, the first shrinks.
-    const second = run(svc('web'), manyPods(40), first.slices);
+    const second = run(web(), manyPods(40), first.slices);
     assert.deepEqual(second.ops.map((o) => o.op).sort(), ['delete', 'update']);
     assert.deepEqual(
       second.slices.map((s) => s.endpoints?.length),
@@ -144,7 +154,7 @@ describe('reconcileEndpointSlices', () => {
   });
 
   test('a named targetPort is resolved per pod; pods with different numbers get separate slices', () => {
-    const service = svc('web', { ports: [{ name: 'http', port: 3000, targetPort: 'web' }] });
+    const service = web({ ports: [{ name: 'http', port: 3000, targetPort: 'web' }] });
     const pods = [
       pod('a', {
         ip: '10.244.0.2',
@@ -186,7 +196,7 @@ describe('reconcileEndpointSlices', () => {
       pod('noip', { ip: null }),
     ];
     const cond = (publish: boolean): Record<string, unknown> => {
-      const { slices } = run(svc('web', { publishNotReadyAddresses: publish }), pods);
+      const { slices } = run(web({ publishNotReadyAddresses: publish }), pods);
       return Object.fromEntries(
         slices.flatMap((s) =>
           s.endpoints!.map((e): [string, unknown] => [e.targetRef?.name ?? '', e.conditions]),
@@ -209,13 +219,13 @@ describe('reconcileEndpointSlices', () => {
 
   test('pods on an unknown node are skipped with a warning unless publishNotReadyAddresses', () => {
     const pods = [pod('lost', { node: 'node-x' }), pod('ok', { ip: '10.244.0.9' })];
-    const r = run(svc('web'), pods);
+    const r = run(web(), pods);
     assert.deepEqual(
       r.slices[0]?.endpoints?.map((e) => e.targetRef?.name),
       ['ok'],
     );
     assert.match(r.warnings[0] ?? '', /Pod default\/lost: node "node-x" not found/);
-    const p = run(svc('web', { publishNotReadyAddresses: true }), pods);
+    const p = run(web({ publishNotReadyAddresses: true }), pods);
     assert.equal(p.slices[0]?.endpoints?.length, 2);
   });
 
@@ -223,7 +233,7 @@ describe('reconcileEndpointSlices', () => {
     const other = pod('other', { labels: { app: 'db' } });
     const elsewhere = pod('elsewhere');
     elsewhere.metadata!.namespace = 'kube-system';
-    const { slices } = run(svc('web'), [other, elsewhere, pod('mine')]);
+    const { slices } = run(web(), [other, elsewhere, pod('mine')]);
     assert.deepEqual(
       slices[0]?.endpoints?.map((e) => e.targetRef?.name),
       ['mine'],
@@ -235,7 +245,7 @@ describe('reconcileEndpointSlices', () => {
       pod('db-0', { ip: '10.244.0.2', hostname: 'db-0', subdomain: 'web' }),
       pod('db-1', { ip: '10.244.0.3', hostname: 'db-1', subdomain: 'other' }),
     ];
-    const { slices } = run(svc('web', { clusterIP: 'None' }), pods);
+    const { slices } = run(web({ clusterIP: 'None' }), pods);
     assert.deepEqual(
       slices[0]?.endpoints?.map((e) => e.hostname),
       ['db-0', undefined],
@@ -244,17 +254,17 @@ describe('reconcileEndpointSlices', () => {
   });
 
   test('a service without endpoints keeps exactly one placeholder slice', () => {
-    const first = run(svc('web'), []);
+    const first = run(web(), []);
     assert.equal(first.slices.length, 1);
     assert.deepEqual(first.slices[0]?.endpoints, []);
     assert.deepEqual(first.slices[0].ports, []);
-    assert.deepEqual(run(svc('web'), [], first.slices).ops, []);
+    assert.deepEqual(run(web(), [], first.slices).ops, []);
     // Pods arrive: the placeholder is replaced.
-    const withPods = run(svc('web'), webPods, first.slices);
+    const withPods = run(web(), webPods, first.slices);
     assert.equal(withPods.slices.length, 1);
     assert.equal(withPods.slices[0]?.endpoints?.length, 3);
     // And go away: back to one placeholder.
-    const none = run(svc('web'), [], withPods.slices);
+    const none = run(web(), [], withPods.slices);
     assert.equal(none.slices.length, 1);
     assert.deepEqual(none.slices[0]?.endpoints, []);
   });
@@ -264,7 +274,7 @@ describe('reconcileEndpointSlices', () => {
       pod('a', { ip: '10.244.0.2', node: 'node-a' }),
       pod('b', { ip: '10.244.1.2', node: 'node-b' }),
     ];
-    const service = svc('web', { trafficDistribution: 'PreferClose' });
+    const service = web({ trafficDistribution: 'PreferClose' });
     const { slices } = run(service, zoned);
     assert.deepEqual(
       slices[0]?.endpoints?.map((e) => e.hints),
@@ -272,9 +282,9 @@ describe('reconcileEndpointSlices', () => {
     );
     const mixed = run(service, [...zoned, pod('c', { ip: '10.244.2.2', node: 'node-c' })]);
     assert.ok(mixed.slices[0]?.endpoints?.every((e) => e.hints === undefined));
-    const none = run(svc('web'), zoned);
+    const none = run(web(), zoned);
     assert.ok(none.slices[0]?.endpoints?.every((e) => e.hints === undefined));
-    const sameNode = run(svc('web', { trafficDistribution: 'PreferSameNode' }), zoned);
+    const sameNode = run(web({ trafficDistribution: 'PreferSameNode' }), zoned);
     assert.deepEqual(sameNode.slices[0]?.endpoints?.[0]?.hints, {
       forZones: [{ name: 'zone-a' }],
       forNodes: [{ name: 'node-a' }],
@@ -282,7 +292,7 @@ describe('reconcileEndpointSlices', () => {
   });
 
   test('dual-stack services get one slice per family from podIPs', () => {
-    const service = svc('web', { ipFamilies: ['IPv4', 'IPv6'] });
+    const service = web({ ipFamilies: ['IPv4', 'IPv6'] });
     const pods = [pod('a', { ip: ['10.244.0.2', 'fd00::2'] }), pod('b', { ip: ['10.244.0.3'] })];
     const { slices } = run(service, pods);
     const by = Object.fromEntries(
@@ -292,7 +302,7 @@ describe('reconcileEndpointSlices', () => {
   });
 
   test('selector-less and ExternalName services lose our slices but keep others', () => {
-    const first = run(svc('web'), webPods);
+    const first = run(web(), webPods);
     const foreign: EndpointSlice = {
       metadata: {
         name: 'web-manual',
@@ -302,8 +312,9 @@ describe('reconcileEndpointSlices', () => {
       addressType: 'IPv4',
       endpoints: [],
     };
-    for (const service of [svc('web', { selector: null }), svc('web', { type: 'ExternalName' })]) {
-      const r = run(service, webPods, [...first.slices, foreign]);
+    const selectorless = service('web', SVC_SPEC, { metadata: { uid: 'svc-uid-web' } });
+    for (const svc of [selectorless, web({ type: 'ExternalName' })]) {
+      const r = run(svc, webPods, [...first.slices, foreign]);
       assert.deepEqual(
         r.slices.map((s) => s.metadata?.name),
         ['web-manual'],
@@ -312,10 +323,10 @@ describe('reconcileEndpointSlices', () => {
   });
 
   test('a pod update changes only the slice that holds it', () => {
-    const first = run(svc('web'), manyPods(150));
+    const first = run(web(), manyPods(150));
     const pods = manyPods(150);
     pods[120] = pod('p-120', { ip: '10.244.0.122', ready: false });
-    const second = run(svc('web'), pods, first.slices);
+    const second = run(web(), pods, first.slices);
     assert.equal(second.ops.length, 1);
     const op = second.ops[0]!;
     assert.ok(op.op === 'update');
@@ -323,14 +334,14 @@ describe('reconcileEndpointSlices', () => {
   });
 
   test('label drift on an existing slice is repaired', () => {
-    const first = run(svc('web'), webPods);
+    const first = run(web(), webPods);
     const tampered = structuredClone(first.slices);
     tampered[0]!.metadata!.labels = {
       'kubernetes.io/service-name': 'web',
       'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
       extra: 'x',
     };
-    const r = run(svc('web'), webPods, tampered);
+    const r = run(web(), webPods, tampered);
     assert.deepEqual(
       r.ops.map((o) => o.op),
       ['update'],

@@ -36,7 +36,9 @@ import {
   nameOf,
   namespaceOf,
   ownerRefTo,
+  podHostname,
   podIPs,
+  podRef,
   resolveTargetPort,
 } from './reconcile-util.js';
 
@@ -63,6 +65,15 @@ export interface ReconcileResult {
 /** Is this Service one the EndpointSlice and Endpoints controllers manage? */
 export function isSelectorService(svc: Service): boolean {
   return svc.spec?.selector !== undefined && svc.spec.type !== 'ExternalName';
+}
+
+/** The pods of `pods` that `svc` selects (same namespace, labels match), sorted by name. */
+export function selectedPods(svc: Service, pods: readonly Pod[]): Pod[] {
+  const ns = namespaceOf(svc);
+  const selector = svc.spec?.selector ?? {};
+  return pods
+    .filter((p) => namespaceOf(p) === ns && matchesSelectorMap(selector, p.metadata?.labels))
+    .sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0));
 }
 
 /** Address families the service's slices are kept for. */
@@ -114,7 +125,6 @@ export function reconcileEndpointSlices(input: EndpointSliceInput): ReconcileRes
     return { operations, warnings };
   }
   const families = serviceFamilies(service);
-  const selector = service.spec?.selector ?? {};
   const publishNotReady = service.spec?.publishNotReadyAddresses === true;
   const ns = namespaceOf(service);
   const labels = sliceLabels(service, MANAGED_BY_CONTROLLER);
@@ -122,10 +132,7 @@ export function reconcileEndpointSlices(input: EndpointSliceInput): ReconcileRes
 
   const byFamily = new Map<IPFamilyName, Map<string, { ports: EndpointPort[]; eps: Endpoint[] }>>();
   for (const f of families) byFamily.set(f, new Map());
-  const pods = [...input.pods]
-    .filter((p) => namespaceOf(p) === ns && matchesSelectorMap(selector, p.metadata?.labels))
-    .sort((a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0));
-  for (const pod of pods) {
+  for (const pod of selectedPods(service, input.pods)) {
     if (isPodTerminal(pod)) continue;
     const ips = podIPs(pod);
     if (ips.length === 0) continue;
@@ -194,15 +201,9 @@ function podEndpoint(
     addresses: [ip],
     conditions: { ready: publishNotReady || (serving && !terminating), serving, terminating },
   };
-  const hostname = pod.spec?.hostname;
-  if (hostname !== undefined && hostname !== '' && pod.spec?.subdomain === nameOf(svc))
-    ep.hostname = hostname;
-  ep.targetRef = {
-    kind: 'Pod',
-    namespace: namespaceOf(pod),
-    name: nameOf(pod),
-    ...(pod.metadata?.uid !== undefined ? { uid: pod.metadata.uid } : {}),
-  };
+  const hostname = podHostname(svc, pod);
+  if (hostname !== undefined) ep.hostname = hostname;
+  ep.targetRef = podRef(pod);
   const nodeName = pod.spec?.nodeName;
   if (nodeName !== undefined && nodeName !== '') ep.nodeName = nodeName;
   const zone = node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE];

@@ -1,8 +1,16 @@
-// Small pure helpers shared by the reconcilers: pod state predicates, owner references,
+// Small pure helpers shared by the reconcilers: pod state predicates, owner and pod references,
 // targetPort resolution and IP families (label selectors are kube/selectors.ts). No I/O;
 // nothing here knows about the API client or the work queue.
 
-import type { IPFamilyName, KubeObject, OwnerReference, Pod, ServicePort } from '../kube/types.js';
+import type {
+  IPFamilyName,
+  KubeObject,
+  ObjectReference,
+  OwnerReference,
+  Pod,
+  Service,
+  ServicePort,
+} from '../kube/types.js';
 import { parseIPSloppy } from '../util/ip.js';
 
 export function isPodTerminal(pod: Pod): boolean {
@@ -85,6 +93,24 @@ export function nameOf(obj: KubeObject): string {
 /** Object namespace, or '' when missing. */
 export function namespaceOf(obj: KubeObject): string {
   return obj.metadata?.namespace ?? '';
+}
+
+/** An endpoint's reference to the pod behind it. */
+export function podRef(pod: Pod): ObjectReference {
+  return {
+    kind: 'Pod',
+    namespace: namespaceOf(pod),
+    name: nameOf(pod),
+    ...(pod.metadata?.uid !== undefined ? { uid: pod.metadata.uid } : {}),
+  };
+}
+
+/** The hostname of `pod`'s endpoint in `svc`: spec.hostname, if its subdomain names `svc`. */
+export function podHostname(svc: Service, pod: Pod): string | undefined {
+  const hostname = pod.spec?.hostname;
+  return hostname !== undefined && hostname !== '' && pod.spec?.subdomain === nameOf(svc)
+    ? hostname
+    : undefined;
 }
 
 /** A copy of a string map without one key. */

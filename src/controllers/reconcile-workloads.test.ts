@@ -11,7 +11,8 @@ import { reconcileKubelet } from './reconcile-kubelet.js';
 import { rankForDeletion, reconcileReplicaSet } from './reconcile-replicaset.js';
 import { reconcileScheduler } from './reconcile-scheduler.js';
 import { reconcileStatefulSet } from './reconcile-statefulset.js';
-import { applyToStore, node, pod } from './test-builders.js';
+import { node, pod } from '../kube/testing.js';
+import { applyToStore } from './test-builders.js';
 
 const NOW = Date.parse('2026-01-01T00:10:00Z');
 const template = {
@@ -121,6 +122,18 @@ function deployment(replicas: number, image = 'nginx:1.25'): Deployment {
   };
 }
 
+/** The ReplicaSet the first pass over `d` creates, with all its replicas available. */
+function rolledOut(d: Deployment): ReplicaSet[] {
+  const rss = applyToStore<ReplicaSet>(
+    'ReplicaSet',
+    [],
+    reconcileDeployment({ deployment: d, replicaSets: [], now: 't' }),
+  );
+  const n = d.spec?.replicas ?? 0;
+  rss[0]!.status = { replicas: n, readyReplicas: n, availableReplicas: n };
+  return rss;
+}
+
 describe('reconcileDeployment', () => {
   test('pod-template-hash is stable, template-sensitive and uses the safe alphabet', () => {
     const h = podTemplateHash(deployment(1).spec?.template);
@@ -150,12 +163,7 @@ describe('reconcileDeployment', () => {
 
   test('scaling the Deployment scales its ReplicaSet; status sums the ReplicaSets', () => {
     const d = deployment(3);
-    let rss = applyToStore<ReplicaSet>(
-      'ReplicaSet',
-      [],
-      reconcileDeployment({ deployment: d, replicaSets: [], now: 't' }),
-    );
-    rss[0]!.status = { replicas: 3, readyReplicas: 3, availableReplicas: 3 };
+    let rss = rolledOut(d);
     const scaled = deployment(2);
     const out = reconcileDeployment({ deployment: scaled, replicaSets: rss, now: 't' });
     const upd = (ops(out, 'update')[0] as { object: ReplicaSet }).object;
@@ -184,12 +192,7 @@ describe('reconcileDeployment', () => {
 
   test('a template change rolls over: new ReplicaSet, old one scaled down as the new one becomes available', () => {
     const v1 = deployment(2);
-    let rss = applyToStore<ReplicaSet>(
-      'ReplicaSet',
-      [],
-      reconcileDeployment({ deployment: v1, replicaSets: [], now: 't' }),
-    );
-    rss[0]!.status = { replicas: 2, readyReplicas: 2, availableReplicas: 2 };
+    let rss = rolledOut(v1);
     const v2 = deployment(2, 'nginx:1.26');
     const step1 = reconcileDeployment({ deployment: v2, replicaSets: rss, now: 't' });
     const created = (ops(step1, 'create')[0] as { object: ReplicaSet }).object;
