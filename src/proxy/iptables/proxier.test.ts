@@ -120,6 +120,13 @@ function setup() {
   };
 }
 
+/** Starts `s`'s Service and EndpointSlice informers and runs the first sync. */
+async function startSynced(s: ReturnType<typeof setup>): Promise<void> {
+  await s.services.start();
+  await s.slices.start();
+  await s.clock.advance(0);
+}
+
 async function metric(registry: Registry, name: string): Promise<number> {
   const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
   return (m?.values as { value: number }[] | undefined)?.reduce((a, v) => a + v.value, 0) ?? 0;
@@ -228,9 +235,7 @@ test('a full sync writes service chains, jump rules and canaries in one restore;
   const s = setup();
   s.services.upsert(svc('web', '10.96.0.10', 80));
   s.slices.upsert(eps('web', 8080, ['10.244.1.5']));
-  await s.services.start();
-  await s.slices.start();
-  await s.clock.advance(0);
+  await startSynced(s);
   assert.equal(s.ipt.texts.length, 1);
   assert.equal(s.reports[0]?.[0]?.fullSync, true);
   // Service chains, the jumps from the built-in chains and the canaries, all in one restore.
@@ -306,9 +311,7 @@ test('a full sync writes service chains, jump rules and canaries in one restore;
 
 test('a failed restore is counted, leaves the kernel alone, and the retry is a full sync', async () => {
   const s = setup();
-  await s.services.start();
-  await s.slices.start();
-  await s.clock.advance(0);
+  await startSynced(s);
   s.ipt.failNext = 1;
   s.services.upsert(svc('web', '10.96.0.10', 80));
   s.slices.upsert(eps('web', 8080, ['10.244.1.5']));
@@ -337,9 +340,7 @@ test('an invalid Service is skipped, logged and counted; valid ones are still pr
   };
   s.services.upsert(bad);
   s.services.upsert(svc('web', '10.96.0.10', 80));
-  await s.services.start();
-  await s.slices.start();
-  await s.clock.advance(0);
+  await startSynced(s);
   assert.equal(await metric(s.registry, 'svcnet_proxy_invalid_objects_total'), 1);
   assertKernelFlows(s.ipt, [
     {
@@ -358,9 +359,7 @@ test('a flushed table is noticed by the canary and restored by a full sync', asy
   const s = setup();
   s.services.upsert(svc('web', '10.96.0.10', 80));
   s.slices.upsert(eps('web', 8080, ['10.244.1.5']));
-  await s.services.start();
-  await s.slices.start();
-  await s.clock.advance(0);
+  await startSynced(s);
   const canary = new CanaryMonitor({
     probes: [s.ipt],
     checks: (f) => s.proxier.canaryChecks(f),
@@ -388,9 +387,7 @@ test('replacing the endpoint of a UDP service deletes the old endpoint flows', a
   const s = setup();
   s.services.upsert(svc('dns', '10.96.0.10', 53, 'UDP'));
   s.slices.upsert(eps('dns', 5353, ['10.244.1.5'], 'UDP'));
-  await s.services.start();
-  await s.slices.start();
-  await s.clock.advance(0);
+  await startSynced(s);
   s.conntrack.flows.push(
     {
       family: 'IPv4',
