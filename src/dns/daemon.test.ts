@@ -9,7 +9,6 @@ import * as dnsPacket from 'dns-packet';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { FakeInformer } from '../kube/informer.js';
-import { endpoint, service, slice } from '../kube/testing.js';
 import type { EndpointSlice, KubeObject, Service } from '../kube/types.js';
 import { FakeClock, flushMicrotasks } from '../util/clock.js';
 import { buildDnsConfig } from './config.js';
