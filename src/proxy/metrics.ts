@@ -75,120 +75,108 @@ export class ProxyMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
+    const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
+      new Counter<L>({ name, help, labelNames, registers });
+    const gauge = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
+      new Gauge<L>({ name, help, labelNames, registers });
+    const histogram = <L extends string>(
+      name: string,
+      help: string,
+      buckets: number[],
+      labelNames: L[] = [],
+    ) => new Histogram<L>({ name, help, buckets, labelNames, registers });
     const syncBuckets = exponential(0.001, 2, 15);
-    this.syncProxyRulesDuration = new Histogram({
-      name: 'kubeproxy_sync_proxy_rules_duration_seconds',
-      help: 'SyncProxyRules latency in seconds',
-      buckets: syncBuckets,
-      registers,
-    });
-    this.syncFullProxyRulesDuration = new Histogram({
-      name: 'kubeproxy_sync_full_proxy_rules_duration_seconds',
-      help: 'SyncProxyRules latency in seconds for full resyncs',
-      buckets: syncBuckets,
-      registers,
-    });
-    this.syncPartialProxyRulesDuration = new Histogram({
-      name: 'kubeproxy_sync_partial_proxy_rules_duration_seconds',
-      help: 'SyncProxyRules latency in seconds for partial resyncs',
-      buckets: syncBuckets,
-      registers,
-    });
-    this.networkProgrammingDuration = new Histogram({
-      name: 'kubeproxy_network_programming_duration_seconds',
-      help: 'In Cluster Network Programming Latency in seconds',
-      labelNames: ['ip_family'],
-      buckets: [...NETWORK_PROGRAMMING_BUCKETS],
-      registers,
-    });
-    this.syncProxyRulesLastTimestamp = new Gauge({
-      name: 'kubeproxy_sync_proxy_rules_last_timestamp_seconds',
-      help: 'The last time proxy rules were successfully synced',
-      registers,
-    });
-    this.syncProxyRulesLastQueuedTimestamp = new Gauge({
-      name: 'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds',
-      help: 'The last time a sync of proxy rules was queued',
-      registers,
-    });
-    this.endpointChangesPending = new Gauge({
-      name: 'kubeproxy_sync_proxy_rules_endpoint_changes_pending',
-      help: 'Pending proxy rules Endpoint changes',
-      registers,
-    });
-    this.endpointChangesTotal = new Counter({
-      name: 'kubeproxy_sync_proxy_rules_endpoint_changes_total',
-      help: 'Cumulative proxy rules Endpoint changes',
-      registers,
-    });
-    this.serviceChangesPending = new Gauge({
-      name: 'kubeproxy_sync_proxy_rules_service_changes_pending',
-      help: 'Pending proxy rules Service changes',
-      registers,
-    });
-    this.serviceChangesTotal = new Counter({
-      name: 'kubeproxy_sync_proxy_rules_service_changes_total',
-      help: 'Cumulative proxy rules Service changes',
-      registers,
-    });
-    this.noLocalEndpointsTotal = new Gauge({
-      name: 'kubeproxy_sync_proxy_rules_no_local_endpoints_total',
-      help: 'Number of services with a Local traffic policy and no endpoints',
-      labelNames: ['traffic_policy', 'ip_family'],
-      registers,
-    });
-    this.iptablesTotal = new Gauge({
-      name: 'kubeproxy_sync_proxy_rules_iptables_total',
-      help: 'Total number of iptables rules owned by kube-proxy',
-      labelNames: ['table', 'ip_family'],
-      registers,
-    });
-    this.iptablesLast = new Gauge({
-      name: 'kubeproxy_sync_proxy_rules_iptables_last',
-      help: 'Number of iptables rules written by kube-proxy in last sync',
-      labelNames: ['table', 'ip_family'],
-      registers,
-    });
-    this.iptablesRestoreFailuresTotal = new Counter({
-      name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total',
-      help: 'Cumulative proxy iptables restore failures',
-      registers,
-    });
-    this.iptablesPartialRestoreFailuresTotal = new Counter({
-      name: 'kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total',
-      help: 'Cumulative proxy iptables partial restore failures',
-      registers,
-    });
-    this.conntrackReconcilerSyncDuration = new Histogram({
-      name: 'kubeproxy_conntrack_reconciler_sync_duration_seconds',
-      help: 'ReconcileConntrackFlowsLatency latency in seconds',
-      buckets: exponential(0.001, 2, 15),
-      registers,
-    });
-    this.conntrackReconcilerDeletedEntriesTotal = new Counter({
-      name: 'kubeproxy_conntrack_reconciler_deleted_entries_total',
-      help: 'Cumulative conntrack flows deleted by conntrack reconciler',
-      labelNames: ['ip_family'],
-      registers,
-    });
-    this.healthzTotal = new Counter({
-      name: 'kubeproxy_proxy_healthz_total',
-      help: 'Cumulative proxy healthz HTTP status',
-      labelNames: ['code'],
-      registers,
-    });
-    this.livezTotal = new Counter({
-      name: 'kubeproxy_proxy_livez_total',
-      help: 'Cumulative proxy livez HTTP status',
-      labelNames: ['code'],
-      registers,
-    });
-    this.invalidObjectsTotal = new Counter({
-      name: 'svcnet_proxy_invalid_objects_total',
-      help: 'Services and EndpointSlices skipped because they failed validation',
-      labelNames: ['kind'],
-      registers,
-    });
+    this.syncProxyRulesDuration = histogram(
+      'kubeproxy_sync_proxy_rules_duration_seconds',
+      'SyncProxyRules latency in seconds',
+      syncBuckets,
+    );
+    this.syncFullProxyRulesDuration = histogram(
+      'kubeproxy_sync_full_proxy_rules_duration_seconds',
+      'SyncProxyRules latency in seconds for full resyncs',
+      syncBuckets,
+    );
+    this.syncPartialProxyRulesDuration = histogram(
+      'kubeproxy_sync_partial_proxy_rules_duration_seconds',
+      'SyncProxyRules latency in seconds for partial resyncs',
+      syncBuckets,
+    );
+    this.networkProgrammingDuration = histogram(
+      'kubeproxy_network_programming_duration_seconds',
+      'In Cluster Network Programming Latency in seconds',
+      [...NETWORK_PROGRAMMING_BUCKETS],
+      ['ip_family'],
+    );
+    this.syncProxyRulesLastTimestamp = gauge(
+      'kubeproxy_sync_proxy_rules_last_timestamp_seconds',
+      'The last time proxy rules were successfully synced',
+    );
+    this.syncProxyRulesLastQueuedTimestamp = gauge(
+      'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds',
+      'The last time a sync of proxy rules was queued',
+    );
+    this.endpointChangesPending = gauge(
+      'kubeproxy_sync_proxy_rules_endpoint_changes_pending',
+      'Pending proxy rules Endpoint changes',
+    );
+    this.endpointChangesTotal = counter(
+      'kubeproxy_sync_proxy_rules_endpoint_changes_total',
+      'Cumulative proxy rules Endpoint changes',
+    );
+    this.serviceChangesPending = gauge(
+      'kubeproxy_sync_proxy_rules_service_changes_pending',
+      'Pending proxy rules Service changes',
+    );
+    this.serviceChangesTotal = counter(
+      'kubeproxy_sync_proxy_rules_service_changes_total',
+      'Cumulative proxy rules Service changes',
+    );
+    this.noLocalEndpointsTotal = gauge(
+      'kubeproxy_sync_proxy_rules_no_local_endpoints_total',
+      'Number of services with a Local traffic policy and no endpoints',
+      ['traffic_policy', 'ip_family'],
+    );
+    this.iptablesTotal = gauge(
+      'kubeproxy_sync_proxy_rules_iptables_total',
+      'Total number of iptables rules owned by kube-proxy',
+      ['table', 'ip_family'],
+    );
+    this.iptablesLast = gauge(
+      'kubeproxy_sync_proxy_rules_iptables_last',
+      'Number of iptables rules written by kube-proxy in last sync',
+      ['table', 'ip_family'],
+    );
+    this.iptablesRestoreFailuresTotal = counter(
+      'kubeproxy_sync_proxy_rules_iptables_restore_failures_total',
+      'Cumulative proxy iptables restore failures',
+    );
+    this.iptablesPartialRestoreFailuresTotal = counter(
+      'kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total',
+      'Cumulative proxy iptables partial restore failures',
+    );
+    this.conntrackReconcilerSyncDuration = histogram(
+      'kubeproxy_conntrack_reconciler_sync_duration_seconds',
+      'ReconcileConntrackFlowsLatency latency in seconds',
+      exponential(0.001, 2, 15),
+    );
+    this.conntrackReconcilerDeletedEntriesTotal = counter(
+      'kubeproxy_conntrack_reconciler_deleted_entries_total',
+      'Cumulative conntrack flows deleted by conntrack reconciler',
+      ['ip_family'],
+    );
+    this.healthzTotal = counter(
+      'kubeproxy_proxy_healthz_total',
+      'Cumulative proxy healthz HTTP status',
+      ['code'],
+    );
+    this.livezTotal = counter('kubeproxy_proxy_livez_total', 'Cumulative proxy livez HTTP status', [
+      'code',
+    ]);
+    this.invalidObjectsTotal = counter(
+      'svcnet_proxy_invalid_objects_total',
+      'Services and EndpointSlices skipped because they failed validation',
+      ['kind'],
+    );
   }
 
   /**
