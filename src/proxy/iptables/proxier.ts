@@ -8,10 +8,12 @@
 // Bad objects are skipped, logged and counted; they never stop the daemon.
 
 import type { Logger } from 'pino';
+import type { InformerHandlers } from '../../kube/informer.js';
 import type { EndpointSlice, Node, Service } from '../../kube/types.js';
 import { describeObject, objectKey } from '../../kube/types.js';
 import { validateEndpointSlice, validateService } from '../../kube/validate.js';
 import { formatFieldError } from '../../errors.js';
+import type { FieldError } from '../../errors.js';
 import type { IptablesBackend } from '../../netfilter/iptables/backend.js';
 import type { Conntrack } from '../../os/conntrack.js';
 import type { IPFamily } from '../../util/ip.js';
@@ -130,62 +132,68 @@ export class IptablesProxier implements Proxier {
   /** Registers handlers on the informers (call before starting them). */
   attach(informers: ProxierInformers): void {
     informers.services.addHandlers({
-      onAdd: (s) => {
-        this.onServiceUpdate(s);
-      },
-      onUpdate: (_old, s) => {
-        this.onServiceUpdate(s);
-      },
-      onDelete: (s) => {
-        this.onServiceDelete(s);
-      },
+      ...this.watchHandlers<Service>(
+        'services',
+        (s) => {
+          this.onServiceUpdate(s);
+        },
+        (s) => {
+          this.onServiceDelete(s);
+        },
+      ),
       onSynced: () => {
         this.setServicesSynced();
       },
-      onError: (err) => {
-        this.deps.log.warn(
-          { error: err instanceof Error ? err.message : String(err), resource: 'services' },
-          'Watch failed; retrying',
-        );
-      },
     });
     informers.endpointSlices.addHandlers({
-      onAdd: (s) => {
-        this.onEndpointSliceUpdate(s);
-      },
-      onUpdate: (_old, s) => {
-        this.onEndpointSliceUpdate(s);
-      },
-      onDelete: (s) => {
-        this.onEndpointSliceDelete(s);
-      },
+      ...this.watchHandlers<EndpointSlice>(
+        'endpointslices',
+        (s) => {
+          this.onEndpointSliceUpdate(s);
+        },
+        (s) => {
+          this.onEndpointSliceDelete(s);
+        },
+      ),
       onSynced: () => {
         this.setEndpointSlicesSynced();
       },
+    });
+    informers.nodes?.addHandlers(
+      this.watchHandlers<Node>(
+        'nodes',
+        (n) => {
+          this.onNodeUpdate(n);
+        },
+        () => {
+          this.onNodeUpdate(undefined);
+        },
+      ),
+    );
+  }
+
+  /**
+   * One informer's handlers: adds and updates go to `update`, deletes to `remove`, and a failed
+   * watch is logged (the informer retries by itself).
+   */
+  private watchHandlers<T>(
+    resource: string,
+    update: (obj: T) => void,
+    remove: (obj: T) => void,
+  ): InformerHandlers<T> {
+    return {
+      onAdd: update,
+      onUpdate: (_old, obj) => {
+        update(obj);
+      },
+      onDelete: remove,
       onError: (err) => {
         this.deps.log.warn(
-          { error: err instanceof Error ? err.message : String(err), resource: 'endpointslices' },
+          { error: err instanceof Error ? err.message : String(err), resource },
           'Watch failed; retrying',
         );
       },
-    });
-    informers.nodes?.addHandlers({
-      onAdd: (n) => {
-        this.onNodeUpdate(n);
-      },
-      onUpdate: (_old, n) => {
-        this.onNodeUpdate(n);
-      },
-      onDelete: () => {
-        this.onNodeUpdate(undefined);
-      },
-      onError: (err) => {
-        this.deps.log.warn(
-          { error: err instanceof Error ? err.message : String(err), resource: 'nodes' },
-          'Watch failed; retrying',
-        );
-      },
-    });
+    };
   }
 
   /** Starts the sync loop (nothing is programmed until both caches have synced). */
@@ -244,13 +252,7 @@ export class IptablesProxier implements Proxier {
   }
 
   onServiceUpdate(svc: Service): void {
-    const key = objectKey(svc);
-    const errors = validateService(svc);
-    if (errors.length > 0) {
-      this.rejectObject('Service', svc, errors.map(formatFieldError));
-      return;
-    }
-    this.trackService(key, svc);
+    if (this.admits('Service', svc, validateService(svc))) this.trackService(objectKey(svc), svc);
   }
 
   onServiceDelete(svc: Service): void {
@@ -258,13 +260,8 @@ export class IptablesProxier implements Proxier {
   }
 
   onEndpointSliceUpdate(slice: EndpointSlice): void {
-    const key = objectKey(slice);
-    const errors = validateEndpointSlice(slice);
-    if (errors.length > 0) {
-      this.rejectObject('EndpointSlice', slice, errors.map(formatFieldError));
-      return;
-    }
-    this.trackSlice(key, slice);
+    if (this.admits('EndpointSlice', slice, validateEndpointSlice(slice)))
+      this.trackSlice(objectKey(slice), slice);
   }
 
   onEndpointSliceDelete(slice: EndpointSlice): void {
@@ -284,16 +281,19 @@ export class IptablesProxier implements Proxier {
     this.queueSync();
   }
 
-  private rejectObject(
+  /** Whether an object passed validation; a rejected one is counted and logged, then skipped. */
+  private admits(
     kind: 'Service' | 'EndpointSlice',
     obj: Service | EndpointSlice,
-    errors: string[],
-  ): void {
+    errors: FieldError[],
+  ): boolean {
+    if (errors.length === 0) return true;
     this.deps.metrics.invalidObjectsTotal.inc({ kind });
     this.deps.log.warn(
-      { object: describeObject({ ...obj, kind }), errors },
+      { object: describeObject({ ...obj, kind }), errors: errors.map(formatFieldError) },
       'Skipping invalid object',
     );
+    return false;
   }
 
   private trackService(key: string, svc: Service | undefined): void {
