@@ -52,6 +52,11 @@ function boolField(o: unknown, ...path: string[]): string {
   return dig(o, ...path) === true ? 'true' : 'false';
 }
 
+/** Field selectors whose value is the string at the label's own dotted path. */
+function pathFields(...labels: string[]): ResourceType['fields'] {
+  return Object.fromEntries(labels.map((l) => [l, (o: KubeObject) => str(o, ...l.split('.'))]));
+}
+
 function r(
   group: string,
   kind: string,
@@ -78,7 +83,7 @@ export const NAMESPACES = r('', 'Namespace', 'namespaces', {
   namespaced: false,
   shortNames: ['ns'],
   subresources: ['status', 'finalize'],
-  fields: { 'status.phase': (o) => str(o, 'status', 'phase') },
+  fields: pathFields('status.phase'),
   hasStatus: true,
 });
 export const NODES = r('', 'Node', 'nodes', {
@@ -93,15 +98,16 @@ export const PODS = r('', 'Pod', 'pods', {
   categories: ['all'],
   subresources: ['status', 'binding', 'log', 'eviction'],
   fields: {
-    'spec.nodeName': (o) => str(o, 'spec', 'nodeName'),
-    'spec.restartPolicy': (o) => str(o, 'spec', 'restartPolicy'),
-    'spec.schedulerName': (o) => str(o, 'spec', 'schedulerName'),
-    'spec.serviceAccountName': (o) => str(o, 'spec', 'serviceAccountName'),
+    ...pathFields(
+      'spec.nodeName',
+      'spec.restartPolicy',
+      'spec.schedulerName',
+      'spec.serviceAccountName',
+    ),
     'spec.hostNetwork': (o) => boolField(o, 'spec', 'hostNetwork'),
-    'status.phase': (o) => str(o, 'status', 'phase'),
-    'status.podIP': (o) => str(o, 'status', 'podIP'),
+    ...pathFields('status.phase', 'status.podIP'),
     'status.podIPs': (o) => str(o, 'status', 'podIP'),
-    'status.nominatedNodeName': (o) => str(o, 'status', 'nominatedNodeName'),
+    ...pathFields('status.nominatedNodeName'),
   },
   hasStatus: true,
 });
@@ -109,10 +115,7 @@ export const SERVICES = r('', 'Service', 'services', {
   shortNames: ['svc'],
   categories: ['all'],
   subresources: ['status'],
-  fields: {
-    'spec.clusterIP': (o) => str(o, 'spec', 'clusterIP'),
-    'spec.type': (o) => str(o, 'spec', 'type'),
-  },
+  fields: pathFields('spec.clusterIP', 'spec.type'),
   hasStatus: true,
 });
 export const ENDPOINTS = r('', 'Endpoints', 'endpoints', {
@@ -122,17 +125,19 @@ export const ENDPOINTS = r('', 'Endpoints', 'endpoints', {
 export const EVENTS = r('', 'Event', 'events', {
   shortNames: ['ev'],
   fields: {
-    'involvedObject.kind': (o) => str(o, 'involvedObject', 'kind'),
-    'involvedObject.namespace': (o) => str(o, 'involvedObject', 'namespace'),
-    'involvedObject.name': (o) => str(o, 'involvedObject', 'name'),
-    'involvedObject.uid': (o) => str(o, 'involvedObject', 'uid'),
-    'involvedObject.apiVersion': (o) => str(o, 'involvedObject', 'apiVersion'),
-    'involvedObject.resourceVersion': (o) => str(o, 'involvedObject', 'resourceVersion'),
-    'involvedObject.fieldPath': (o) => str(o, 'involvedObject', 'fieldPath'),
-    reason: (o) => str(o, 'reason'),
-    reportingComponent: (o) => str(o, 'reportingComponent'),
+    ...pathFields(
+      'involvedObject.kind',
+      'involvedObject.namespace',
+      'involvedObject.name',
+      'involvedObject.uid',
+      'involvedObject.apiVersion',
+      'involvedObject.resourceVersion',
+      'involvedObject.fieldPath',
+      'reason',
+      'reportingComponent',
+    ),
     source: (o) => str(o, 'source', 'component'),
-    type: (o) => str(o, 'type'),
+    ...pathFields('type'),
   },
 });
 export const CONFIGMAPS = r('', 'ConfigMap', 'configmaps', { shortNames: ['cm'] });
