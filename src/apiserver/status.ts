@@ -74,6 +74,11 @@ export function qualifiedResource(group: string, plural: string): string {
   return group === '' ? plural : `${plural}.${group}`;
 }
 
+/** How messages name one object (`services "web"`) and the details its Status carries. */
+function objectRef(group: string, plural: string, name: string): [string, StatusDetails] {
+  return [`${qualifiedResource(group, plural)} "${name}"`, { name, group, kind: plural }];
+}
+
 /** An error the API reports as a Status with an HTTP code. */
 export class ApiError extends SvcnetError {
   readonly status: number;
@@ -102,32 +107,25 @@ export class ApiError extends SvcnetError {
   }
 
   static notFound(group: string, plural: string, name: string): ApiError {
-    return new ApiError(
-      404,
-      'NotFound',
-      `${qualifiedResource(group, plural)} "${name}" not found`,
-      { name, group, kind: plural },
-    );
+    const [ref, details] = objectRef(group, plural, name);
+    return new ApiError(404, 'NotFound', `${ref} not found`, details);
   }
 
   static alreadyExists(group: string, plural: string, name: string): ApiError {
-    return new ApiError(
-      409,
-      'AlreadyExists',
-      `${qualifiedResource(group, plural)} "${name}" already exists`,
-      { name, group, kind: plural },
-    );
+    const [ref, details] = objectRef(group, plural, name);
+    return new ApiError(409, 'AlreadyExists', `${ref} already exists`, details);
   }
 
   static conflict(group: string, plural: string, name: string, why?: string): ApiError {
+    const [ref, details] = objectRef(group, plural, name);
     return new ApiError(
       409,
       'Conflict',
-      `Operation cannot be fulfilled on ${qualifiedResource(group, plural)} "${name}": ${
+      `Operation cannot be fulfilled on ${ref}: ${
         why ??
         'the object has been modified; please apply your changes to the latest version and try again'
       }`,
-      { name, group, kind: plural },
+      details,
     );
   }
 
