@@ -112,30 +112,15 @@ export class ControllerManager {
     this.clock = opts.clock ?? realClock;
     const inf = this.inf;
     const on = (k: ControllerKind): boolean => opts.controllers?.has(k) ?? true;
+    const keysOf = (i: Informer<KubeObject>) => (): string[] => i.list().map(objectKey);
     if (on('endpointslice') || on('endpoints') || on('mirroring'))
-      this.addController(
-        'endpoints',
-        (k, t) => this.syncService(k, t),
-        () => inf.services.list().map(objectKey),
-      );
+      this.addController('endpoints', (k, t) => this.syncService(k, t), keysOf(inf.services));
     if (on('deployment'))
-      this.addController(
-        'deployment',
-        (k) => this.syncDeployment(k),
-        () => inf.deployments.list().map(objectKey),
-      );
+      this.addController('deployment', (k) => this.syncDeployment(k), keysOf(inf.deployments));
     if (on('replicaset'))
-      this.addController(
-        'replicaset',
-        (k) => this.syncReplicaSet(k),
-        () => inf.replicaSets.list().map(objectKey),
-      );
+      this.addController('replicaset', (k) => this.syncReplicaSet(k), keysOf(inf.replicaSets));
     if (on('statefulset'))
-      this.addController(
-        'statefulset',
-        (k) => this.syncStatefulSet(k),
-        () => inf.statefulSets.list().map(objectKey),
-      );
+      this.addController('statefulset', (k) => this.syncStatefulSet(k), keysOf(inf.statefulSets));
     if (on('scheduler'))
       this.addController(
         'scheduler',
