@@ -28,7 +28,7 @@ import type { ProxyDaemonConfig } from './config.js';
 import type { NfacctCounters } from './iptables/options.js';
 import { NO_NFACCT, proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
 import { listenHttp, parseBindAddress } from './listen.js';
-import type { BindAddress, Listening } from './listen.js';
+import type { Listening } from './listen.js';
 import { listenFailed } from '../util/listen-error.js';
 import { metricsHandler } from './metrics-server.js';
 import { NFACCT_METRICS, ProxyMetrics } from './metrics.js';
@@ -129,20 +129,6 @@ async function makeBackends(
   };
 }
 
-/** Binds one HTTP listener or throws LISTEN_FAILED naming it and its flag. */
-async function bindOrFail(
-  what: string,
-  at: BindAddress,
-  flag: string,
-  handler: Parameters<typeof listenHttp>[1],
-): Promise<Listening> {
-  try {
-    return await listenHttp(at, handler);
-  } catch (e) {
-    throw listenFailed(what, at.host, at.port, flag, e);
-  }
-}
-
 /** The healthz and metrics listeners, bound (or none when their address is empty). */
 interface Listeners {
   readonly healthzPort: number | undefined;
@@ -165,43 +151,49 @@ async function bindListeners(
   const close = async (): Promise<void> => {
     await Promise.all(listeners.map((l) => l.close()));
   };
-  let healthzPort: number | undefined;
-  let metricsPort: number | undefined;
+  /** Binds one listener unless its address is empty; LISTEN_FAILED names it and its flag. */
+  const bind = async (
+    address: string,
+    what: string,
+    flag: string,
+    handler: Parameters<typeof listenHttp>[1],
+  ): Promise<number | undefined> => {
+    if (address === '') return undefined;
+    const at = parseBindAddress(address, flag);
+    let l: Listening;
+    try {
+      l = await listenHttp(at, handler);
+    } catch (e) {
+      throw listenFailed(what, at.host, at.port, flag, e);
+    }
+    listeners.push(l);
+    return l.port;
+  };
   try {
-    if (cfg.healthzBindAddress !== '') {
-      const at = parseBindAddress(cfg.healthzBindAddress, '--healthz-bind-address');
-      const l = await bindOrFail(
-        '/healthz',
-        at,
-        '--healthz-bind-address',
-        healthzHandler(health, {
-          onHealthz: (code) => {
-            metrics.healthzTotal.inc({ code: String(code) });
-          },
-          onLivez: (code) => {
-            metrics.livezTotal.inc({ code: String(code) });
-          },
-        }),
-      );
-      listeners.push(l);
-      healthzPort = l.port;
-    }
-    if (cfg.metricsBindAddress !== '') {
-      const at = parseBindAddress(cfg.metricsBindAddress, '--metrics-bind-address');
-      const l = await bindOrFail(
-        '/metrics',
-        at,
-        '--metrics-bind-address',
-        metricsHandler({ registry, mode: 'iptables', configz: () => cfg }),
-      );
-      listeners.push(l);
-      metricsPort = l.port;
-    }
+    const healthzPort = await bind(
+      cfg.healthzBindAddress,
+      '/healthz',
+      '--healthz-bind-address',
+      healthzHandler(health, {
+        onHealthz: (code) => {
+          metrics.healthzTotal.inc({ code: String(code) });
+        },
+        onLivez: (code) => {
+          metrics.livezTotal.inc({ code: String(code) });
+        },
+      }),
+    );
+    const metricsPort = await bind(
+      cfg.metricsBindAddress,
+      '/metrics',
+      '--metrics-bind-address',
+      metricsHandler({ registry, mode: 'iptables', configz: () => cfg }),
+    );
+    return { healthzPort, metricsPort, close };
   } catch (e) {
     await close();
     throw e;
   }
-  return { healthzPort, metricsPort, close };
 }
 
 /** What the node setup found out about the host. */
