@@ -17,31 +17,25 @@ const conntrack = {
   udpStreamTimeoutSeconds: 0,
 };
 
-test('planSysctls: route_localnet for IPv4 localhost NodePorts; table size only in the host netns, capped', () => {
-  const inNs = planSysctls({
-    ipv4: true,
-    localhostNodePorts: true,
-    conntrack,
-    cpus: 64,
-    hostNetns: false,
-  });
-  assert.deepEqual(
-    inNs.map((s) => `${s.key}=${s.value}`),
-    [
-      'net.ipv4.conf.all.route_localnet=1',
-      'net.netfilter.nf_conntrack_tcp_timeout_established=86400',
-      'net.netfilter.nf_conntrack_tcp_timeout_close_wait=3600',
-    ],
-  );
-  const host = planSysctls({
+/** The plan as key=value lines (IPv4, host netns, 64 CPUs unless `opts` say otherwise). */
+const planned = (opts: Partial<Parameters<typeof planSysctls>[0]>): string[] =>
+  planSysctls({
     ipv4: true,
     localhostNodePorts: false,
-    conntrack: { ...conntrack, tcpBeLiberal: true, udpTimeoutSeconds: 30 },
+    conntrack,
     cpus: 64,
     hostNetns: true,
-  });
+    ...opts,
+  }).map((s) => `${s.key}=${s.value}`);
+
+test('planSysctls: route_localnet for IPv4 localhost NodePorts; table size only in the host netns, capped', () => {
+  assert.deepEqual(planned({ localhostNodePorts: true, hostNetns: false }), [
+    'net.ipv4.conf.all.route_localnet=1',
+    'net.netfilter.nf_conntrack_tcp_timeout_established=86400',
+    'net.netfilter.nf_conntrack_tcp_timeout_close_wait=3600',
+  ]);
   assert.deepEqual(
-    host.map((s) => `${s.key}=${s.value}`),
+    planned({ conntrack: { ...conntrack, tcpBeLiberal: true, udpTimeoutSeconds: 30 } }),
     [
       'net.netfilter.nf_conntrack_max=1048576',
       'net.netfilter.nf_conntrack_tcp_timeout_established=86400',
@@ -51,9 +45,8 @@ test('planSysctls: route_localnet for IPv4 localhost NodePorts; table size only 
     ],
   );
   assert.equal(
-    planSysctls({ ipv4: true, localhostNodePorts: false, conntrack, cpus: 2, hostNetns: true })[0]
-      ?.value,
-    '131072',
+    planned({ cpus: 2 })[0],
+    'net.netfilter.nf_conntrack_max=131072',
     'the minimum wins on small hosts',
   );
 });
