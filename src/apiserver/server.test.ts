@@ -60,13 +60,8 @@ function setup(historySize?: number) {
     const res = await app.request(path, init);
     return res;
   };
-  const json = async (
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ) => {
-    const res = await req(method, path, body, headers);
+  const json = async (...args: Parameters<typeof req>) => {
+    const res = await req(...args);
     return { status: res.status, body: (await res.json()) as Json, headers: res.headers };
   };
   return { api, app, req, json };
