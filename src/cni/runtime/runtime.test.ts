@@ -21,6 +21,16 @@ class PluginSim implements Execer {
   readonly calls: Call[] = [];
   failAdd = '';
 
+  /** The calls of one CNI command, in order. */
+  callsOf(command: string): Call[] {
+    return this.calls.filter((c) => c.command === command);
+  }
+
+  /** The plugins that got one CNI command, in order. */
+  pluginsOf(command: string): string[] {
+    return this.callsOf(command).map((c) => c.plugin);
+  }
+
   run(req: ExecRequest): Promise<ExecResult> {
     const bin = [req.cmd, ...req.args].find((a) => a.startsWith('/cni/')) ?? '';
     const plugin = bin.slice('/cni/'.length);
@@ -95,11 +105,8 @@ test('ADD chains in order with prevResult and runtimeConfig; DEL reverses with t
     '1.1.0',
     'highest version of cniVersions that both plugins report',
   );
-  const adds = sim.calls.filter((c) => c.command === 'ADD');
-  assert.deepEqual(
-    adds.map((c) => c.plugin),
-    ['link', 'chain'],
-  );
+  const adds = sim.callsOf('ADD');
+  assert.deepEqual(sim.pluginsOf('ADD'), ['link', 'chain']);
   assert.deepEqual(adds[0]?.config, {
     type: 'link',
     extra: { keep: true },
@@ -114,24 +121,16 @@ test('ADD chains in order with prevResult and runtimeConfig; DEL reverses with t
   assert.equal((await cache.get('net', 'c1', 'eth0'))?.result.ips?.[0]?.address, '10.0.0.2/24');
 
   await rt.check(att);
-  const checks = sim.calls.filter((c) => c.command === 'CHECK');
-  assert.deepEqual(
-    checks.map((c) => c.plugin),
-    ['link', 'chain'],
-  );
-  assert.deepEqual(checks[0]?.config.prevResult, result);
+  assert.deepEqual(sim.pluginsOf('CHECK'), ['link', 'chain']);
+  assert.deepEqual(sim.callsOf('CHECK')[0]?.config.prevResult, result);
 
   await rt.del(att);
-  const dels = sim.calls.filter((c) => c.command === 'DEL');
-  assert.deepEqual(
-    dels.map((c) => c.plugin),
-    ['chain', 'link'],
-  );
-  assert.deepEqual(dels[0]?.config.prevResult, result);
+  assert.deepEqual(sim.pluginsOf('DEL'), ['chain', 'link']);
+  assert.deepEqual(sim.callsOf('DEL')[0]?.config.prevResult, result);
   assert.equal(await cache.get('net', 'c1', 'eth0'), undefined);
   await rt.del(att);
   assert.equal(
-    sim.calls.filter((c) => c.command === 'DEL').at(-1)?.config.prevResult,
+    sim.callsOf('DEL').at(-1)?.config.prevResult,
     undefined,
     'second DEL has no cache: no prevResult',
   );
@@ -148,10 +147,7 @@ test('negotiation respects old plugins; a failed ADD is followed by DEL and keep
     return true;
   });
   assert.equal(sim.calls.find((c) => c.command === 'ADD')?.config.cniVersion, '1.0.0');
-  assert.deepEqual(
-    sim.calls.filter((c) => c.command === 'DEL').map((c) => c.plugin),
-    ['old', 'link'],
-  );
+  assert.deepEqual(sim.pluginsOf('DEL'), ['old', 'link']);
 });
 
 test('hostNetns runs plugins through nsenter; bad attachments are refused before any plugin runs', async () => {
@@ -173,9 +169,8 @@ test('GC deletes stale cached attachments, then sends both attachment keys; STAT
   await rt.add(att);
   await rt.add({ ...att, containerId: 'c2' });
   await rt.gc(att.conflist, [{ containerID: 'c2', ifname: 'eth0' }]);
-  const dels = sim.calls.filter((c) => c.command === 'DEL');
   assert.deepEqual(
-    dels.map((c) => c.env.CNI_CONTAINERID),
+    sim.callsOf('DEL').map((c) => c.env.CNI_CONTAINERID),
     ['c1'],
   );
   const gc = sim.calls.find((c) => c.command === 'GC');
