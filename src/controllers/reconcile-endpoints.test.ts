@@ -29,14 +29,19 @@ describe('reconcileEndpoints', () => {
     pod('d', { ip: '10.244.0.7', phase: 'Failed' }),
   ];
 
-  test('ready pods in addresses, unready in notReadyAddresses, terminating left out', () => {
-    const r = reconcileEndpoints({
+  /** reconcileEndpoints for Service default/web selecting `pods`, with no Endpoints yet. */
+  const reconcileWeb = (over: Partial<Parameters<typeof reconcileEndpoints>[0]>) =>
+    reconcileEndpoints({
       service: service('web', WEB),
       namespace: 'default',
       name: 'web',
       pods,
       existing: undefined,
+      ...over,
     });
+
+  test('ready pods in addresses, unready in notReadyAddresses, terminating left out', () => {
+    const r = reconcileWeb({});
     assert.equal(r.operations[0]?.op, 'create');
     const ep = objectOf(r.operations)!;
     assert.equal(ep.metadata?.name, 'web');
@@ -63,12 +68,8 @@ describe('reconcileEndpoints', () => {
   });
 
   test('publishNotReadyAddresses puts every pod, terminating ones too, in addresses', () => {
-    const r = reconcileEndpoints({
+    const r = reconcileWeb({
       service: service('web', { ...WEB, publishNotReadyAddresses: true }),
-      namespace: 'default',
-      name: 'web',
-      pods,
-      existing: undefined,
     });
     const ep = objectOf(r.operations)!;
     assert.deepEqual(
@@ -94,15 +95,7 @@ describe('reconcileEndpoints', () => {
         containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }] }],
       }),
     ];
-    const ep = objectOf(
-      reconcileEndpoints({
-        service: svc,
-        namespace: 'default',
-        name: 'web',
-        pods: p,
-        existing: undefined,
-      }).operations,
-    )!;
+    const ep = objectOf(reconcileWeb({ service: svc, pods: p }).operations)!;
     assert.deepEqual(
       ep.subsets?.map((s) => [s.ports?.[0]?.port, s.addresses?.map((a) => a.ip)]),
       [
@@ -113,33 +106,10 @@ describe('reconcileEndpoints', () => {
   });
 
   test('an unchanged Endpoints is not rewritten; a changed one is updated', () => {
-    const first = objectOf(
-      reconcileEndpoints({
-        service: service('web', WEB),
-        namespace: 'default',
-        name: 'web',
-        pods,
-        existing: undefined,
-        triggerTime: 't1',
-      }).operations,
-    )!;
-    const again = reconcileEndpoints({
-      service: service('web', WEB),
-      namespace: 'default',
-      name: 'web',
-      pods,
-      existing: first,
-      triggerTime: 't2',
-    });
+    const first = objectOf(reconcileWeb({ triggerTime: 't1' }).operations)!;
+    const again = reconcileWeb({ existing: first, triggerTime: 't2' });
     assert.deepEqual(again.operations, []);
-    const fewer = reconcileEndpoints({
-      service: service('web', WEB),
-      namespace: 'default',
-      name: 'web',
-      pods: pods.slice(1),
-      existing: first,
-      triggerTime: 't3',
-    });
+    const fewer = reconcileWeb({ pods: pods.slice(1), existing: first, triggerTime: 't3' });
     assert.equal(fewer.operations[0]?.op, 'update');
     const upd = objectOf(fewer.operations)!;
     assert.equal(upd.subsets?.[0]?.addresses, undefined);
@@ -150,35 +120,16 @@ describe('reconcileEndpoints', () => {
   });
 
   test('no matching pods gives empty subsets', () => {
-    const ep = objectOf(
-      reconcileEndpoints({
-        service: service('web', WEB),
-        namespace: 'default',
-        name: 'web',
-        pods: [],
-        existing: undefined,
-      }).operations,
-    )!;
+    const ep = objectOf(reconcileWeb({ pods: [] }).operations)!;
     assert.deepEqual(ep.subsets, []);
   });
 
   test('deleted Service deletes its Endpoints; selector-less Services are left alone', () => {
     const existing: Endpoints = { metadata: { name: 'web', namespace: 'default' }, subsets: [] };
-    assert.deepEqual(
-      reconcileEndpoints({ service: undefined, namespace: 'default', name: 'web', pods, existing })
-        .operations,
-      [{ op: 'delete', kind: 'Endpoints', namespace: 'default', name: 'web' }],
-    );
-    assert.deepEqual(
-      reconcileEndpoints({
-        service: service('web', SVC_SPEC),
-        namespace: 'default',
-        name: 'web',
-        pods,
-        existing,
-      }).operations,
-      [],
-    );
+    assert.deepEqual(reconcileWeb({ service: undefined, existing }).operations, [
+      { op: 'delete', kind: 'Endpoints', namespace: 'default', name: 'web' },
+    ]);
+    assert.deepEqual(reconcileWeb({ service: service('web', SVC_SPEC), existing }).operations, []);
   });
 });
 
