@@ -69,6 +69,11 @@ function pod(
   };
 }
 
+/** A Pod of node n1 the API server is deleting since `at`, with `grace` seconds to stop. */
+function deletingPod(name: string, grace: number, at: string, probe?: Probe): Pod {
+  return pod(name, 'n1', probe, { deletionTimestamp: at, deletionGracePeriodSeconds: grace });
+}
+
 function setup() {
   const informer = new FakeInformer<Pod>();
   const runtime = new FakeRuntime();
@@ -127,12 +132,7 @@ test('deletion honours the grace period, then tears down and makes the final del
   await informer.start();
   informer.upsert(pod('web-1', 'n1'));
   await agent.idle();
-  informer.upsert(
-    pod('web-1', 'n1', undefined, {
-      deletionTimestamp: '2026-01-01T00:00:05Z',
-      deletionGracePeriodSeconds: 7,
-    }),
-  );
+  informer.upsert(deletingPod('web-1', 7, '2026-01-01T00:00:05Z'));
   await agent.idle();
   assert.deepEqual(runtime.events, ['start web-1', 'stop default/web-1 grace=7']);
   assert.deepEqual(status.deleted, ['web-1']);
@@ -204,12 +204,7 @@ test('a terminating Pod is still probed: failing readiness after SIGTERM reports
     status.updates.map((u) => u.ready),
     [false, true],
   );
-  informer.upsert(
-    pod('web-1', 'n1', probe, {
-      deletionTimestamp: '2026-01-01T00:00:05Z',
-      deletionGracePeriodSeconds: 60,
-    }),
-  );
+  informer.upsert(deletingPod('web-1', 60, '2026-01-01T00:00:05Z', probe));
   await flush();
   assert.equal(runtime.events.at(-1), 'stop default/web-1 grace=60', 'server signalled');
   // The server now fails /readyz while it drains; the probe keeps running (failureThreshold 3).
@@ -247,12 +242,7 @@ test('a restarted agent adopts the Pods still running and starts only the others
     { name: 'web-1', ready: true, ip: '10.244.1.7' },
     { name: 'web-2', ready: true, ip: '10.244.1.3' },
   ]);
-  informer.upsert(
-    pod('web-1', 'n1', undefined, {
-      deletionTimestamp: '2026-01-01T00:00:00Z',
-      deletionGracePeriodSeconds: 0,
-    }),
-  );
+  informer.upsert(deletingPod('web-1', 0, '2026-01-01T00:00:00Z'));
   await agent.idle();
   assert.ok(
     runtime.events.includes('stop default/web-1 grace=0'),
@@ -264,18 +254,8 @@ test('a Pod deleted while no agent ran is stopped by the next one before the fin
   const { informer, runtime, status, agent } = setup();
   runtime.leftRunning.set('web-1', '10.244.1.7');
   await informer.start();
-  informer.upsert(
-    pod('web-1', 'n1', undefined, {
-      deletionTimestamp: '2026-01-01T00:00:00Z',
-      deletionGracePeriodSeconds: 0,
-    }),
-  );
-  informer.upsert(
-    pod('web-2', 'n1', undefined, {
-      deletionTimestamp: '2026-01-01T00:00:00Z',
-      deletionGracePeriodSeconds: 0,
-    }),
-  );
+  informer.upsert(deletingPod('web-1', 0, '2026-01-01T00:00:00Z'));
+  informer.upsert(deletingPod('web-2', 0, '2026-01-01T00:00:00Z'));
   await agent.idle();
   assert.deepEqual(runtime.events, ['adopt web-1', 'stop default/web-1 grace=0']);
   assert.deepEqual(status.deleted.sort(), ['web-1', 'web-2']);
