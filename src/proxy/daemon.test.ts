@@ -111,10 +111,22 @@ async function metricValue(registry: Registry, name: string): Promise<number | u
   return (m?.values as { value: number }[] | undefined)?.[0]?.value;
 }
 
-test('the daemon creates both nfacct objects and the localhost NodePort and INVALID drop rules count into them', async () => {
-  const nfacct = new FakeNfacct();
+/** Runs `body` against a started daemon and stops the daemon afterwards, whatever happens. */
+async function withDaemon(
+  nfacct: FakeNfacct,
+  body: (s: Awaited<ReturnType<typeof start>>) => void | Promise<void>,
+): Promise<void> {
   const s = await start(nfacct);
   try {
+    await body(s);
+  } finally {
+    await s.daemon.stop();
+  }
+}
+
+test('the daemon creates both nfacct objects and the localhost NodePort and INVALID drop rules count into them', async () => {
+  const nfacct = new FakeNfacct();
+  await withDaemon(nfacct, (s) => {
     assert.deepEqual([...nfacct.objects.keys()].sort(), [CT_INVALID, LOCALHOST_NPS]);
     assert.deepEqual(s.daemon.nfacct, {
       ctStateInvalidDropped: true,
@@ -129,26 +141,20 @@ test('the daemon creates both nfacct objects and the localhost NodePort and INVA
       /-A KUBE-FORWARD -m conntrack --ctstate INVALID -m nfacct --nfacct-name ct_state_invalid_dropped_pkts -j DROP/,
     );
     assert.equal(s.warnings.length, 0);
-  } finally {
-    await s.daemon.stop();
-  }
+  });
 });
 
 test('existing nfacct objects are kept with their counts', async () => {
   const nfacct = new FakeNfacct();
   nfacct.objects.set(LOCALHOST_NPS, { packets: 7, bytes: 420 });
-  const s = await start(nfacct);
-  try {
+  await withDaemon(nfacct, async (s) => {
     assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 7);
-  } finally {
-    await s.daemon.stop();
-  }
+  });
 });
 
 test('the metrics report the kernel counts at each scrape', async () => {
   const nfacct = new FakeNfacct();
-  const s = await start(nfacct);
-  try {
+  await withDaemon(nfacct, async (s) => {
     assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 0);
     assert.equal(await metricValue(s.registry, INVALID_METRIC), 0);
     nfacct.count(LOCALHOST_NPS, 5);
@@ -163,15 +169,12 @@ test('the metrics report the kernel counts at each scrape', async () => {
       /^# TYPE kubeproxy_iptables_localhost_nodeports_accepted_packets_total counter$/m,
     );
     assert.match(text, /^kubeproxy_iptables_ct_state_invalid_dropped_packets_total 2$/m);
-  } finally {
-    await s.daemon.stop();
-  }
+  });
 });
 
 test('a read failure at scrape keeps the last value and is logged', async () => {
   const nfacct = new FakeNfacct();
-  const s = await start(nfacct);
-  try {
+  await withDaemon(nfacct, async (s) => {
     nfacct.count(LOCALHOST_NPS, 4);
     assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 4);
     nfacct.objects.delete(LOCALHOST_NPS);
@@ -180,15 +183,12 @@ test('a read failure at scrape keeps the last value and is logged', async () => 
       s.warnings.some((w) => w.msg === 'Cannot read nfacct object'),
       JSON.stringify(s.warnings),
     );
-  } finally {
-    await s.daemon.stop();
-  }
+  });
 });
 
 test('without nfacct support the proxy still programs rules, without nfacct matches or metrics, and says so once', async () => {
   const nfacct = new FakeNfacct({ unsupported: 'cannot start: spawn nfacct ENOENT' });
-  const s = await start(nfacct);
-  try {
+  await withDaemon(nfacct, async (s) => {
     assert.deepEqual(s.daemon.nfacct, {
       ctStateInvalidDropped: false,
       localhostNodePortsAccepted: false,
@@ -204,9 +204,7 @@ test('without nfacct support the proxy still programs rules, without nfacct matc
     assert.equal(await metricValue(s.registry, INVALID_METRIC), undefined);
     assert.equal(s.warnings.length, 1, JSON.stringify(s.warnings));
     assert.match(s.warnings[0]?.msg ?? '', /Cannot create nfacct objects/);
-  } finally {
-    await s.daemon.stop();
-  }
+  });
 });
 
 test('only the objects that could be created are used', async () => {
@@ -220,13 +218,10 @@ test('only the objects that could be created are used', async () => {
   assert.equal(warnings.length, 1);
   assert.deepEqual(Object.keys((warnings[0]?.obj as { failed: object }).failed), [CT_INVALID]);
 
-  const s = await start(nfacct);
-  try {
+  await withDaemon(nfacct, async (s) => {
     assert.match(s.ipt.saveSync('nat'), /--nfacct-name localhost_nps_accepted_pkts/);
     assert.doesNotMatch(s.ipt.saveSync('filter'), /nfacct/);
     assert.equal(await metricValue(s.registry, INVALID_METRIC), undefined);
     assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 0);
-  } finally {
-    await s.daemon.stop();
-  }
+  });
 });
