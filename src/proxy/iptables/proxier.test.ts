@@ -127,6 +127,18 @@ async function startSynced(s: ReturnType<typeof setup>): Promise<void> {
   await s.clock.advance(0);
 }
 
+/** setup() with one Service and its EndpointSlice, both caches synced. */
+async function startWith(
+  service: Service,
+  slice: EndpointSlice,
+): Promise<ReturnType<typeof setup>> {
+  const s = setup();
+  s.services.upsert(service);
+  s.slices.upsert(slice);
+  await startSynced(s);
+  return s;
+}
+
 async function metric(registry: Registry, name: string): Promise<number> {
   const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
   return (m?.values as { value: number }[] | undefined)?.reduce((a, v) => a + v.value, 0) ?? 0;
@@ -232,10 +244,7 @@ test('nothing is programmed until both Services and EndpointSlices have synced',
 });
 
 test('a full sync writes service chains, jump rules and canaries in one restore; later changes are partial', async () => {
-  const s = setup();
-  s.services.upsert(svc('web', '10.96.0.10', 80));
-  s.slices.upsert(eps('web', 8080, ['10.244.1.5']));
-  await startSynced(s);
+  const s = await startWith(svc('web', '10.96.0.10', 80), eps('web', 8080, ['10.244.1.5']));
   assert.equal(s.ipt.texts.length, 1);
   assert.equal(s.reports[0]?.[0]?.fullSync, true);
   // Service chains, the jumps from the built-in chains and the canaries, all in one restore.
@@ -356,10 +365,7 @@ test('an invalid Service is skipped, logged and counted; valid ones are still pr
 });
 
 test('a flushed table is noticed by the canary and restored by a full sync', async () => {
-  const s = setup();
-  s.services.upsert(svc('web', '10.96.0.10', 80));
-  s.slices.upsert(eps('web', 8080, ['10.244.1.5']));
-  await startSynced(s);
+  const s = await startWith(svc('web', '10.96.0.10', 80), eps('web', 8080, ['10.244.1.5']));
   const canary = new CanaryMonitor({
     probes: [s.ipt],
     checks: (f) => s.proxier.canaryChecks(f),
@@ -384,10 +390,10 @@ test('a flushed table is noticed by the canary and restored by a full sync', asy
 });
 
 test('replacing the endpoint of a UDP service deletes the old endpoint flows', async () => {
-  const s = setup();
-  s.services.upsert(svc('dns', '10.96.0.10', 53, 'UDP'));
-  s.slices.upsert(eps('dns', 5353, ['10.244.1.5'], 'UDP'));
-  await startSynced(s);
+  const s = await startWith(
+    svc('dns', '10.96.0.10', 53, 'UDP'),
+    eps('dns', 5353, ['10.244.1.5'], 'UDP'),
+  );
   s.conntrack.flows.push(
     {
       family: 'IPv4',
