@@ -11,19 +11,21 @@ function setup(
     min?: number;
     retry?: number;
     max?: number;
-    fail?: () => boolean;
+    /** How many runs fail, counting from the first. */
+    failures?: number;
     durationMs?: number;
   } = {},
 ) {
   const clock = new FakeClock(0);
   const starts: number[] = [];
   const errors: unknown[] = [];
+  let failures = opts.failures ?? 0;
   const fn = async (): Promise<void> => {
     starts.push(clock.now());
     if (opts.durationMs !== undefined) {
       await new Promise<void>((resolve) => clock.setTimeout(resolve, opts.durationMs ?? 0));
     }
-    if (opts.fail?.() === true) throw new Error('sync failed');
+    if (failures-- > 0) throw new Error('sync failed');
   };
   const runner = new BoundedFrequencyRunner(fn, {
     minIntervalMs: opts.min ?? 1000,
@@ -82,12 +84,7 @@ test('runs periodically at maxInterval without requests', async () => {
 });
 
 test('a failed run is retried after retryInterval and the error is reported', async () => {
-  let failures = 1;
-  const { clock, runner, starts, errors } = setup({
-    retry: 5000,
-    max: 60_000,
-    fail: () => failures-- > 0,
-  });
+  const { clock, runner, starts, errors } = setup({ retry: 5000, max: 60_000, failures: 1 });
   runner.start();
   runner.run();
   await clock.advance(0);
@@ -100,12 +97,11 @@ test('a failed run is retried after retryInterval and the error is reported', as
 });
 
 test('a request during a failed run is served at minInterval, not at the retry', async () => {
-  let failures = 1;
   const { clock, runner, starts } = setup({
     min: 1000,
     retry: 30_000,
     durationMs: 200,
-    fail: () => failures-- > 0,
+    failures: 1,
   });
   runner.start();
   runner.run();
