@@ -155,6 +155,9 @@ function externalIP(svc: Loose): string {
   }
 }
 
+/** The wide columns of a workload with a pod template: what containersAndImages fills. */
+const TEMPLATE_COLUMNS = [col('Containers', 1), col('Images', 1)];
+
 function containersAndImages(template: Loose): [string, string] {
   const cs = arr(o(template.spec).containers).map(o);
   return [cs.map((c) => s(c.name)).join(','), cs.map((c) => s(c.image)).join(',')];
@@ -310,22 +313,19 @@ const PRINTERS: Record<string, Printer> = {
       col('Up-to-date', 0, 'integer'),
       col('Available', 0, 'integer'),
       AGE,
-      col('Containers', 1),
-      col('Images', 1),
+      ...TEMPLATE_COLUMNS,
       col('Selector', 1),
     ],
     cells: (d, now) => {
       const spec = o(d.spec);
       const st = o(d.status);
-      const [cs, images] = containersAndImages(o(spec.template));
       return [
         name(d),
         `${n(st.readyReplicas)}/${n(spec.replicas)}`,
         n(st.updatedReplicas),
         n(st.availableReplicas),
         age(d, now),
-        cs,
-        images,
+        ...containersAndImages(o(spec.template)),
         formatLabelSelectorObject(o(spec.selector)),
       ];
     },
@@ -337,37 +337,32 @@ const PRINTERS: Record<string, Printer> = {
       col('Current', 0, 'integer'),
       col('Ready', 0, 'integer'),
       AGE,
-      col('Containers', 1),
-      col('Images', 1),
+      ...TEMPLATE_COLUMNS,
       col('Selector', 1),
     ],
     cells: (rs, now) => {
       const spec = o(rs.spec);
       const st = o(rs.status);
-      const [cs, images] = containersAndImages(o(spec.template));
       return [
         name(rs),
         n(spec.replicas),
         n(st.replicas),
         n(st.readyReplicas),
         age(rs, now),
-        cs,
-        images,
+        ...containersAndImages(o(spec.template)),
         formatLabelSelectorObject(o(spec.selector)),
       ];
     },
   },
   StatefulSet: {
-    columns: [NAME, col('Ready'), AGE, col('Containers', 1), col('Images', 1)],
+    columns: [NAME, col('Ready'), AGE, ...TEMPLATE_COLUMNS],
     cells: (ss, now) => {
       const spec = o(ss.spec);
-      const [cs, images] = containersAndImages(o(spec.template));
       return [
         name(ss),
         `${n(o(ss.status).readyReplicas)}/${n(spec.replicas)}`,
         age(ss, now),
-        cs,
-        images,
+        ...containersAndImages(o(spec.template)),
       ];
     },
   },
