@@ -81,19 +81,13 @@ describe('reconcileEndpoints', () => {
 
   test('subsets are repacked by port set (named targetPort differing per pod)', () => {
     const svc = service('web', { ...WEB, ports: [{ port: 80, targetPort: 'http' }] });
+    /** A pod whose container port `http` is `containerPort`. */
+    const httpPod = (name: string, ip: string, containerPort: number) =>
+      pod(name, { ip, containers: [{ name: 'c', ports: [{ name: 'http', containerPort }] }] });
     const p = [
-      pod('a', {
-        ip: '10.0.0.1',
-        containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }] }],
-      }),
-      pod('b', {
-        ip: '10.0.0.2',
-        containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 9090 }] }],
-      }),
-      pod('c', {
-        ip: '10.0.0.3',
-        containers: [{ name: 'c', ports: [{ name: 'http', containerPort: 8080 }] }],
-      }),
+      httpPod('a', '10.0.0.1', 8080),
+      httpPod('b', '10.0.0.2', 9090),
+      httpPod('c', '10.0.0.3', 8080),
     ];
     const ep = objectOf(reconcileWeb({ service: svc, pods: p }).operations)!;
     assert.deepEqual(
