@@ -296,21 +296,37 @@ export class IptablesProxier implements Proxier {
     return false;
   }
 
+  /**
+   * Runs `update` for every family; whether any tracker changed. A tracker that throws has
+   * refused the object: it is counted as invalid and logged with `subject`, the rest go on.
+   */
+  private updateTrackers(
+    kind: 'Service' | 'EndpointSlice',
+    subject: Record<string, string>,
+    update: (f: FamilyState) => boolean,
+  ): boolean {
+    let changed = false;
+    for (const f of this.families) {
+      try {
+        changed = update(f) || changed;
+      } catch (err) {
+        this.deps.metrics.invalidObjectsTotal.inc({ kind });
+        this.deps.log.error({ err, ...subject }, `Skipping ${kind} the proxy cannot handle`);
+      }
+    }
+    return changed;
+  }
+
   private trackService(key: string, svc: Service | undefined): void {
     const prev = this.acceptedServices.get(key);
     if (prev === undefined && svc === undefined) return;
     if (svc === undefined) this.acceptedServices.delete(key);
     else this.acceptedServices.set(key, svc);
-    let changed = false;
-    for (const f of this.families) {
-      try {
-        changed = f.services.update(prev, svc) || changed;
-        for (const w of f.services.takeWarnings()) this.deps.log.info({ ipFamily: f.family }, w);
-      } catch (err) {
-        this.deps.metrics.invalidObjectsTotal.inc({ kind: 'Service' });
-        this.deps.log.error({ err, service: key }, 'Skipping Service the proxy cannot handle');
-      }
-    }
+    const changed = this.updateTrackers('Service', { service: key }, (f) => {
+      const c = f.services.update(prev, svc);
+      for (const w of f.services.takeWarnings()) this.deps.log.info({ ipFamily: f.family }, w);
+      return c;
+    });
     this.deps.metrics.serviceChangesTotal.inc();
     this.deps.metrics.serviceChangesPending.set(
       Math.max(...this.families.map((f) => f.services.pending)),
@@ -323,18 +339,9 @@ export class IptablesProxier implements Proxier {
     if (prev === undefined && slice === undefined) return;
     if (slice === undefined) this.acceptedSlices.delete(key);
     else this.acceptedSlices.set(key, slice);
-    let changed = false;
-    for (const f of this.families) {
-      try {
-        changed = f.endpoints.update(prev, slice) || changed;
-      } catch (err) {
-        this.deps.metrics.invalidObjectsTotal.inc({ kind: 'EndpointSlice' });
-        this.deps.log.error(
-          { err, endpointSlice: key },
-          'Skipping EndpointSlice the proxy cannot handle',
-        );
-      }
-    }
+    const changed = this.updateTrackers('EndpointSlice', { endpointSlice: key }, (f) =>
+      f.endpoints.update(prev, slice),
+    );
     this.deps.metrics.endpointChangesTotal.inc();
     this.deps.metrics.endpointChangesPending.set(
       Math.max(...this.families.map((f) => f.endpoints.pendingCount)),
