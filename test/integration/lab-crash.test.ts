@@ -149,10 +149,24 @@ test(
         'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{"kind":"NodeList","items":[]}',
       );
     });
-    await new Promise<void>((resolve, reject) => {
-      foreign.once('error', reject);
-      foreign.listen(first.port, '127.0.0.1', resolve);
-    });
+    // The killed sandbox's forwarder may hold the port until the kernel has torn its PID
+    // namespace down, a moment after the supervisor itself is gone: retry while it is in use.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        await new Promise<void>((resolve, reject) => {
+          foreign.once('error', reject);
+          foreign.listen(first.port, '127.0.0.1', () => {
+            foreign.off('error', reject);
+            resolve();
+          });
+        });
+        break;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE' || Date.now() > deadline) throw e;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
     try {
       const second = await up(name, 2);
       assert.notEqual(second.run.runId, first.run.runId);
