@@ -627,9 +627,19 @@ export function targetPartOf(rule: TypedRule): TargetPart | undefined {
   return t;
 }
 
+/** Whether a target part is a goto (`-g`/`--goto`) rather than a jump. */
+export function isGoto(t: TargetPart): boolean {
+  return t.flag === '-g' || t.flag === '--goto';
+}
+
+/** Whether an unsupported part is a dangling `-m`/`--match` (a match instance with no name). */
+export function isDanglingMatch(p: UnsupportedPart): boolean {
+  return p.what === 'dangling' && (p.words[0] === '-m' || p.words[0] === '--match');
+}
+
 /** Whether a target part is a jump/goto to a chain rather than a built-in target. */
 export function isChainTarget(t: TargetPart): boolean {
-  return t.flag === '-g' || t.flag === '--goto' || !isTargetName(t.name);
+  return isGoto(t) || !isTargetName(t.name);
 }
 
 /**
