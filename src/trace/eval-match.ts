@@ -1,7 +1,7 @@
 // The tracer's match evaluators: one small compiler per kind of the typed rule vocabulary
 // (netfilter/iptables/rule.ts) — the built-in matches (`-p`, `-s`, `-d`, `-i`, `-o`, `-f`)
-// and the match extensions in MODULE_COMPILERS — each turning its part's options into
-// predicates over the packet (MatchEnv), or reporting why it cannot (the rule is then
+// and the match extensions in MODULE_COMPILERS — each turning its part's options, read
+// through their typed views (netfilter/iptables/rule-views.ts), into predicates over the packet (MatchEnv), or reporting why it cannot (the rule is then
 // "unsupported" and assumed not to match). An extension without a compiler here (set,
 // physdev, limit, anything unknown) is reported by name. Pure.
 

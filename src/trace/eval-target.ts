@@ -1,5 +1,6 @@
 // The tracer's target evaluators: one small compiler per target of the typed rule vocabulary
-// (netfilter/iptables/rule.ts), turning the target's options into what the walker applies
+// (netfilter/iptables/rule.ts), turning the target's options (read through their typed views,
+// netfilter/iptables/rule-views.ts) into what the walker applies
 // (a verdict, a NAT, a mark change, a log line). Any other target name is a jump or goto to a
 // chain; the walker reports it when the table has no such chain. Pure.
 

@@ -137,12 +137,13 @@ export function statisticOf(opts: readonly RuleOption[]): StatisticView {
     return o && valueOf(o);
   };
   const mode = first(opts, '--mode');
+  const modeText = one(mode);
   return {
     mode:
       mode === undefined
         ? undefined
-        : one(mode) === 'random' || one(mode) === 'nth'
-          ? (one(mode) as 'random' | 'nth')
+        : modeText === 'random' || modeText === 'nth'
+          ? modeText
           : 'other',
     probability: opt('--probability'),
     every: opt('--every'),

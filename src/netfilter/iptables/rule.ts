@@ -6,7 +6,8 @@
 // jump/goto to a chain) and anything else as an explicit `unsupported` part that keeps its raw
 // words. `parseRule` and `renderRule` round-trip the arguments exactly (same words, same
 // order, including kube-proxy's `-m tcp -p tcp -d IP --dport N` where an option of a module
-// follows other matches); each kind validates itself (`validateRule`). It only reads and
+// follows other matches); each kind validates itself (`validateRule`), and rule-views.ts
+// gives each extension's and target's options a typed view. It only reads and
 // writes rules: evaluating them against a packet is trace/'s job. Pure.
 
 /** How a match or target extension was introduced in the words. */
