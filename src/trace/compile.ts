@@ -6,7 +6,10 @@
 // match. Compiling never throws: a rule the kernel would refuse is reported the same way.
 // Pure.
 
+import { commentWordsOf } from '../netfilter/iptables/rule-views.js';
 import {
+  isDanglingMatch,
+  isGoto,
   isTargetName,
   protocolName,
   parseRule,
@@ -102,14 +105,15 @@ class RuleReading {
       if (!o.known && isTracedModule(module))
         this.bad(`match ${module}: option ${o.name} is not supported`);
       inst.options.push(o);
-      if (module === 'comment' && o.name === '--comment' && o.known) this.readComment(o);
+      const words = module === 'comment' ? commentWordsOf(o) : undefined;
+      if (words) this.readComment(words);
     }
   }
 
-  private readComment(o: RuleOption): void {
+  private readComment(values: readonly string[]): void {
     // iptables-save quotes multi-word comments; hand-written dumps sometimes do not.
-    this.comment = o.values.length > 1 ? o.values.join(' ') : o.values[0];
-    if (o.values.length > 1)
+    this.comment = values.length > 1 ? values.join(' ') : values[0];
+    if (values.length > 1)
       this.notes.push(`unquoted comment with spaces read as ${JSON.stringify(this.comment)}`);
   }
 
@@ -138,8 +142,7 @@ class RuleReading {
         else if (p.what === 'argument')
           this.bad(`unexpected argument ${JSON.stringify(p.words[0] ?? '')}`);
         else if (p.what === 'option') this.bad(`rule: option ${p.words[0] ?? ''} is not supported`);
-        else if (p.words[0] === '-m' || p.words[0] === '--match')
-          this.instances.push({ module: '', options: [] });
+        else if (isDanglingMatch(p)) this.instances.push({ module: '', options: [] });
         else if (p.words.length > 0) this.target = undefined;
         return;
       default:
@@ -161,9 +164,7 @@ export function compileRule(args: readonly string[]): CompiledRule {
   }
   const t = r.target;
   const target: Target =
-    t === undefined
-      ? { kind: 'none' }
-      : compileTarget(t.name, r.targetOptions, t.flag === '-g' || t.flag === '--goto', r.bad);
+    t === undefined ? { kind: 'none' } : compileTarget(t.name, r.targetOptions, isGoto(t), r.bad);
   return {
     matches: r.matches,
     target,

@@ -1,10 +1,19 @@
 // The tracer's match evaluators: one small compiler per kind of the typed rule vocabulary
 // (netfilter/iptables/rule.ts) — the built-in matches (`-p`, `-s`, `-d`, `-i`, `-o`, `-f`)
-// and the match extensions in MODULE_COMPILERS — each turning its part's options into
-// predicates over the packet (MatchEnv), or reporting why it cannot (the rule is then
+// and the match extensions in MODULE_COMPILERS — each turning its part's options, read
+// through their typed views (netfilter/iptables/rule-views.ts), into predicates over the packet (MatchEnv), or reporting why it cannot (the rule is then
 // "unsupported" and assumed not to match). An extension without a compiler here (set,
 // physdev, limit, anything unknown) is reported by name. Pure.
 
+import {
+  addrtypeOf,
+  conntrackOf,
+  markOf,
+  multiportOf,
+  portMatchOf,
+  recentOf,
+  statisticOf,
+} from '../netfilter/iptables/rule-views.js';
 import type { RuleOption } from '../netfilter/iptables/rule.js';
 import { cidrContains, type ParsedIP } from '../util/ip.js';
 import {
@@ -131,27 +140,13 @@ export interface ModuleContext {
 
 export type ModuleCompiler = (opts: readonly RuleOption[], ctx: ModuleContext) => Match[];
 
-function one(o: RuleOption | undefined): string {
-  return o?.values[0] ?? '';
-}
-
-const ALL_TCP_FLAGS = ['SYN', 'ACK', 'FIN', 'RST', 'URG', 'PSH', 'ECE', 'CWR'];
-
-/** `--syn` / `--tcp-flags MASK COMP` against the traced packet: the first, flags SYN only. */
-function tcpFlags(o: RuleOption): Match {
-  let mask = ['SYN', 'RST', 'ACK', 'FIN'];
-  let comp = ['SYN'];
-  if (o.name === '--tcp-flags') {
-    const expand = (s: string): string[] =>
-      s === 'ALL' ? ALL_TCP_FLAGS : s === 'NONE' ? [] : s.split(',');
-    mask = expand(o.values[0] ?? '');
-    comp = expand(o.values[1] ?? '');
-  }
+/** A TCP flags test against the traced packet: the first, flags SYN only. */
+function tcpFlags(mask: readonly string[], comp: readonly string[], negate: boolean): Match {
   const packetFlags = new Set(['SYN']);
   const ok = mask.every((f) => packetFlags.has(f) === comp.includes(f));
   return negated(
     simple('tcp-flags', () => ok),
-    o.negate,
+    negate,
   );
 }
 
@@ -162,18 +157,18 @@ const portModule: ModuleCompiler = (opts, { module, protocol, bad }) => {
     bad(`-m ${module} needs -p ${module}`);
     return out;
   }
-  for (const o of opts) {
-    if (o.name === '--syn' || o.name === '--tcp-flags') {
-      out.push(tcpFlags(o));
+  for (const o of portMatchOf(opts)) {
+    if (o.kind === 'tcp-flags') {
+      out.push(tcpFlags(o.mask, o.comp, o.negate));
       continue;
     }
-    const ranges = parsePortRanges(one(o));
+    const ranges = parsePortRanges(o.text);
     if (!ranges || ranges.length !== 1) {
-      bad(`${module} ${o.name} ${one(o)}: not a port or port range`);
+      bad(`${module} ${o.name} ${o.text}: not a port or port range`);
       continue;
     }
     const r = ranges[0] ?? { lo: 0, hi: 65535 };
-    const isDst = o.name === '--dport' || o.name === '--destination-port';
+    const isDst = o.dir === 'dst';
     out.push(
       negated(
         simple(module, (env) => {
@@ -193,13 +188,13 @@ const multiportModule: ModuleCompiler = (opts, { protocol, bad }) => {
     bad('-m multiport needs -p tcp, udp or sctp');
     return out;
   }
-  for (const o of opts) {
-    const ranges = parsePortRanges(one(o));
+  for (const o of multiportOf(opts)) {
+    const ranges = parsePortRanges(o.text);
     if (!ranges) {
-      bad(`multiport ${o.name} ${one(o)}: not a port list`);
+      bad(`multiport ${o.name} ${o.text}: not a port list`);
       continue;
     }
-    const which = o.name.startsWith('--d') ? 'dst' : o.name.startsWith('--s') ? 'src' : 'either';
+    const which = o.dir;
     out.push(
       negated(
         simple('multiport', (env) => {
@@ -217,18 +212,18 @@ const multiportModule: ModuleCompiler = (opts, { protocol, bad }) => {
 
 const addrtypeModule: ModuleCompiler = (opts, { bad }) => {
   const out: Match[] = [];
-  for (const o of opts) {
-    if (o.name === '--limit-iface-in' || o.name === '--limit-iface-out') {
+  for (const o of addrtypeOf(opts)) {
+    if (o.kind === 'limit-iface') {
       bad(`addrtype ${o.name} is not supported`);
       continue;
     }
-    const types = one(o).split(',');
+    const types = o.types;
     const unknown = types.filter((t) => !ADDR_TYPES.includes(t));
     if (unknown.length > 0) {
       bad(`addrtype type ${unknown.join(',')} is not supported`);
       continue;
     }
-    const isSrc = o.name === '--src-type';
+    const isSrc = o.dir === 'src';
     out.push(
       negated(
         simple('addrtype', (env) => {
@@ -244,22 +239,20 @@ const addrtypeModule: ModuleCompiler = (opts, { bad }) => {
 
 /** The probability a statistic match selects a new connection, or undefined (reported). */
 function statisticProbability(opts: readonly RuleOption[], bad: Bad): number | undefined {
-  const mode = opts.find((o) => o.name === '--mode');
-  const prob = opts.find((o) => o.name === '--probability');
-  const every = opts.find((o) => o.name === '--every');
-  if (one(mode) === 'random' && prob) {
-    const p = Number(one(prob));
+  const { mode, probability: prob, every } = statisticOf(opts);
+  if (mode === 'random' && prob) {
+    const p = Number(prob.text);
     if (!Number.isFinite(p) || p < 0 || p > 1) {
-      bad(`statistic --probability ${one(prob)}: not a probability`);
+      bad(`statistic --probability ${prob.text}: not a probability`);
       return undefined;
     }
     return prob.negate ? 1 - p : p;
   }
-  if (mode && one(mode) === 'nth' && every) {
+  if (mode === 'nth' && every) {
     // Every n-th new connection: over many connections each is chosen 1/n of the time.
-    const n = Number(one(every));
+    const n = Number(every.text);
     if (!Number.isInteger(n) || n < 1) {
-      bad(`statistic --every ${one(every)}: not a positive integer`);
+      bad(`statistic --every ${every.text}: not a positive integer`);
       return undefined;
     }
     return every.negate ? 1 - 1 / n : 1 / n;
@@ -274,20 +267,12 @@ const statisticModule: ModuleCompiler = (opts, { bad }) => {
   return [{ kind: 'statistic', stateful: false, evaluate: () => ({ probability }) }];
 };
 
-const RECENT_COMMANDS = ['--set', '--rcheck', '--update', '--remove'];
-
 const recentModule: ModuleCompiler = (opts, { bad }) => {
-  const nameOpt = opts.find((o) => o.name === '--name');
-  const name = nameOpt ? one(nameOpt) : 'DEFAULT';
-  const secondsOpt = opts.find((o) => o.name === '--seconds');
-  const seconds = secondsOpt ? Number(one(secondsOpt)) : undefined;
-  const rdest = opts.some((o) => o.name === '--rdest');
-  const cmd = opts.find((o) => RECENT_COMMANDS.includes(o.name));
+  const { name, seconds, rdest, command: cmd, mask, hitcount, rttl } = recentOf(opts);
   // iptables-save prints the default `--mask 255.255.255.255` (a whole address).
-  const mask = opts.find((o) => o.name === '--mask');
   const fullMask =
-    mask === undefined || one(mask) === '255.255.255.255' || /^ffff(:ffff){7}$/i.test(one(mask));
-  if (opts.some((o) => o.name === '--hitcount' || o.name === '--rttl') || !fullMask) {
+    mask === undefined || mask === '255.255.255.255' || /^ffff(:ffff){7}$/i.test(mask);
+  if (hitcount !== undefined || rttl || !fullMask) {
     bad('recent --hitcount, --rttl and partial --mask are not supported');
     return [];
   }
@@ -296,7 +281,7 @@ const recentModule: ModuleCompiler = (opts, { bad }) => {
     return [];
   }
   // Recording the source always matches; kube-proxy's tracer follows it too.
-  if (cmd.name === '--set')
+  if (cmd.kind === 'set')
     return [
       negated(
         simple('recent', () => true),
@@ -312,10 +297,10 @@ const recentModule: ModuleCompiler = (opts, { bad }) => {
 
 const markModule: ModuleCompiler = (opts, { bad }) => {
   const out: Match[] = [];
-  for (const o of opts) {
-    const mv = parseMarkValue(one(o));
+  for (const o of markOf(opts)) {
+    const mv = parseMarkValue(o.text);
     if (!mv) {
-      bad(`mark --mark ${one(o)}: not a mark value`);
+      bad(`mark --mark ${o.text}: not a mark value`);
       continue;
     }
     out.push(
@@ -333,8 +318,8 @@ const CT_STATE_WORDS = ['NEW', 'ESTABLISHED', 'RELATED', 'INVALID', 'UNTRACKED',
 /** conntrack `--ctstate` and state `--state`, including the DNAT/SNAT virtual states. */
 const ctStateModule: ModuleCompiler = (opts, { module, bad }) => {
   const out: Match[] = [];
-  for (const o of opts) {
-    const states = one(o).split(',');
+  for (const o of conntrackOf(opts)) {
+    const states = o.states;
     const unknown = states.filter((s) => !CT_STATE_WORDS.includes(s));
     if (unknown.length > 0) {
       bad(`${module} state ${unknown.join(',')} is not supported`);

@@ -1,14 +1,24 @@
 // The tracer's target evaluators: one small compiler per target of the typed rule vocabulary
-// (netfilter/iptables/rule.ts), turning the target's options into what the walker applies
+// (netfilter/iptables/rule.ts), turning the target's options (read through their typed views,
+// netfilter/iptables/rule-views.ts) into what the walker applies
 // (a verdict, a NAT, a mark change, a log line). Any other target name is a jump or goto to a
 // chain; the walker reports it when the table has no such chain. Pure.
 
+import {
+  dnatOf,
+  logOf,
+  markTargetOf,
+  masqueradeOf,
+  rejectOf,
+  snatOf,
+  type MarkOp,
+} from '../netfilter/iptables/rule-views.js';
 import { isTargetName, type RuleOption, type TargetName } from '../netfilter/iptables/rule.js';
 import type { ParsedIP } from '../util/ip.js';
 import type { Bad } from './eval-match.js';
 import { parseMarkValue, parseNatAddress } from './eval-values.js';
 
-export type MarkOp = 'set' | 'or' | 'and' | 'xor' | 'xset';
+export type { MarkOp };
 
 export type Target =
   | { readonly kind: 'none' }
@@ -27,13 +37,10 @@ export type Target =
 
 type TargetCompiler = (opts: readonly RuleOption[], bad: Bad) => Target;
 
-function valueOf(opts: readonly RuleOption[], name: string): string | undefined {
-  return opts.find((o) => o.name === name)?.values[0];
-}
-
 function nat(kind: 'DNAT' | 'SNAT'): TargetCompiler {
+  const view = kind === 'DNAT' ? dnatOf : snatOf;
   return (opts, bad) => {
-    const text = valueOf(opts, kind === 'DNAT' ? '--to-destination' : '--to-source') ?? '';
+    const text = view(opts).to ?? '';
     const parsed = parseNatAddress(text);
     if (!parsed) {
       bad(`${kind} ${text}: not an address[:port] this tracer understands`);
@@ -43,21 +50,14 @@ function nat(kind: 'DNAT' | 'SNAT'): TargetCompiler {
   };
 }
 
-const MARK_OPS: Readonly<Record<string, MarkOp>> = {
-  '--set-mark': 'set',
-  '--set-xmark': 'xset',
-  '--or-mark': 'or',
-  '--and-mark': 'and',
-};
-
 const markTarget: TargetCompiler = (opts, bad) => {
-  const o = opts[0];
-  const mv = o ? parseMarkValue(o.values[0] ?? '') : undefined;
-  if (!o || !mv) {
+  const view = markTargetOf(opts);
+  const mv = view ? parseMarkValue(view.text) : undefined;
+  if (!view || !mv) {
     bad('MARK: missing or bad mark value');
     return { kind: 'none' };
   }
-  return { kind: 'MARK', op: MARK_OPS[o.name] ?? 'xor', value: mv.value, mask: mv.mask };
+  return { kind: 'MARK', op: view.op, value: mv.value, mask: mv.mask };
 };
 
 /** The targets the walker implements (besides jumps/gotos to user chains). */
@@ -67,16 +67,16 @@ export const TARGET_COMPILERS: Readonly<Record<TargetName, TargetCompiler>> = {
   RETURN: () => ({ kind: 'RETURN' }),
   REJECT: (opts) => ({
     kind: 'REJECT',
-    rejectWith: valueOf(opts, '--reject-with') ?? 'icmp-port-unreachable',
+    rejectWith: rejectOf(opts).rejectWith ?? 'icmp-port-unreachable',
   }),
   DNAT: nat('DNAT'),
   SNAT: nat('SNAT'),
   MASQUERADE: (opts) => ({
     kind: 'MASQUERADE',
-    text: opts.map((o) => [o.name, ...o.values].join(' ')).join(' '),
+    text: masqueradeOf(opts).words.join(' '),
   }),
   MARK: markTarget,
-  LOG: (opts) => ({ kind: 'LOG', prefix: valueOf(opts, '--log-prefix') ?? '' }),
+  LOG: (opts) => ({ kind: 'LOG', prefix: logOf(opts).prefix ?? '' }),
 };
 
 /** Compiles a target: a goto is always to a chain; unknown names are chains too. */

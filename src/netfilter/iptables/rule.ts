@@ -6,7 +6,8 @@
 // jump/goto to a chain) and anything else as an explicit `unsupported` part that keeps its raw
 // words. `parseRule` and `renderRule` round-trip the arguments exactly (same words, same
 // order, including kube-proxy's `-m tcp -p tcp -d IP --dport N` where an option of a module
-// follows other matches); each kind validates itself (`validateRule`). It only reads and
+// follows other matches); each kind validates itself (`validateRule`), and rule-views.ts
+// gives each extension's and target's options a typed view. It only reads and
 // writes rules: evaluating them against a packet is trace/'s job. Pure.
 
 /** How a match or target extension was introduced in the words. */
@@ -627,9 +628,19 @@ export function targetPartOf(rule: TypedRule): TargetPart | undefined {
   return t;
 }
 
+/** Whether a target part is a goto (`-g`/`--goto`) rather than a jump. */
+export function isGoto(t: TargetPart): boolean {
+  return t.flag === '-g' || t.flag === '--goto';
+}
+
+/** Whether an unsupported part is a dangling `-m`/`--match` (a match instance with no name). */
+export function isDanglingMatch(p: UnsupportedPart): boolean {
+  return p.what === 'dangling' && (p.words[0] === '-m' || p.words[0] === '--match');
+}
+
 /** Whether a target part is a jump/goto to a chain rather than a built-in target. */
 export function isChainTarget(t: TargetPart): boolean {
-  return t.flag === '-g' || t.flag === '--goto' || !isTargetName(t.name);
+  return isGoto(t) || !isTargetName(t.name);
 }
 
 /**
