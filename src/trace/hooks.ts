@@ -7,7 +7,8 @@
 
 import type { IptablesDocument, IptablesTableName, Rule } from '../netfilter/iptables/model.js';
 import { BUILTIN_CHAINS, TABLE_NAMES } from '../netfilter/iptables/model.js';
-import { targetOf } from '../netfilter/iptables/rule.js';
+import { targetOf, typedRuleOf } from '../netfilter/iptables/rule.js';
+import { dnatOf } from '../netfilter/iptables/rule-views.js';
 import { hooksInLiveOrder } from '../proxy/iptables/hooks.js';
 import type { JumpRule } from '../proxy/iptables/plan.js';
 import type { IPFamily } from '../util/ip.js';
@@ -111,11 +112,15 @@ function familyOfTables(
 ): IPFamily | undefined {
   for (const t of tables)
     for (const r of t.rules)
-      for (let i = 0; i < r.args.length - 1; i++) {
-        const flag = r.args[i];
-        if (flag !== '-s' && flag !== '-d' && flag !== '--to-destination') continue;
-        const v = r.args[i + 1] ?? '';
-        if (v.includes(':') && (flag !== '--to-destination' || v.startsWith('['))) return 'IPv6';
+      for (const part of typedRuleOf(r.args).parts) {
+        let v: string;
+        if (part.kind === 'source' || part.kind === 'destination') {
+          v = part.value ?? '';
+          if (v.includes(':')) return 'IPv6';
+        } else if (part.kind === 'target' && part.name === 'DNAT') {
+          v = dnatOf(part.options).to ?? '';
+          if (v.startsWith('[')) return 'IPv6';
+        } else continue;
         if (/^\d+\.\d+\.\d+\.\d+/.test(v)) return 'IPv4';
       }
   return undefined;
