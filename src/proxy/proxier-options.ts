@@ -5,6 +5,7 @@
 // manifests and flags. Pure.
 
 import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
+import { nodeHostIPs } from '../kube/node-model.js';
 import type { Node } from '../kube/types.js';
 import { formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
@@ -54,17 +55,14 @@ export const NO_NFACCT: NfacctCounters = {
 };
 
 /**
- * A Node object as the rules see it: InternalIPs then ExternalIPs, and podCIDRs, in canonical
- * form. A missing Node (not seen yet) has no IPs, zone or podCIDRs.
+ * A Node object as the rules see it: its host IPs as kubelet picks them (`nodeHostIPs`: the
+ * InternalIPs, an ExternalIP only for a family without one) and podCIDRs, in canonical form. A missing Node (not seen yet) has no IPs, zone or podCIDRs.
  */
 export function proxyNodeOf(name: string, node: Node | undefined): ProxyNode {
-  const ips: string[] = [];
-  for (const type of ['InternalIP', 'ExternalIP'] as const)
-    for (const a of node?.status?.addresses ?? []) {
-      if (a.type !== type) continue;
-      const ip = parseIPSloppy(a.address);
-      if (ip !== undefined) ips.push(formatIP(ip));
-    }
+  const ips = nodeHostIPs(node).flatMap((a) => {
+    const ip = parseIPSloppy(a);
+    return ip === undefined ? [] : [formatIP(ip)];
+  });
   const podCIDRs =
     node?.spec?.podCIDRs ?? (node?.spec?.podCIDR !== undefined ? [node.spec.podCIDR] : []);
   return {
