@@ -20,7 +20,7 @@ import {
   STATEFULSETS,
   type ResourceType,
 } from './resources.js';
-import { fieldCause, type StatusCause } from './status.js';
+import { ApiError, fieldCause, type StatusCause } from './status.js';
 
 export type FieldType =
   | 'string'
@@ -306,6 +306,22 @@ export function checkSchema(value: unknown, type: FieldType): SchemaResult {
   }
   unknown.sort();
   return { causes: causes.reverse(), unknown };
+}
+
+/**
+ * Checks a body (or a patched object) against its kind's schema: a field of the wrong type is
+ * a 422 ApiError naming it; otherwise returns the unknown fields (for `fieldValidation`). A
+ * body that is not an object is left to the store's own checks.
+ */
+export function checkBodySchema(rt: ResourceType, body: unknown): readonly string[] {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return [];
+  const { causes, unknown } = checkSchema(body, schemaOf(rt));
+  if (causes.length > 0) {
+    const meta = (body as { metadata?: { name?: unknown } }).metadata;
+    const name = typeof meta?.name === 'string' ? meta.name : '';
+    throw ApiError.invalid(rt.group, rt.kind, name, causes);
+  }
+  return unknown;
 }
 
 /** The `fieldValidation` query parameter; undefined when it is not a supported value. */

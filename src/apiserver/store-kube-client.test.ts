@@ -63,6 +63,18 @@ describe('StoreKubeClient', () => {
       c.create('Pod', { metadata: { name: 'p', namespace: 'nowhere' }, spec: podSpec }),
       (e) => isNotFound(e),
     );
+    // A field of the wrong type is refused by the schema check, as the HTTP edge refuses it.
+    await assert.rejects(
+      c.create('Pod', {
+        metadata: {
+          name: 'p',
+          namespace: 'default',
+          labels: 5 as unknown as Record<string, string>,
+        },
+        spec: podSpec,
+      }),
+      (e) => e instanceof KubeApiError && e.status === 422 && e.message.includes('metadata.labels'),
+    );
   });
 
   test('update ignores status; updateStatus changes only status', async () => {
@@ -164,6 +176,11 @@ describe('StoreKubeClient', () => {
     await c.delete('Pod', 'default', 'p', { gracePeriodSeconds: 0 });
     assert.deepEqual(seen, ['add p', 'update p n1', 'update p n1', 'delete p']);
     assert.deepEqual(inf.list(), []);
+    // A stopped informer no longer follows the store.
+    await inf.stop();
+    await c.create('Pod', { metadata: { name: 'q', namespace: 'default' }, spec: podSpec });
+    assert.deepEqual(inf.list(), []);
+    assert.equal(seen.length, 4);
   });
 
   test('list filters by namespace and by equality- and set-based label selectors', async () => {

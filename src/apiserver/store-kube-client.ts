@@ -23,7 +23,7 @@ import { type StoredObject } from './object.js';
 import { applyMergePatch, withPatchResourceVersion } from './patch.js';
 import { bindPod } from './pod-binding.js';
 import { findResourceByKind, type ResourceType } from './resources.js';
-import { checkSchema, schemaOf } from './schema.js';
+import { checkBodySchema } from './schema.js';
 import { ApiError } from './status.js';
 import type { Store } from './store.js';
 
@@ -56,11 +56,13 @@ export class StoreKubeClient implements KubeClient {
 
   /**
    * An informer whose cache follows the store through `Store.watch` (initial ADDED events
-   * included), synchronously; `start()` marks it synced.
+   * included), synchronously; `start()` marks it synced, `stop()` ends the watch.
    */
   informer<K extends ApiKind>(kind: K): FakeInformer<ApiKindMap[K]> {
-    const inf = new FakeInformer<ApiKindMap[K]>();
-    this.store.watch(RESOURCE_OF[kind], undefined, {}, (ev) => {
+    const inf = new FakeInformer<ApiKindMap[K]>([], () => {
+      watch.stop();
+    });
+    const watch = this.store.watch(RESOURCE_OF[kind], undefined, {}, (ev) => {
       const obj = clone(ev.object) as unknown as ApiKindMap[K];
       if (ev.type === 'DELETED') inf.delete(objectKey(obj));
       else if (ev.type === 'ADDED' || ev.type === 'MODIFIED') inf.upsert(obj);
@@ -90,7 +92,7 @@ export class StoreKubeClient implements KubeClient {
   create<K extends ApiKind>(kind: K, obj: ApiKindMap[K]): Promise<ApiKindMap[K]> {
     return this.run(kind, () => {
       const rt = RESOURCE_OF[kind];
-      checkBody(rt, obj);
+      checkBodySchema(rt, obj);
       return out(kind, this.store.create(rt, scopeOf(rt, obj), obj));
     });
   }
@@ -112,7 +114,7 @@ export class StoreKubeClient implements KubeClient {
       const rt = RESOURCE_OF[kind];
       if (subresource === 'status' && !rt.hasStatus)
         throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
-      checkBody(rt, obj);
+      checkBodySchema(rt, obj);
       const name = obj.metadata?.name ?? '';
       const opts = subresource !== undefined ? { subresource } : {};
       return out(kind, this.store.update(rt, scopeOf(rt, obj), name, obj, opts));
@@ -129,7 +131,7 @@ export class StoreKubeClient implements KubeClient {
       const rt = RESOURCE_OF[kind];
       const current = this.store.get(rt, namespace, name);
       const patched = applyMergePatch(current, patch);
-      checkBody(rt, patched);
+      checkBodySchema(rt, patched);
       const next = withPatchResourceVersion(patched, current, patch);
       return out(kind, this.store.update(rt, namespace, name, next));
     });
@@ -172,16 +174,6 @@ function scopeOf(rt: ResourceType, obj: KubeObject): string | undefined {
 
 function out<K extends ApiKind>(_kind: K, o: StoredObject): ApiKindMap[K] {
   return clone(o) as unknown as ApiKindMap[K];
-}
-
-/** A field of the wrong type is 422 naming it, as the HTTP edge checks bodies. */
-function checkBody(rt: ResourceType, body: unknown): void {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
-  const { causes } = checkSchema(body, schemaOf(rt));
-  if (causes.length === 0) return;
-  const meta = (body as { metadata?: { name?: unknown } }).metadata;
-  const name = typeof meta?.name === 'string' ? meta.name : '';
-  throw ApiError.invalid(rt.group, rt.kind, name, causes);
 }
 
 function toKubeApiError(e: unknown, kind: ApiKind): KubeApiError {

@@ -99,9 +99,13 @@ export abstract class InformerCache<T extends KubeObject> implements Informer<T>
  * which emits deletes for vanished objects as a real relist does); `start()` marks it synced.
  */
 export class FakeInformer<T extends KubeObject> extends InformerCache<T> {
-  constructor(initial: readonly T[] = []) {
+  private readonly onStop: (() => void) | undefined;
+
+  /** `onStop` runs on `stop()`: whatever feeds the informer detaches there. */
+  constructor(initial: readonly T[] = [], onStop?: () => void) {
     super();
     for (const o of initial) this.put(o);
+    this.onStop = onStop;
   }
 
   start(): Promise<void> {
@@ -111,6 +115,7 @@ export class FakeInformer<T extends KubeObject> extends InformerCache<T> {
   }
 
   stop(): Promise<void> {
+    this.onStop?.();
     return Promise.resolve();
   }
 

@@ -9,7 +9,7 @@ import { checkJsonDepth, checkValueDepth, readLimitedBody } from '../limits.js';
 import type { StoredObject } from '../object.js';
 import { decodeProtobufObject, isProtobufContentType } from '../protobuf.js';
 import type { ResourceType } from '../resources.js';
-import { checkSchema, parseFieldValidation, schemaOf } from '../schema.js';
+import { checkBodySchema, parseFieldValidation } from '../schema.js';
 import { ApiError } from '../status.js';
 import type { Store } from '../store.js';
 import { toTable } from '../table.js';
@@ -46,13 +46,7 @@ export function checkBody(ctx: RequestContext, c: Context, rt: ResourceType, bod
     throw ApiError.badRequest(
       `fieldValidation: Unsupported value: ${JSON.stringify(c.req.query('fieldValidation'))}: supported values: "Ignore", "Strict", "Warn"`,
     );
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
-  const { causes, unknown } = checkSchema(body, schemaOf(rt));
-  if (causes.length > 0) {
-    const meta = (body as { metadata?: { name?: unknown } }).metadata;
-    const name = typeof meta?.name === 'string' ? meta.name : '';
-    throw ApiError.invalid(rt.group, rt.kind, name, causes);
-  }
+  const unknown = checkBodySchema(rt, body);
   if (unknown.length === 0 || mode === 'Ignore') return;
   const lines = unknown.map((f) => `unknown field "${f}"`);
   if (mode === 'Strict') throw ApiError.badRequest(`strict decoding error: ${lines.join(', ')}`);
