@@ -12,7 +12,7 @@ import {
   isGoto,
   isTargetName,
   protocolName,
-  parseRule,
+  typedRuleOf,
   type RuleOption,
   type RulePart,
   type TargetPart,
@@ -154,7 +154,7 @@ class RuleReading {
 /** Compiles one rule's arguments (what follows `-A CHAIN`). Never throws. */
 export function compileRule(args: readonly string[]): CompiledRule {
   const r = new RuleReading();
-  for (const p of parseRule(args).parts) r.read(p);
+  for (const p of typedRuleOf(args).parts) r.read(p);
   // `! -p tcp -m tcp` makes no sense: protocol modules then see no protocol.
   const protocol = r.protocolNegated ? undefined : r.protocol;
   for (const inst of r.instances) {

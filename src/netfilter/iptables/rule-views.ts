@@ -205,8 +205,6 @@ export function conntrackOf(
   return opts.map((o) => ({ states: one(o).split(','), negate: o.negate }));
 }
 
-export const stateOf = conntrackOf;
-
 /** The words of a known `--comment` option (one per word when written unquoted). */
 export function commentWordsOf(o: RuleOption): readonly string[] | undefined {
   return o.name === '--comment' && o.known ? o.values : undefined;

@@ -53,6 +53,8 @@ test('every rule of the kube-proxy fixtures and our goldens round-trips word for
     const body = RULE_LINE.exec(l)?.[2] ?? '';
     const words = splitArgs(body);
     roundTrips(words);
+    // The Fake refuses what validateRule reports: nothing kube-proxy writes may be refused.
+    assert.deepEqual(validateRule(parseRule(words)), [], l);
     if (!parseRule(words).parts.some((p) => p.kind === 'unsupported')) typed++;
   }
   // Only the ipset rule (`-m set`) and prose lines of the fixtures are not fully typed.

@@ -60,7 +60,6 @@ interface Negatable {
   readonly negateAfter?: boolean;
 }
 
-export type GenericFlag = '-p' | '--protocol' | '-s' | '--source' | '-d' | '--destination';
 export type InterfaceFlag = '-i' | '--in-interface' | '-o' | '--out-interface';
 
 /** `-p tcp`; the value is undefined when the words end after the flag. */
@@ -170,7 +169,7 @@ const PORT_OPTIONS = {
 } as const;
 
 /** The options of each match extension, with their value counts. */
-export const MATCH_OPTIONS: Readonly<Record<MatchModule, Readonly<Record<string, Arity>>>> = {
+const MATCH_OPTIONS: Readonly<Record<MatchModule, Readonly<Record<string, Arity>>>> = {
   comment: { '--comment': 'words' },
   tcp: { ...PORT_OPTIONS, '--tcp-flags': 2, '--syn': 0 },
   udp: PORT_OPTIONS,
@@ -214,7 +213,7 @@ export const MATCH_OPTIONS: Readonly<Record<MatchModule, Readonly<Record<string,
 };
 
 /** The options of each target, with their value counts. */
-export const TARGET_OPTIONS: Readonly<Record<TargetName, Readonly<Record<string, Arity>>>> = {
+const TARGET_OPTIONS: Readonly<Record<TargetName, Readonly<Record<string, Arity>>>> = {
   DNAT: { '--to-destination': 1, '--random': 0, '--persistent': 0 },
   SNAT: { '--to-source': 1, '--random': 0, '--random-fully': 0, '--persistent': 0 },
   MASQUERADE: { '--to-ports': 1, '--random': 0, '--random-fully': 0 },
@@ -247,7 +246,7 @@ export function isTargetName(name: string): name is TargetName {
 }
 
 /** An option word (`-x`, `--xyz`), as opposed to a value (negative numbers are values). */
-export function isOptionWord(t: string): boolean {
+function isOptionWord(t: string): boolean {
   return t.startsWith('-') && !/^-\d/.test(t);
 }
 
@@ -639,7 +638,7 @@ export function isDanglingMatch(p: UnsupportedPart): boolean {
 }
 
 /** Whether a target part is a jump/goto to a chain rather than a built-in target. */
-export function isChainTarget(t: TargetPart): boolean {
+function isChainTarget(t: TargetPart): boolean {
   return isGoto(t) || !isTargetName(t.name);
 }
 
@@ -675,12 +674,6 @@ export function commentOf(args: readonly string[]): string | undefined {
     if (p.kind === 'match' && p.module === 'comment')
       for (const o of p.options) if (o.name === '--comment') return o.values[0];
   return undefined;
-}
-
-/** One problem with a rule, for the Fake's errors. */
-export interface RuleProblem {
-  readonly kind: string;
-  readonly message: string;
 }
 
 /** Per-kind checks of a target's options (what iptables' target extensions refuse). */

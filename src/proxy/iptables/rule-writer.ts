@@ -37,15 +37,9 @@ export class RuleWriter {
   }
 }
 
-const NEEDS_QUOTES = /[\s"'\\]/;
-const NEEDS_ESCAPES = /["\\]/;
-
-/** `-m comment --comment X`, X quoted as quoteArg would (fast path: nothing to escape). */
+/** `-m comment --comment X`, X quoted as iptables-save would (`quoteArg`). */
 export function commentArgs(text: string): string {
-  if (text === '' || NEEDS_ESCAPES.test(text)) return `-m comment --comment ${quoteArg(text)}`;
-  return NEEDS_QUOTES.test(text)
-    ? `-m comment --comment "${text}"`
-    : `-m comment --comment ${text}`;
+  return `-m comment --comment ${quoteArg(text)}`;
 }
 
 /** `:NAME - [0:0]` line for a user-defined chain. */
