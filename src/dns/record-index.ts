@@ -4,6 +4,7 @@
 // need. It answers lookups for the resolver through the ZoneView interface. Pure: no I/O;
 // the clock is injected (the SOA serial is the time of the last change, as in CoreDNS).
 
+import { LABEL_SERVICE_NAME } from '../kube/names.js';
 import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { canonicalIP } from '../util/ip.js';
@@ -101,7 +102,6 @@ export type IndexFeeds = {
   [K in IndexedKind as `delete${K}`]: (obj: IndexedObjects[K]) => void;
 };
 
-export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 export const MC_SERVICE_NAME_LABEL = 'multicluster.kubernetes.io/service-name';
 export const MC_SOURCE_CLUSTER_LABEL = 'multicluster.kubernetes.io/source-cluster';
 
@@ -213,7 +213,7 @@ export function toEndpointsEntry(slice: EndpointSlice): EndpointsEntry | string 
   if (slice.addressType === 'FQDN') return undefined;
   const labels = slice.metadata?.labels ?? {};
   const mcService = labels[MC_SERVICE_NAME_LABEL];
-  const service = mcService ?? labels[SERVICE_NAME_LABEL];
+  const service = mcService ?? labels[LABEL_SERVICE_NAME];
   if (service === undefined || service === '') return undefined;
   const ports: PortEntry[] =
     slice.ports && slice.ports.length > 0

@@ -4,6 +4,7 @@
 // (one TCP port 80 named http; one 8080 endpoint port; a Ready Node); everything a test asserts
 // on should be passed explicitly. A `null` option leaves the field out. Not used at run time.
 
+import { LABEL_HOSTNAME, LABEL_SERVICE_NAME, LABEL_TOPOLOGY_ZONE } from './names.js';
 import type {
   Container,
   Endpoint,
@@ -18,8 +19,6 @@ import type {
   ServiceSpec,
 } from './types.js';
 
-/** The label that ties an EndpointSlice to its Service. */
-export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
 /** `ns/name` → [ns, name]; a bare `name` is in namespace `default`. */
 export function splitKey(key: string): [namespace: string, name: string] {
@@ -85,7 +84,7 @@ export function slice(
       namespace,
       name: o.name ?? `${service}-${String(o.n ?? 1)}`,
       ...o.metadata,
-      labels: { [SERVICE_NAME_LABEL]: service, ...o.labels },
+      labels: { [LABEL_SERVICE_NAME]: service, ...o.labels },
     },
     addressType: o.addressType ?? 'IPv4',
     endpoints,
@@ -182,8 +181,8 @@ export function node(name: string, o: NodeOptions = {}): Node {
       name,
       uid: `node-uid-${name}`,
       labels: {
-        'kubernetes.io/hostname': name,
-        ...(o.zone !== undefined ? { 'topology.kubernetes.io/zone': o.zone } : {}),
+        [LABEL_HOSTNAME]: name,
+        ...(o.zone !== undefined ? { [LABEL_TOPOLOGY_ZONE]: o.zone } : {}),
       },
     },
     spec: {
