@@ -15,7 +15,7 @@ import { RealIptables, commandsFor } from '../src/netfilter/iptables/backend.js'
 import { FakeIptables } from '../src/netfilter/iptables/fake.js';
 import type { ExecRequest, ExecResult, Execer } from '../src/os/exec.js';
 import { RealExecer } from '../src/os/exec.js';
-import { createRealClock } from '../src/util/clock.js';
+import { realClock } from '../src/util/clock.js';
 import { ProxyHealth } from '../src/proxy/healthz.js';
 import { DEFAULT_OPTIONS } from '../src/proxy/iptables/options.js';
 import { ProxyMetrics } from '../src/proxy/metrics.js';
@@ -137,7 +137,7 @@ async function harness(
   minSyncPeriodMs: number,
   n: number,
 ): Promise<Harness> {
-  const clock = createRealClock();
+  const clock = realClock;
   const services = new FakeInformer<Service>(Array.from({ length: n }, (_, i) => svc(i)));
   const slices = new FakeInformer<EndpointSlice>(Array.from({ length: n }, (_, i) => slice(i, 0)));
   const nodes = new FakeInformer<Node>();

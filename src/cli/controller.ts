@@ -6,6 +6,7 @@
 // else starts, the client library included: a taken port exits 1 with one line at once), and
 // runs until SIGINT/SIGTERM.
 
+import { waitForTermination } from '../os/process.js';
 import { createServer } from 'node:http';
 import type { Command } from 'commander';
 import { SvcnetError } from '../errors.js';
@@ -16,7 +17,13 @@ import type { ResourceSpec } from '../kube/client.js';
 import { parseBindAddress } from '../proxy/listen.js';
 import { closeQuietly } from '../util/close.js';
 import { listenFailed } from '../util/listen-error.js';
-import { addLogFlags, daemonAction, daemonKubeConfig, daemonLogger } from './daemon.js';
+import {
+  addLogFlags,
+  daemonAction,
+  daemonCommand,
+  daemonKubeConfig,
+  daemonLogger,
+} from './daemon.js';
 
 interface ControllerOptions {
   kubeconfig?: string;
@@ -30,15 +37,12 @@ interface ControllerOptions {
 }
 
 export function registerControllerCommand(program: Command): void {
-  const cmd = program
-    .command('controller')
-    .description(
-      'run the EndpointSlice, Endpoints, mirroring, workload and scheduler controllers against an API server',
-    )
-    .option(
-      '--kubeconfig <file>',
-      'kubeconfig of the API server (default: $KUBECONFIG, else the in-cluster config)',
-    )
+  const cmd = daemonCommand(
+    program,
+    'controller',
+    'run the EndpointSlice, Endpoints, mirroring, workload and scheduler controllers against an API server',
+    'kubeconfig of the API server (default: $KUBECONFIG, else the in-cluster config)',
+  )
     .option('--fake-kubelet', 'mark scheduled pods Running/Ready with IPs and finish pod deletions')
     .option('--max-endpoints-per-slice <n>', 'endpoints per EndpointSlice (1-1000)', '100')
     .option(
@@ -110,15 +114,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
   );
   await manager.start();
   running = true;
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await waitForTermination();
   log.info({ stats: manager.stats }, 'Stopping controllers');
   await manager.stop();
   healthz?.closeAllConnections();

@@ -53,22 +53,6 @@ export async function daemonKubeConfig(flag: string | undefined): Promise<KubeCo
 }
 
 /**
- * Resolves with the first SIGINT or SIGTERM, the end of a daemon's life; both listeners are
- * then removed, so a second signal during shutdown ends the process as usual.
- */
-export function untilSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const stop = (signal: NodeJS.Signals): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve(signal);
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
-}
-
-/**
  * Wraps a daemon's action. A failure prints `svcnet <name>: message` (a stack only at --v=5+)
  * and ends the process at once with the contract's exit code: informers, timers and sockets
  * opened before the failure must not keep a half-started daemon alive.

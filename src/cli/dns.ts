@@ -4,6 +4,7 @@
 // flag, config file or kubeconfig exits 2, a listener that cannot bind exits 1, each with one
 // line and before anything serves.
 
+import { waitForTermination } from '../os/process.js';
 import type { Command } from 'commander';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { SvcnetError } from '../errors.js';
@@ -18,7 +19,6 @@ import {
   daemonCommand,
   daemonKubeConfig,
   daemonLogger,
-  untilSignal,
 } from './daemon.js';
 import { collect, readInput } from './run.js';
 
@@ -98,7 +98,7 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
   });
   await hold.release();
   await daemon.start();
-  await untilSignal();
+  await waitForTermination();
   log.info('Shutting down');
   await daemon.stop();
   return undefined;

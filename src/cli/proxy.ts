@@ -5,19 +5,26 @@
 // otherwise). A bad flag, config or kubeconfig exits 2 and a listener that cannot bind exits 1,
 // each with one line, before any rule is written.
 
+import { waitForTermination } from '../os/process.js';
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { SvcnetError } from '../errors.js';
 import type { EndpointSlice, Node, Service } from '../kube/types.js';
-import { createRealClock } from '../util/clock.js';
+import { realClock } from '../util/clock.js';
 import { parseKubeProxyConfiguration, resolveProxyConfig } from '../proxy/config.js';
 import type { ProxyConfigFlags } from '../proxy/config.js';
 import { isHostNetns } from '../proxy/host-netns.js';
 import { parseBindAddress } from '../proxy/listen.js';
 import { holdListenAddresses } from '../util/listen-hold.js';
 import type { IPFamily } from '../util/ip.js';
-import { addLogFlags, daemonAction, daemonKubeConfig, daemonLogger } from './daemon.js';
+import {
+  addLogFlags,
+  daemonAction,
+  daemonCommand,
+  daemonKubeConfig,
+  daemonLogger,
+} from './daemon.js';
 import { action, readInput } from './run.js';
 
 interface ProxyFlags extends ProxyConfigFlags {
@@ -124,24 +131,13 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
   const daemon = await startProxyDaemon(cfg, {
     execer,
     sysctl: new RealSysctl(),
-    clock: createRealClock(),
+    clock: realClock,
     log,
     informers,
     hostNetns: await isHostNetns(),
   });
-  await new Promise<void>((resolve) => {
-    const done = (signal: string): void => {
-      log.info({ signal }, 'Shutting down');
-      resolve();
-    };
-    process.once('SIGTERM', () => {
-      done('SIGTERM');
-    });
-    process.once('SIGINT', () => {
-      done('SIGINT');
-    });
-    // The informers' and servers' handles keep the process alive; nothing else to wait for.
-  });
+  const signal = await waitForTermination();
+  log.info({ signal }, 'Shutting down');
   await daemon.stop();
   log.flush();
   return undefined;
@@ -149,13 +145,12 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
 
 /** Registers `svcnet proxy`. */
 export function registerProxyCommand(program: Command): void {
-  const cmd = program
-    .command('proxy')
-    .description('kube-proxy-compatible Service proxy for one node (iptables mode)')
-    .option(
-      '--kubeconfig <file>',
-      'kubeconfig of the API server (default: clientConnection.kubeconfig of --config, $KUBECONFIG, else in-cluster)',
-    )
+  const cmd = daemonCommand(
+    program,
+    'proxy',
+    'kube-proxy-compatible Service proxy for one node (iptables mode)',
+    'kubeconfig of the API server (default: clientConnection.kubeconfig of --config, $KUBECONFIG, else in-cluster)',
+  )
     .option('--proxy-mode <mode>', 'proxy mode (iptables)')
     .addOption(new Option('--mode <mode>', 'alias of --proxy-mode').hideHelp())
     .option('--hostname-override <node>', 'name of this node (default: the hostname)')

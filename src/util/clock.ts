@@ -29,7 +29,7 @@ export interface Clock {
  * alive on their own (the socket, server or child they guard does). `sleep` is not: whoever
  * awaits it is waiting on purpose.
  */
-export function createRealClock(): Clock {
+function createRealClock(): Clock {
   const timers = new Map<number, NodeJS.Timeout>();
   let nextId = 1;
   const clear = (handle: TimerHandle | undefined): void => {

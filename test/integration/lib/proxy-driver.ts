@@ -11,7 +11,7 @@ import { objectKey } from '../../../src/kube/types.js';
 import type { ExecRequest, ExecResult, Execer } from '../../../src/os/exec.js';
 import { RealExecer } from '../../../src/os/exec.js';
 import { FakeSysctl } from '../../../src/os/sysctl.js';
-import { createRealClock } from '../../../src/util/clock.js';
+import { realClock } from '../../../src/util/clock.js';
 import { startProxyDaemon } from '../../../src/proxy/daemon.js';
 import type { ProxyDaemon } from '../../../src/proxy/daemon.js';
 import { defaultProxyConfig } from '../../../src/proxy/config.js';
@@ -67,7 +67,7 @@ export async function startInProcessProxy(
   const daemon = await startProxyDaemon(cfg, {
     execer: new NetnsExecer(nodeNs),
     sysctl: new FakeSysctl(),
-    clock: createRealClock(),
+    clock: realClock,
     log,
     informers: { services, endpointSlices: slices, nodes },
     localAddresses: () => [],
