@@ -14,7 +14,7 @@ import { realClock, type Clock } from '../util/clock.js';
 import { scanResponse, type DnsCache } from './cache.js';
 import {
   RCODE,
-  RCODE_NAMES,
+  rcodeName,
   encodeError,
   firstTcpMessage,
   fqdn,
@@ -253,7 +253,7 @@ export class Forwarder {
           : await channel.exchange(query, timeout);
         this.opts.onExchange?.(
           `${to.host}:${to.port}`,
-          RCODE_NAMES[(msg[3] ?? 0) & 0xf] ?? 'OTHER',
+          rcodeName((msg[3] ?? 0) & 0xf),
           Number(process.hrtime.bigint() - t0) / 1e9,
         );
         return msg;

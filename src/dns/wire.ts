@@ -35,7 +35,7 @@ export const RCODE = {
 export type RcodeName = keyof typeof RCODE;
 
 /** Mnemonics by rcode number (the labels CoreDNS's metrics use). */
-export const RCODE_NAMES: Readonly<Record<number, string>> = Object.fromEntries(
+const RCODE_NAMES: Readonly<Record<number, string>> = Object.fromEntries(
   Object.entries(RCODE).map(([k, v]) => [v, k]),
 );
 

@@ -188,7 +188,7 @@ function netnsOfPid(pid: number): string | undefined {
 /** The namespace a /run/netns file holds, as `net:[inode]`, or undefined. */
 function netnsOfFile(netns: string): string | undefined {
   try {
-    return `net:[${String(statSync(`/run/netns/${netns}`).ino)}]`;
+    return `net:[${String(statSync(netnsPath(netns)).ino)}]`;
   } catch {
     return undefined;
   }

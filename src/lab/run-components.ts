@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
+import { netnsPath } from '../util/ip-ops.js';
 import { startProcess, type ManagedProcess } from '../os/process.js';
 import type { ComponentSpec } from './components.js';
 
@@ -39,7 +40,7 @@ export async function startComponents(
       // (bind mounts under /run/netns) would then be invisible to everyone else.
       const proc = startProcess(
         'nsenter',
-        [`--net=/run/netns/${spec.netns}`, '--', ...self, ...spec.args],
+        [`--net=${netnsPath(spec.netns)}`, '--', ...self, ...spec.args],
         log,
       );
       running.push({ spec, proc });

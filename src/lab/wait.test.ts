@@ -11,10 +11,7 @@ import {
 import { endpoint, node, pod as podOf, service, slice as sliceFor } from '../kube/testing.js';
 import type { EndpointSlice, Pod, Service } from '../kube/types.js';
 import { DEFAULT_OPTIONS } from '../proxy/iptables/options.js';
-import { planIptables } from '../proxy/iptables/plan.js';
-import { EndpointsChangeTracker } from '../proxy/model/endpoints-change-tracker.js';
-import { ServiceChangeTracker } from '../proxy/model/service-change-tracker.js';
-import { takeSnapshot } from '../proxy/model/snapshot.js';
+import { planFromObjects } from '../proxy/iptables/plan-objects.js';
 
 /** A Pod `default/name` of app web on node n1. */
 const pod = (name: string, ip: string, ready: boolean, terminating = false): Pod =>
@@ -137,18 +134,8 @@ const EPS: [string, string][] = [
 
 /** The nat table the proxy of `nodeName` writes for these objects: its own planner's output. */
 function natRulesFor(services: Service[], slices: EndpointSlice[], nodeName: string): string {
-  const st = new ServiceChangeTracker('IPv4');
-  const et = new EndpointsChangeTracker('IPv4', nodeName);
-  for (const s of services) st.update(undefined, s);
-  for (const s of slices) et.update(undefined, s);
-  const snap = takeSnapshot(st, et);
-  return planIptables({
-    family: 'IPv4',
-    services: snap.services,
-    endpoints: snap.endpoints,
-    options: { ...DEFAULT_OPTIONS, nodeName, nodeIP: '172.18.0.3' },
-    changedServices: 'all',
-  }).text;
+  const options = { ...DEFAULT_OPTIONS, nodeName, nodeIP: '172.18.0.3' };
+  return planFromObjects(services, slices, options, 'IPv4').plan.text;
 }
 
 test("a proxy's full rules for the API's objects leave nothing unprogrammed", () => {

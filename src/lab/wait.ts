@@ -17,9 +17,7 @@ import { isPodReady, isPodTerminating, podIPs } from '../controllers/reconcile-u
 import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
 import { endpointChainName } from '../proxy/iptables/names.js';
 import { categorizeEndpoints } from '../proxy/model/categorize.js';
-import { EndpointsChangeTracker } from '../proxy/model/endpoints-change-tracker.js';
-import { ServiceChangeTracker } from '../proxy/model/service-change-tracker.js';
-import { takeSnapshot } from '../proxy/model/snapshot.js';
+import { trackObjects } from '../proxy/iptables/plan-objects.js';
 import type { IPFamily } from '../util/ip.js';
 
 export interface ClusterView {
@@ -104,14 +102,6 @@ export function proxySettled(metrics: string): boolean {
   );
 }
 
-function skipping(fn: () => unknown): void {
-  try {
-    fn();
-  } catch {
-    // the proxy logs, counts and skips it
-  }
-}
-
 /**
  * The endpoint chains (`KUBE-SEP-…` with their DNAT target) the proxy of `nodeName` must have
  * programmed for these Services and EndpointSlices, as the proxy's own model decides them
@@ -124,13 +114,8 @@ export function expectedEndpointRules(
   nodeName: string,
   family: IPFamily = 'IPv4',
 ): Map<string, string> {
-  const st = new ServiceChangeTracker(family);
-  const et = new EndpointsChangeTracker(family, nodeName);
   // An object the proxy cannot handle is one it skips: skip it here too.
-  for (const s of services) skipping(() => st.update(undefined, s));
-  for (const s of endpointSlices) skipping(() => et.update(undefined, s));
-  st.takeWarnings();
-  const snap = takeSnapshot(st, et);
+  const snap = trackObjects(services, endpointSlices, family, nodeName, true).snapshot;
   const topology = { nodeName, zone: node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '' };
   const want = new Map<string, string>();
   for (const [key, sp] of snap.services) {

@@ -23,17 +23,29 @@ export interface TrackedObjects {
   readonly warnings: readonly string[];
 }
 
-/** Feeds `services` and `slices` to new trackers of `family` and takes their snapshot. */
+/**
+ * Feeds `services` and `slices` to new trackers of `family` and takes their snapshot. An
+ * object a tracker refuses throws, unless `skipRefused` is set: then it is left out, as the
+ * proxy daemon leaves it out (after logging and counting it).
+ */
 export function trackObjects(
   services: Iterable<Service>,
   slices: Iterable<EndpointSlice>,
   family: IPFamily,
   nodeName: string,
+  skipRefused = false,
 ): TrackedObjects {
   const st = new ServiceChangeTracker(family);
   const et = new EndpointsChangeTracker(family, nodeName);
-  for (const s of services) st.update(undefined, s);
-  for (const s of slices) et.update(undefined, s);
+  const feed = (update: () => unknown): void => {
+    try {
+      update();
+    } catch (e) {
+      if (!skipRefused) throw e;
+    }
+  };
+  for (const s of services) feed(() => st.update(undefined, s));
+  for (const s of slices) feed(() => et.update(undefined, s));
   const warnings = st.takeWarnings();
   return { services: st, endpoints: et, snapshot: takeSnapshot(st, et), warnings };
 }
