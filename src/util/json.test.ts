@@ -10,6 +10,9 @@ test('deepEqual and canonicalJSON ignore key order and undefined members', () =>
   assert.equal(canonicalJSON(b), '{"x":1,"y":[1,{"b":2}]}');
   assert.ok(!deepEqual({ x: [1, 2] }, { x: [2, 1] }));
   assert.ok(!deepEqual({ x: 1 }, { x: '1' }));
+  // As on the wire (and as canonicalJSON compares): an undefined array item is null.
+  assert.ok(deepEqual({ x: [undefined, 1] }, { x: [null, 1] }));
+  assert.equal(canonicalJSON({ x: [undefined, 1] }), canonicalJSON({ x: [null, 1] }));
 });
 
 test('clone drops undefined as the wire would; isPlainObject rejects arrays and null', () => {

@@ -12,13 +12,16 @@ export function clone<T>(v: T): T {
   return JSON.parse(JSON.stringify(v)) as T;
 }
 
-/** Deep equality of JSON data: key order and undefined members do not matter. */
+/**
+ * Deep equality of JSON data as the wire sees it: key order and undefined members do not
+ * matter, and an undefined array item equals null (JSON.stringify writes it as null).
+ */
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i], b[i])) return false;
+    for (let i = 0; i < a.length; i++) if (!deepEqual(a[i] ?? null, b[i] ?? null)) return false;
     return true;
   }
   if (Array.isArray(b)) return false;
