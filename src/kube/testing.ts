@@ -19,7 +19,6 @@ import type {
   ServiceSpec,
 } from './types.js';
 
-
 /** `ns/name` → [ns, name]; a bare `name` is in namespace `default`. */
 export function splitKey(key: string): [namespace: string, name: string] {
   const i = key.indexOf('/');
