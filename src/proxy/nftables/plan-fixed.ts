@@ -89,9 +89,13 @@ function nodePortDestination(input: FixedPlanInput): Statement[] {
 }
 
 function baseAndJumpChains(t: TableObjects, input: FixedPlanInput, ops: OpList): void {
+  // kube-proxy writes add+delete; the flush between keeps the delete valid where a chain
+  // must be empty to be deleted (the kernel drops a base chain's rules itself; our Fake,
+  // like nft's documentation, asks for an empty chain).
   if (input.recreateBaseChains)
     for (const bc of BASE_CHAINS) {
       ops.add(t.chain(bc.name));
+      ops.flush(t.chain(bc.name));
       ops.delete(t.chain(bc.name));
     }
   for (const bc of BASE_CHAINS) {

@@ -128,8 +128,9 @@ test('first sync of a process recreates the base chains; nodePortAddresses all u
     'IPv4',
   );
   const text = lines(plan);
-  assert.deepEqual(text.slice(1, 3), [
+  assert.deepEqual(text.slice(1, 4), [
     'add chain ip kube-proxy filter-prerouting-pre-dnat',
+    'flush chain ip kube-proxy filter-prerouting-pre-dnat',
     'delete chain ip kube-proxy filter-prerouting-pre-dnat',
   ]);
   assert.ok(text.includes('delete set ip kube-proxy nodeport-ips'));
