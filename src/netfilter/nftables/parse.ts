@@ -168,7 +168,8 @@ function elementOps(verb: Verb, h: Head, item: Item): Operation[] {
 
 /** One command (an item of an `nft -f` text) as operations (elements: one per item). */
 function commandOps(item: Item): Operation[] {
-  const words = plainWords(item.words);
+  // Line ends survive only inside braces, where they separate a block's items.
+  const words = item.words.filter((w) => !w.startsWith('#'));
   const [verb, kind] = words;
   if (verb === undefined || !VERBS.has(verb)) {
     throw invalid(item.line, `unknown command ${JSON.stringify(verb ?? '')}`);
