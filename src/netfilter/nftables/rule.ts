@@ -208,14 +208,18 @@ function parsePayload(c: Cursor): PayloadSelector | undefined {
   return { kind: 'payload', base, field } as PayloadSelector;
 }
 
+/** `PREFIX KEY` with KEY in `keys` (`meta mark`, `ct state`): consumes it, returns KEY. */
+function keyword(c: Cursor, prefix: string, keys: ReadonlySet<string>): string | undefined {
+  const key = c.peek(1);
+  if (c.peek() !== prefix || key === undefined || !keys.has(key)) return undefined;
+  c.index += 2;
+  return key;
+}
+
 function parseMeta(c: Cursor): MetaSelector | undefined {
+  const key = keyword(c, 'meta', META_KEYS);
+  if (key !== undefined) return { kind: 'meta', key } as MetaSelector;
   const w = c.peek();
-  if (w === 'meta') {
-    const key = c.peek(1);
-    if (key === undefined || !META_KEYS.has(key)) return undefined;
-    c.index += 2;
-    return { kind: 'meta', key } as MetaSelector;
-  }
   if (w === undefined || !BARE_META.has(w)) return undefined;
   c.index++;
   return { kind: 'meta', key: w } as MetaSelector;
@@ -254,10 +258,8 @@ function parseNumgen(c: Cursor): Selector | undefined {
 function parsePrimary(c: Cursor): Selector | undefined {
   const w = c.peek();
   if (w === 'ct') {
-    const key = c.peek(1);
-    if (key === undefined || !CT_KEYS.has(key)) return undefined;
-    c.index += 2;
-    return { kind: 'ct', key: key as 'state' | 'status' | 'mark' };
+    const key = keyword(c, 'ct', CT_KEYS);
+    return key === undefined ? undefined : { kind: 'ct', key: key as 'state' | 'status' | 'mark' };
   }
   if (w === 'fib') return parseFib(c);
   if (w === 'numgen') return parseNumgen(c);
