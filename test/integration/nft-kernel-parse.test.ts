@@ -163,9 +163,35 @@ interface Case {
   readonly ipv6?: boolean;
 }
 
+/** Shapes kube-proxy does not write but a node's ruleset may hold, and nft reprints. */
+const ODD_SHAPES = `add table ip svcnet-odd
+add chain ip svcnet-odd a
+add chain ip svcnet-odd b
+add chain ip svcnet-odd c { type nat hook prerouting priority -100 ; }
+add chain ip svcnet-odd f { type filter hook input priority 10 ; policy drop ; comment "base" ; }
+add set ip svcnet-odd r { type ipv4_addr . inet_service ; flags interval ; }
+add map ip svcnet-odd d { type inet_service : ipv4_addr . inet_service ; }
+add rule ip svcnet-odd c meta l4proto tcp dnat ip addr . port to numgen random mod 10 map { ${Array.from(
+  { length: 10 },
+  (_, i) => `${String(i)} : 10.0.0.${String(i + 1)} . 80`,
+).join(' , ')} }
+add rule ip svcnet-odd c numgen random mod 4 vmap { 0 : goto a , 1 : goto b , 2 : goto a , 3 : jump b }
+add rule ip svcnet-odd c meta l4proto udp dnat to 10.0.0.1:53
+add rule ip svcnet-odd c ct mark set mark
+add rule ip svcnet-odd c meta mark set 0x10
+add rule ip svcnet-odd f ip saddr != { 192.168.0.0/16 , 10.0.0.0/8 , 172.16.0.0/12 } counter drop
+add rule ip svcnet-odd f tcp dport { 80 , 443 , 8080 } ct state new,established accept
+add rule ip svcnet-odd f iifname "eth0" log prefix "hi " reject with icmp type port-unreachable
+add rule ip svcnet-odd f fib daddr . iif type local return
+add rule ip svcnet-odd f ip saddr . tcp dport @r accept
+add element ip svcnet-odd r { 10.0.0.0/8 . 80 }
+add element ip svcnet-odd r { 192.168.1.1-192.168.1.9 . 1000-2000 }
+add element ip svcnet-odd d { 80 : 10.0.0.1 . 8080 }
+`;
+
 function cases(): Case[] {
   const overall = fixtureText('TestOverallNFTablesRules', 'expectRuleset');
-  const out: Case[] = [];
+  const out: Case[] = [{ name: 'shapes kube-proxy does not write', text: ODD_SHAPES }];
   if (overall !== undefined) {
     out.push({ name: 'TestOverallNFTablesRules', text: overall });
     out.push({ name: 'TestOverallNFTablesRules (IPv6 twin)', text: overall, ipv6: true });
