@@ -283,7 +283,7 @@ class Apply {
       return;
     }
     s.elements.set(key, o);
-    this.track(t, o, +1);
+    this.track(t, o, 1);
   }
 
   private checkTarget(t: TableState, chain: string): void {
@@ -326,7 +326,7 @@ class Apply {
       const old = rules[at];
       if (old !== undefined) this.track(t, old, -1);
       rules[at] = placed(r, r.handle ?? 0);
-      this.track(t, r, +1);
+      this.track(t, r, 1);
       return;
     }
     if (verb === 'flush') refuse('flush is not a rule operation');
@@ -343,7 +343,7 @@ class Apply {
       at = insert ? 0 : rules.length;
     }
     rules.splice(at, 0, rule);
-    this.track(t, rule, +1);
+    this.track(t, rule, 1);
   }
 }
 
