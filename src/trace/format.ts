@@ -7,7 +7,7 @@ import { formatIP } from '../util/ip.js';
 import { chainPurpose } from './explain.js';
 import type { TraceContext } from './packet.js';
 import { formatHostPort } from './packet.js';
-import type { Outcome, TraceResult, TraceStep } from './walk.js';
+import type { Outcome, TraceResult, TraceStep } from './result.js';
 
 const ORIGIN_TEXT: Readonly<Record<TraceContext['origin'], string>> = {
   pod: 'from a pod on this node',

@@ -23,95 +23,27 @@ import type { Target } from './eval-target.js';
 import { objectsFromComment } from './explain.js';
 import { buildView, type RulesetView } from './hooks.js';
 import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from './packet.js';
+import type {
+  Hook,
+  Outcome,
+  StepEffect,
+  TraceResult,
+  TraceStep,
+  UnsupportedRule,
+  Verdict,
+} from './result.js';
+import { outcomeOf } from './result.js';
 
-export type Hook = 'PREROUTING' | 'INPUT' | 'FORWARD' | 'OUTPUT' | 'POSTROUTING';
-
-export type StepEffect =
-  | 'jump'
-  | 'goto'
-  | 'return'
-  | 'accept'
-  | 'drop'
-  | 'reject'
-  | 'dnat'
-  | 'snat'
-  | 'masquerade'
-  | 'mark'
-  | 'log'
-  | 'match'
-  | 'random-not-taken'
-  | 'policy'
-  | 'unsupported'
-  | 'skip-nat';
-
-/** One thing that happened to the packet. */
-export interface TraceStep {
-  readonly hook: Hook;
-  readonly table: IptablesTableName;
-  readonly chain: string;
-  /** 1-based position of the rule in its chain (absent for policies and notes). */
-  readonly rule?: number;
-  /** `-A CHAIN ...` as it would be saved. */
-  readonly text?: string;
-  /** Line in the input, when the rule came from it. */
-  readonly line?: number;
-  /** The rule is one of kube-proxy's built-in-chain jumps assumed to be installed. */
-  readonly assumed?: boolean;
-  /** Call depth (0 = built-in chain). */
-  readonly depth: number;
-  readonly effect: StepEffect;
-  /** Human text: `jump KUBE-SVC-…`, `DNAT to 10.180.0.1:80`, `chosen with probability 0.33`. */
-  readonly detail: string;
-  readonly comment?: string;
-  readonly servicePort?: string;
-  readonly endpoint?: string;
-  readonly role?: string;
-  /** A jump into a chain where no rule matched (the walk came straight back). */
-  readonly empty?: boolean;
-}
-
-export type Verdict = 'accept' | 'drop' | 'reject';
-
-export interface Outcome {
-  /** Probability of this outcome among all outcomes (they sum to 1). */
-  readonly probability: number;
-  readonly verdict: Verdict;
-  /** How the verdict was reached: a rule, a chain policy, or the end of the path. */
-  readonly verdictBy: 'rule' | 'policy' | 'end';
-  /** The destination after DNAT, when a rule translated it. */
-  readonly dnat?: string;
-  /** The source after SNAT/MASQUERADE (`masquerade` = the outgoing interface's address). */
-  readonly snat?: string;
-  /** Whether the source is rewritten (kernel: SNAT/MASQUERADE applied; fixture: marked). */
-  readonly masquerade: boolean;
-  /** Where an accepted packet goes: a process on the node, or out of the node. */
-  readonly delivery?: 'local' | 'forward';
-  /** The Service port and endpoint the path went through (from rule comments). */
-  readonly servicePort?: string;
-  readonly endpoint?: string;
-  /** The object behind the endpoint (e.g. `Pod default/nginx-…`), when the caller knows it. */
-  readonly endpointObject?: string;
-  readonly path: readonly TraceStep[];
-}
-
-export interface UnsupportedRule {
-  readonly table: IptablesTableName;
-  readonly chain: string;
-  readonly rule: number;
-  readonly text: string;
-  readonly line?: number;
-  readonly reasons: readonly string[];
-}
-
-export interface TraceResult {
-  readonly packet: Packet;
-  readonly context: TraceContext;
-  readonly outcomes: readonly Outcome[];
-  /** Rules met on the way that the walker could not evaluate (assumed not to match). */
-  readonly unsupported: readonly UnsupportedRule[];
-  /** Remarks: assumed hooks, skipped nat, lenient parsing. */
-  readonly notes: readonly string[];
-}
+export type {
+  Hook,
+  Outcome,
+  StepEffect,
+  TraceResult,
+  TraceStep,
+  UnsupportedRule,
+  Verdict,
+} from './result.js';
+export { nameEndpoints } from './result.js';
 
 export interface TraceOptions {
   /** Add kube-proxy's built-in-chain jumps when the input has none (default true). */
@@ -702,45 +634,19 @@ export function tracePacket(
 
 function toOutcome(d: Done, ctx: TraceContext): Outcome {
   const s = d.state;
-  const named = [...s.path].reverse();
-  const endpoint =
-    named.find((p) => p.endpoint !== undefined)?.endpoint ??
-    (s.dnat !== undefined ? s.dnat : undefined);
-  const servicePort = named.find(
-    (p) => p.servicePort !== undefined && p.effect !== 'random-not-taken',
-  )?.servicePort;
-  const masquerade =
-    ctx.mode === 'fixture-compatible' ? s.markedForMasquerade : s.snat !== undefined;
-  return {
-    probability: Number(s.probability.toFixed(12)),
+  return outcomeOf({
+    probability: s.probability,
     verdict: d.verdict,
-    verdictBy: d.by,
-    ...(s.dnat !== undefined ? { dnat: s.dnat } : {}),
-    ...(s.snat !== undefined ? { snat: s.snat } : {}),
-    masquerade,
+    by: d.by,
     ...(d.delivery !== undefined ? { delivery: d.delivery } : {}),
-    ...(servicePort !== undefined ? { servicePort } : {}),
-    ...(endpoint !== undefined && s.dnat !== undefined ? { endpoint } : {}),
+    dnat: s.dnat,
+    snat: s.snat,
+    masquerade: ctx.mode === 'fixture-compatible' ? s.markedForMasquerade : s.snat !== undefined,
     path: s.path,
-  };
+  });
 }
 
 /** The address text used in outputs. */
 export function addressText(ip: ParsedIP): string {
   return formatIP(ip);
-}
-
-/**
- * Names the object behind each outcome's endpoint (`ip` → e.g. `Pod default/web-1`), as
- * EndpointSlice targetRefs give them when the rules came from manifests.
- */
-export function nameEndpoints(r: TraceResult, names: ReadonlyMap<string, string>): TraceResult {
-  return {
-    ...r,
-    outcomes: r.outcomes.map((o) => {
-      const host = o.dnat?.replace(/^\[?([^\]]*?)\]?:\d+$/, '$1');
-      const name = host === undefined ? undefined : names.get(host);
-      return name === undefined ? o : { ...o, endpointObject: name };
-    }),
-  };
 }
