@@ -1,0 +1,258 @@
+// `traceNftPacket`: the stages an nftables packet goes through (kernel mode: hooks and
+// routing, see walk.ts; fixture-compatible mode: kube-proxy's unit-test tracer order —
+// filter-prerouting-pre-dnat, nat-prerouting, filter-forward, filter-input, nat-postrouting),
+// run by the nft Walker, turned into the common TraceResult (result.ts). Pure.
+
+import type { ChainHook, Ruleset } from '../../netfilter/nftables/model.js';
+import { isLocalAddress, type Packet, type TraceContext } from '../packet.js';
+import { outcomeOf, type Hook, type TraceResult, type Verdict } from '../result.js';
+import type { BaseChain } from './view.js';
+import {
+  HOOK_NAMES,
+  Walker,
+  prepareNftRuleset,
+  type Exit,
+  type PreparedNftRuleset,
+  type State,
+} from './walk.js';
+
+type Stage =
+  | { readonly kind: 'hook'; readonly hook: ChainHook; readonly nat: boolean }
+  | { readonly kind: 'chain'; readonly chain: string }
+  | { readonly kind: 'route'; readonly after: 'prerouting' | 'output' }
+  | { readonly kind: 'deliver'; readonly where: 'local' | 'forward' };
+
+interface Done {
+  readonly state: State;
+  readonly verdict: Verdict;
+  readonly by: 'rule' | 'policy' | 'end';
+  readonly delivery?: 'local' | 'forward';
+}
+
+/** kube-proxy's unit-test tracer order (fixtures README, "Packet-flow semantics"). */
+const FIXTURE_CHAINS = [
+  'filter-prerouting-pre-dnat',
+  'nat-prerouting',
+  'filter-forward',
+  'filter-input',
+  'nat-postrouting',
+];
+
+class Pipeline {
+  readonly done: Done[] = [];
+  private readonly isNew: boolean;
+  private readonly walker: Walker;
+  private readonly ctx: TraceContext;
+
+  constructor(walker: Walker, ctx: TraceContext) {
+    this.walker = walker;
+    this.ctx = ctx;
+    this.isNew = ctx.ctState === 'NEW';
+  }
+
+  stages(): Stage[] {
+    if (this.ctx.mode === 'fixture-compatible')
+      return FIXTURE_CHAINS.map((chain) => ({ kind: 'chain', chain }));
+    if (this.ctx.origin === 'node')
+      return [
+        { kind: 'hook', hook: 'output', nat: this.isNew },
+        { kind: 'hook', hook: 'postrouting', nat: this.isNew },
+        { kind: 'route', after: 'output' },
+      ];
+    return [
+      { kind: 'hook', hook: 'prerouting', nat: this.isNew },
+      { kind: 'route', after: 'prerouting' },
+    ];
+  }
+
+  run(stages: readonly Stage[], state: State): void {
+    const [stage, ...rest] = stages;
+    if (!stage) {
+      this.done.push({ state, verdict: 'accept', by: 'end' });
+      return;
+    }
+    switch (stage.kind) {
+      case 'deliver':
+        this.done.push({ state, verdict: 'accept', by: 'end', delivery: stage.where });
+        return;
+      case 'route':
+        this.route(stage.after, state);
+        return;
+      case 'chain':
+        this.runNamedChain(stage.chain, state, (s) => {
+          this.run(rest, s);
+        });
+        return;
+      case 'hook': {
+        if (stage.hook === 'postrouting' || stage.hook === 'forward')
+          state.outInterface ??= this.ctx.outInterface;
+        const chains = this.walker.view.hooks.get(stage.hook) ?? [];
+        this.runHook(HOOK_NAMES[stage.hook], chains, stage.nat, false, state, (s) => {
+          this.run(rest, s);
+        });
+      }
+    }
+  }
+
+  /** fixture-compatible: one named chain of the family's tables (first table having it). */
+  private runNamedChain(name: string, state: State, next: (s: State) => void): void {
+    const table = this.walker.view.tables.find((t) => t.chains.has(name));
+    const chain = table?.chains.get(name);
+    if (!table || !chain) {
+      next(state);
+      return;
+    }
+    const hook = HOOK_NAMES[chain.chain.hook ?? 'prerouting'];
+    const bc: BaseChain = { table, chain, priority: chain.chain.priority ?? 0 };
+    this.continueWith(this.walker.runBase(hook, bc, state), true, next);
+  }
+
+  /** The base chains of one hook in priority order; nat chains until one translated. */
+  private runHook(
+    hook: Hook,
+    chains: readonly BaseChain[],
+    nat: boolean,
+    natDone: boolean,
+    state: State,
+    next: (s: State) => void,
+  ): void {
+    const [bc, ...rest] = chains;
+    if (!bc) {
+      next(state);
+      return;
+    }
+    if (bc.chain.chain.type === 'nat' && (!nat || natDone)) {
+      this.runHook(hook, rest, nat, natDone, state, next);
+      return;
+    }
+    const exits = this.walker.runBase(hook, bc, state);
+    this.continueWith(exits, false, (s, e) => {
+      const translated =
+        bc.chain.chain.type === 'nat' && e.kind === 'verdict' && e.verdict === 'nat';
+      this.runHook(hook, rest, nat, natDone || translated, s, next);
+    });
+  }
+
+  /** Routing on the (possibly DNATed) destination: to the node itself, or on out of it. */
+  private route(after: 'prerouting' | 'output', state: State): void {
+    const local = isLocalAddress(this.ctx, state.dst);
+    if (after === 'prerouting') {
+      if (local)
+        this.run(
+          [
+            { kind: 'hook', hook: 'input', nat: this.isNew },
+            { kind: 'deliver', where: 'local' },
+          ],
+          state,
+        );
+      else
+        this.run(
+          [
+            { kind: 'hook', hook: 'forward', nat: false },
+            { kind: 'hook', hook: 'postrouting', nat: this.isNew },
+            { kind: 'deliver', where: 'forward' },
+          ],
+          state,
+        );
+      return;
+    }
+    if (!local) {
+      this.run([{ kind: 'deliver', where: 'forward' }], state);
+      return;
+    }
+    // A node address loops back in over lo; NAT was decided on the way out.
+    state.inInterface = 'lo';
+    state.outInterface = undefined;
+    this.run(
+      [
+        { kind: 'hook', hook: 'prerouting', nat: false },
+        { kind: 'hook', hook: 'input', nat: false },
+        { kind: 'deliver', where: 'local' },
+      ],
+      state,
+    );
+  }
+
+  /**
+   * Goes on with every exit that lets the packet continue (return, accept of one base chain,
+   * a NAT); records drops and rejects. In fixture-compatible stages an accept is final too.
+   */
+  private continueWith(
+    exits: Exit[],
+    acceptEnds: boolean,
+    next: (s: State, e: Exit) => void,
+  ): void {
+    for (const e of exits) {
+      if (e.kind === 'return' || e.verdict === 'nat' || (e.verdict === 'accept' && !acceptEnds)) {
+        next(e.state, e);
+        continue;
+      }
+      const last = e.state.path.at(-1);
+      this.done.push({
+        state: e.state,
+        verdict: e.verdict,
+        by: last?.effect === 'policy' ? 'policy' : 'rule',
+      });
+    }
+  }
+}
+
+function initialState(packet: Packet, ctx: TraceContext): State {
+  return {
+    src: packet.src,
+    dst: packet.dst,
+    srcPort: packet.srcPort,
+    dstPort: packet.dstPort,
+    mark: ctx.mark,
+    markedForMasquerade: (ctx.mark & ctx.masqueradeMark) !== 0n,
+    dnat: undefined,
+    snat: undefined,
+    probability: 1,
+    path: [],
+    inInterface: ctx.origin === 'node' ? undefined : ctx.inInterface,
+    outInterface: undefined,
+  };
+}
+
+/**
+ * Traces `packet` through the nftables `ruleset` in `ctx`. Never throws for rules it cannot
+ * evaluate: they are listed in `unsupported` and assumed not to match.
+ */
+export function traceNftPacket(
+  rules: Ruleset | PreparedNftRuleset,
+  packet: Packet,
+  ctx: TraceContext,
+): TraceResult {
+  const prepared = 'view' in rules ? rules : prepareNftRuleset(rules, packet.src.family);
+  const walker = new Walker(prepared.view, packet, ctx);
+  const pipeline = new Pipeline(walker, ctx);
+  pipeline.run(pipeline.stages(), initialState(packet, ctx));
+  const notes: string[] = [];
+  if (prepared.view.tables.length === 0)
+    notes.push(
+      `the ruleset has no ${packet.src.family === 'IPv4' ? 'ip' : 'ip6'} or inet table: nothing to trace`,
+    );
+  if (ctx.ctState !== 'NEW')
+    notes.push(
+      `conntrack state ${ctx.ctState}: nat chains are not consulted (NAT is decided on a connection's first packet)`,
+    );
+  return {
+    packet,
+    context: ctx,
+    outcomes: pipeline.done.map((d) =>
+      outcomeOf({
+        ...d,
+        probability: d.state.probability,
+        path: d.state.path,
+        dnat: d.state.dnat,
+        snat: d.state.snat,
+        masquerade:
+          ctx.mode === 'fixture-compatible'
+            ? d.state.markedForMasquerade || d.state.snat !== undefined
+            : d.state.snat !== undefined,
+      }),
+    ),
+    unsupported: walker.unsupportedRules(),
+    notes: [...notes, ...walker.notes],
+  };
+}
