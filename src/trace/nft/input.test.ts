@@ -109,5 +109,8 @@ test('format detection and bad input', () => {
     (e) => e instanceof SvcnetError && e.code === 'INVALID_INPUT',
   );
   // A transaction the kernel would refuse is refused (a rule in a chain that does not exist).
-  assert.throws(() => loadNftRules('add table ip t\nadd rule ip t nope accept\n'), SvcnetError);
+  assert.throws(
+    () => loadNftRules('add table ip t\nadd rule ip t nope accept\n'),
+    (e) => e instanceof SvcnetError && e.code === 'INVALID_INPUT' && /nope/.test(e.message),
+  );
 });

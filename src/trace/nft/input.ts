@@ -2,12 +2,12 @@
 // kernel holds) or `nft -f` input (our `svcnet render --mode nftables`, kube-proxy's test
 // dumps), turned into the typed Ruleset the walker follows. `nft -f` text is applied to the
 // atomic Fake (netfilter/nftables/fake.ts), so a transaction the kernel would refuse is
-// refused here too, naming the operation. Also the format detection behind
+// refused here too (INVALID_INPUT), naming the operation. Also the format detection behind
 // `--rules-format auto`. Pure.
 
 import { SvcnetError } from '../../errors.js';
 import type { Ruleset } from '../../netfilter/nftables/model.js';
-import { NftFake } from '../../netfilter/nftables/fake.js';
+import { NftError, NftFake } from '../../netfilter/nftables/fake.js';
 import { detectFormat, parseRuleset } from '../../netfilter/nftables/parse.js';
 
 /** How `--rules` is read. */
@@ -32,7 +32,14 @@ export function loadNftRules(text: string): Ruleset {
       'not nftables rules: expected `nft list ruleset` output (table … { … }) or `nft -f` input (add table …)',
     );
   const fake = new NftFake();
-  // Definitions first when the text is only `add` lines (a dump), else in order.
-  fake.load(text);
+  try {
+    // Definitions first when the text is only `add` lines (a dump), else in order.
+    fake.load(text);
+  } catch (e) {
+    // What the kernel would refuse is bad input here.
+    if (e instanceof NftError)
+      throw new SvcnetError('INVALID_INPUT', `nft -f would refuse ${e.message}`, { cause: e });
+    throw e;
+  }
   return fake.ruleset();
 }
