@@ -47,10 +47,18 @@ export interface EvalEnv {
   readonly recent: readonly RecentEntry[];
 }
 
-function read(sel: Selector, env: EvalEnv): readonly Val[] | false | { reason: string } {
+/** The selector's values; `missing` when the packet has no such field (no match). */
+type Read =
+  | { readonly kind: 'vals'; readonly vals: readonly Val[] }
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'unsupported'; readonly reason: string };
+
+function read(sel: Selector, env: EvalEnv): Read {
   const r = readValues(sel, env.packet);
-  if (r.ok) return r.vals;
-  return r.missing ? false : { reason: `cannot read ${r.reason}` };
+  if (r.ok) return { kind: 'vals', vals: r.vals };
+  return r.missing
+    ? { kind: 'missing' }
+    : { kind: 'unsupported', reason: `cannot read ${r.reason}` };
 }
 
 /** Whether the values are in the named set (or map). */
@@ -105,10 +113,10 @@ function matchesOperand(vals: readonly Val[], right: Operand, env: EvalEnv): Tri
 
 /** Evaluates a `match` statement. */
 export function evalMatch(s: Extract<Statement, { kind: 'match' }>, env: EvalEnv): Tri {
-  const vals = read(s.left, env);
-  if (vals === false) return false;
-  if (!Array.isArray(vals)) return vals as { reason: string };
-  const list = vals as readonly Val[];
+  const r = read(s.left, env);
+  if (r.kind === 'missing') return false;
+  if (r.kind === 'unsupported') return { reason: r.reason };
+  const list = r.vals;
   if (s.op === '==' || s.op === '!=') {
     const m = matchesOperand(list, s.right, env);
     if (typeof m !== 'boolean') return m;
@@ -140,10 +148,10 @@ export function lookupMap(
     | { readonly kind: 'anonmap'; readonly entries: readonly MapEntry[] },
   env: EvalEnv,
 ): Lookup {
-  const vals = read(key, env);
-  if (vals === false) return { found: false };
-  if (!Array.isArray(vals)) return { found: false, reason: (vals as { reason: string }).reason };
-  const list = vals as readonly Val[];
+  const r = read(key, env);
+  if (r.kind === 'missing') return { found: false };
+  if (r.kind === 'unsupported') return { found: false, reason: r.reason };
+  const list = r.vals;
   const keyText = list.map(valueText).join(' . ');
   if (map.kind === 'setref') {
     const set = env.view.lookupSet(env.table, map.name);
