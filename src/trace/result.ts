@@ -2,7 +2,8 @@
 // nftables walker in nft/walk.ts): every possible outcome with its probability, verdict,
 // translations and the steps of its path (hook, table, chain, rule, text, the Service and
 // endpoint behind it), plus the rules that could not be evaluated and notes. format.ts
-// presents it. Pure types and one pure transformation (naming endpoint objects).
+// presents it; walk-state.ts builds it. Pure types and one pure transformation (naming
+// endpoint objects).
 
 import type { Packet, TraceContext } from './packet.js';
 
@@ -96,43 +97,6 @@ export interface TraceResult {
   readonly unsupported: readonly UnsupportedRule[];
   /** Remarks: assumed hooks, skipped nat, lenient parsing. */
   readonly notes: readonly string[];
-}
-
-/** How one walk ended, as either walker records it. */
-export interface WalkEnd {
-  readonly probability: number;
-  readonly verdict: Verdict;
-  readonly by: Outcome['verdictBy'];
-  readonly delivery?: 'local' | 'forward';
-  readonly dnat: string | undefined;
-  readonly snat: string | undefined;
-  readonly masquerade: boolean;
-  readonly path: readonly TraceStep[];
-}
-
-/**
- * The outcome of one walk: the Service port is the last one named on the path (not by a
- * random branch that was not taken), the endpoint the last one named (else the DNAT target)
- * when the packet was translated.
- */
-export function outcomeOf(end: WalkEnd): Outcome {
-  const named = [...end.path].reverse();
-  const endpoint = named.find((p) => p.endpoint !== undefined)?.endpoint ?? end.dnat;
-  const servicePort = named.find(
-    (p) => p.servicePort !== undefined && p.effect !== 'random-not-taken',
-  )?.servicePort;
-  return {
-    probability: Number(end.probability.toFixed(12)),
-    verdict: end.verdict,
-    verdictBy: end.by,
-    ...(end.dnat !== undefined ? { dnat: end.dnat } : {}),
-    ...(end.snat !== undefined ? { snat: end.snat } : {}),
-    masquerade: end.masquerade,
-    ...(end.delivery !== undefined ? { delivery: end.delivery } : {}),
-    ...(servicePort !== undefined ? { servicePort } : {}),
-    ...(endpoint !== undefined && end.dnat !== undefined ? { endpoint } : {}),
-    path: end.path,
-  };
 }
 
 /**

@@ -23,26 +23,19 @@ import type { Target } from './eval-target.js';
 import { objectsFromComment } from './explain.js';
 import { buildView, type RulesetView } from './hooks.js';
 import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from './packet.js';
-import type {
-  Hook,
-  Outcome,
-  StepEffect,
-  TraceResult,
-  TraceStep,
-  UnsupportedRule,
-  Verdict,
-} from './result.js';
-import { outcomeOf } from './result.js';
+import type { Hook, StepEffect, TraceResult, UnsupportedRule, Verdict } from './result.js';
+import {
+  cloneState,
+  formatProbability,
+  initialState,
+  toOutcome,
+  type Done,
+  type Exit,
+  type State,
+} from './walk-state.js';
 
-export type {
-  Hook,
-  Outcome,
-  StepEffect,
-  TraceResult,
-  TraceStep,
-  UnsupportedRule,
-  Verdict,
-} from './result.js';
+// Importers of the walker's result types from before result.ts existed.
+export type { Outcome, TraceResult, TraceStep } from './result.js';
 export { nameEndpoints } from './result.js';
 
 export interface TraceOptions {
@@ -61,25 +54,6 @@ export function prepareRuleset(doc: IptablesDocument, options: TraceOptions = {}
   return { view: buildView(doc, options.assumeKubeProxyHooks ?? true), compiled: new Map() };
 }
 
-interface State {
-  src: ParsedIP;
-  dst: ParsedIP;
-  srcPort: number;
-  dstPort: number;
-  mark: bigint;
-  markedForMasquerade: boolean;
-  dnat: string | undefined;
-  snat: string | undefined;
-  probability: number;
-  path: TraceStep[];
-  inInterface: string | undefined;
-  outInterface: string | undefined;
-}
-
-type Exit =
-  | { readonly kind: 'return'; readonly state: State }
-  | { readonly kind: 'verdict'; readonly verdict: Verdict | 'nat'; readonly state: State };
-
 const MAX_DEPTH = 64;
 
 /** Where the walker is: the rule being evaluated and its chain. */
@@ -89,10 +63,6 @@ interface At {
   readonly chain: string;
   readonly depth: number;
   readonly ref: { readonly r: Rule; readonly index: number; readonly comment: string | undefined };
-}
-
-function cloneState(s: State): State {
-  return { ...s, path: [...s.path] };
 }
 
 /** The walker over one ruleset view; one instance per trace. */
@@ -270,7 +240,7 @@ class Walker {
         other,
         at,
         'random-not-taken',
-        `not chosen at random (probability ${fmtP(1 - p)})`,
+        `not chosen at random (probability ${formatProbability(1 - p)})`,
       );
       notTaken.push(
         ...this.runChain(at.hook, at.table, at.chain, at.ref.index + 1, other, at.depth),
@@ -278,7 +248,7 @@ class Walker {
     }
     if (p <= 0) return false;
     s.probability *= p;
-    this.pendingPrefix = `chosen at random (probability ${fmtP(p)}): `;
+    this.pendingPrefix = `chosen at random (probability ${formatProbability(p)}): `;
     return true;
   }
 
@@ -393,10 +363,6 @@ class Walker {
   }
 }
 
-function fmtP(p: number): string {
-  return Number(p.toFixed(10)).toString();
-}
-
 function applyMark(mark: bigint, op: string, value: bigint, mask: bigint): bigint {
   const m32 = 0xffffffffn;
   switch (op) {
@@ -423,13 +389,6 @@ type Stage =
     }
   | { readonly kind: 'route'; readonly after: 'prerouting' | 'output' }
   | { readonly kind: 'deliver'; readonly where: 'local' | 'forward' };
-
-interface Done {
-  readonly state: State;
-  readonly verdict: Verdict;
-  readonly by: 'rule' | 'policy' | 'end';
-  readonly delivery?: 'local' | 'forward';
-}
 
 function deliver(where: 'local' | 'forward'): Stage[] {
   return [{ kind: 'deliver', where }];
@@ -578,23 +537,6 @@ class Pipeline {
   }
 }
 
-function initialState(packet: Packet, ctx: TraceContext): State {
-  return {
-    src: packet.src,
-    dst: packet.dst,
-    srcPort: packet.srcPort,
-    dstPort: packet.dstPort,
-    mark: ctx.mark,
-    markedForMasquerade: (ctx.mark & ctx.masqueradeMark) !== 0n,
-    dnat: undefined,
-    snat: undefined,
-    probability: 1,
-    path: [],
-    inInterface: ctx.origin === 'node' ? undefined : ctx.inInterface,
-    outInterface: undefined,
-  };
-}
-
 function traceNotes(view: RulesetView, ctx: TraceContext): string[] {
   const notes: string[] = [];
   if (view.assumedChains.length > 0)
@@ -630,20 +572,6 @@ export function tracePacket(
     unsupported: walker.unsupportedRules(),
     notes: [...notes, ...walker.notes],
   };
-}
-
-function toOutcome(d: Done, ctx: TraceContext): Outcome {
-  const s = d.state;
-  return outcomeOf({
-    probability: s.probability,
-    verdict: d.verdict,
-    by: d.by,
-    ...(d.delivery !== undefined ? { delivery: d.delivery } : {}),
-    dnat: s.dnat,
-    snat: s.snat,
-    masquerade: ctx.mode === 'fixture-compatible' ? s.markedForMasquerade : s.snat !== undefined,
-    path: s.path,
-  });
 }
 
 /** The address text used in outputs. */

@@ -5,29 +5,16 @@
 
 import type { ChainHook, Ruleset } from '../../netfilter/nftables/model.js';
 import { isLocalAddress, type Packet, type TraceContext } from '../packet.js';
-import { outcomeOf, type Hook, type TraceResult, type Verdict } from '../result.js';
+import type { Hook, TraceResult } from '../result.js';
+import { initialState, toOutcome, type Done, type Exit, type State } from '../walk-state.js';
 import type { BaseChain } from './view.js';
-import {
-  HOOK_NAMES,
-  Walker,
-  prepareNftRuleset,
-  type Exit,
-  type PreparedNftRuleset,
-  type State,
-} from './walk.js';
+import { HOOK_NAMES, Walker, prepareNftRuleset, type PreparedNftRuleset } from './walk.js';
 
 type Stage =
   | { readonly kind: 'hook'; readonly hook: ChainHook; readonly nat: boolean }
   | { readonly kind: 'chain'; readonly chain: string }
   | { readonly kind: 'route'; readonly after: 'prerouting' | 'output' }
   | { readonly kind: 'deliver'; readonly where: 'local' | 'forward' };
-
-interface Done {
-  readonly state: State;
-  readonly verdict: Verdict;
-  readonly by: 'rule' | 'policy' | 'end';
-  readonly delivery?: 'local' | 'forward';
-}
 
 /** kube-proxy's unit-test tracer order (fixtures README, "Packet-flow semantics"). */
 const FIXTURE_CHAINS = [
@@ -197,23 +184,6 @@ class Pipeline {
   }
 }
 
-function initialState(packet: Packet, ctx: TraceContext): State {
-  return {
-    src: packet.src,
-    dst: packet.dst,
-    srcPort: packet.srcPort,
-    dstPort: packet.dstPort,
-    mark: ctx.mark,
-    markedForMasquerade: (ctx.mark & ctx.masqueradeMark) !== 0n,
-    dnat: undefined,
-    snat: undefined,
-    probability: 1,
-    path: [],
-    inInterface: ctx.origin === 'node' ? undefined : ctx.inInterface,
-    outInterface: undefined,
-  };
-}
-
 /**
  * Traces `packet` through the nftables `ruleset` in `ctx`. Never throws for rules it cannot
  * evaluate: they are listed in `unsupported` and assumed not to match.
@@ -239,19 +209,7 @@ export function traceNftPacket(
   return {
     packet,
     context: ctx,
-    outcomes: pipeline.done.map((d) =>
-      outcomeOf({
-        ...d,
-        probability: d.state.probability,
-        path: d.state.path,
-        dnat: d.state.dnat,
-        snat: d.state.snat,
-        masquerade:
-          ctx.mode === 'fixture-compatible'
-            ? d.state.markedForMasquerade || d.state.snat !== undefined
-            : d.state.snat !== undefined,
-      }),
-    ),
+    outcomes: pipeline.done.map((d) => toOutcome(d, ctx)),
     unsupported: walker.unsupportedRules(),
     notes: [...notes, ...walker.notes],
   };

@@ -32,7 +32,8 @@ import type {
 import { renderRule } from '../../netfilter/nftables/rule.js';
 import { parseIP, type ParsedIP } from '../../util/ip.js';
 import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from '../packet.js';
-import type { Hook, StepEffect, TraceStep, UnsupportedRule, Verdict } from '../result.js';
+import type { Hook, StepEffect, UnsupportedRule } from '../result.js';
+import { cloneState, formatProbability, type Exit, type State } from '../walk-state.js';
 import { objectsOfStep, roleOfSet } from './explain.js';
 import { evalMatch, lookupMap, type EvalEnv, type Lookup } from './rule-eval.js';
 import { parseNumber, readValues, usesNumgen, type PacketView } from './values.js';
@@ -49,25 +50,6 @@ export function prepareNftRuleset(
 ): PreparedNftRuleset {
   return { view: buildNftView(ruleset, family) };
 }
-
-interface State {
-  src: ParsedIP;
-  dst: ParsedIP;
-  srcPort: number;
-  dstPort: number;
-  mark: bigint;
-  markedForMasquerade: boolean;
-  dnat: string | undefined;
-  snat: string | undefined;
-  probability: number;
-  path: TraceStep[];
-  inInterface: string | undefined;
-  outInterface: string | undefined;
-}
-
-type Exit =
-  | { readonly kind: 'return'; readonly state: State }
-  | { readonly kind: 'verdict'; readonly verdict: Verdict | 'nat'; readonly state: State };
 
 const MAX_DEPTH = 64;
 
@@ -102,16 +84,8 @@ interface StepExtra {
   readonly role?: string;
 }
 
-function cloneState(s: State): State {
-  return { ...s, path: [...s.path] };
-}
-
 function tableName(t: TableState): string {
   return `${t.table.family} ${t.table.table}`;
-}
-
-function fmtP(p: number): string {
-  return Number(p.toFixed(10)).toString();
 }
 
 /** The walker over one view; one instance per trace. */
@@ -233,7 +207,7 @@ class Walker {
           const s = v === numgen - 1 ? state : cloneState(state);
           s.probability /= numgen;
           if (numgen > 1)
-            this.pendingPrefix = `chosen at random (probability ${fmtP(1 / numgen)}): `;
+            this.pendingPrefix = `chosen at random (probability ${formatProbability(1 / numgen)}): `;
           const ra: RuleAt = { ...at, rule, index: i, numgen: v };
           if (this.evalRule(ra, s, exits)) continue;
           this.pendingPrefix = '';
@@ -531,4 +505,4 @@ function firstNumgen(stmts: readonly Statement[]): number | undefined {
   return undefined;
 }
 
-export { type Exit, type State, Walker, HOOK_NAMES, cloneState };
+export { Walker, HOOK_NAMES };

@@ -1,0 +1,92 @@
+// The state both walkers (iptables walk.ts, nftables nft/walk.ts) carry along one path —
+// the packet's addresses and ports as rewritten so far, mark, NAT done, probability, the
+// steps taken — how a chain is left (a return or a verdict), how a path ends, and the
+// Outcome (result.ts) each ended path becomes. Pure.
+
+import type { ParsedIP } from '../util/ip.js';
+import type { Packet, TraceContext } from './packet.js';
+import type { Outcome, TraceStep, Verdict } from './result.js';
+
+/** One path's state; cloned where the walk forks. */
+export interface State {
+  src: ParsedIP;
+  dst: ParsedIP;
+  srcPort: number;
+  dstPort: number;
+  mark: bigint;
+  markedForMasquerade: boolean;
+  dnat: string | undefined;
+  snat: string | undefined;
+  probability: number;
+  path: TraceStep[];
+  inInterface: string | undefined;
+  outInterface: string | undefined;
+}
+
+/** How the walk leaves a chain: back to its caller, or with a verdict (`nat`: translated). */
+export type Exit =
+  | { readonly kind: 'return'; readonly state: State }
+  | { readonly kind: 'verdict'; readonly verdict: Verdict | 'nat'; readonly state: State };
+
+/** How one path ends. */
+export interface Done {
+  readonly state: State;
+  readonly verdict: Verdict;
+  readonly by: 'rule' | 'policy' | 'end';
+  readonly delivery?: 'local' | 'forward';
+}
+
+export function cloneState(s: State): State {
+  return { ...s, path: [...s.path] };
+}
+
+export function initialState(packet: Packet, ctx: TraceContext): State {
+  return {
+    src: packet.src,
+    dst: packet.dst,
+    srcPort: packet.srcPort,
+    dstPort: packet.dstPort,
+    mark: ctx.mark,
+    markedForMasquerade: (ctx.mark & ctx.masqueradeMark) !== 0n,
+    dnat: undefined,
+    snat: undefined,
+    probability: 1,
+    path: [],
+    inInterface: ctx.origin === 'node' ? undefined : ctx.inInterface,
+    outInterface: undefined,
+  };
+}
+
+/** A probability as step text (`0.5`, `0.3333333333`). */
+export function formatProbability(p: number): string {
+  return Number(p.toFixed(10)).toString();
+}
+
+/**
+ * The outcome of one path. The Service port is the last one named on the path (not by a
+ * random branch that was not taken), the endpoint the last one named (else the DNAT target)
+ * when the packet was translated. `masquerade`: kernel mode, a SNAT/MASQUERADE applied;
+ * fixture-compatible mode, also the masquerade mark set (kube-proxy's tracers' `masq`).
+ */
+export function toOutcome(d: Done, ctx: TraceContext): Outcome {
+  const s = d.state;
+  const named = [...s.path].reverse();
+  const endpoint = named.find((p) => p.endpoint !== undefined)?.endpoint ?? s.dnat;
+  const servicePort = named.find(
+    (p) => p.servicePort !== undefined && p.effect !== 'random-not-taken',
+  )?.servicePort;
+  const masquerade =
+    s.snat !== undefined || (ctx.mode === 'fixture-compatible' && s.markedForMasquerade);
+  return {
+    probability: Number(s.probability.toFixed(12)),
+    verdict: d.verdict,
+    verdictBy: d.by,
+    ...(s.dnat !== undefined ? { dnat: s.dnat } : {}),
+    ...(s.snat !== undefined ? { snat: s.snat } : {}),
+    masquerade,
+    ...(d.delivery !== undefined ? { delivery: d.delivery } : {}),
+    ...(servicePort !== undefined ? { servicePort } : {}),
+    ...(endpoint !== undefined && s.dnat !== undefined ? { endpoint } : {}),
+    path: s.path,
+  };
+}
