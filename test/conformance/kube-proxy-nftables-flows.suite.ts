@@ -2,9 +2,9 @@
 // ../shared/fixtures/kube-proxy/nftables (207 flows), traced by src/trace/nft over the ruleset
 // our nftables proxy pipeline leaves in the atomic Fake at that step (the rules suite's
 // fixture proxier: change trackers, the planner's full then partial syncs, the fixture's
-// proxier profile). Each flow is one case and must pass twice: in fixture-compatible mode (the fixtures
-// README's "Packet-flow semantics") and in kernel mode (the hooks and routing a real node
-// applies).
+// proxier profile). Each flow is one case and must pass twice: in fixture-compatible mode
+// (the fixtures README's "Packet-flow semantics") and in kernel mode (the hooks and routing
+// a real node applies).
 
 import { join } from 'node:path';
 import type { CaseResult, ConformanceSuite } from './harness.js';
