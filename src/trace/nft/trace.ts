@@ -178,5 +178,6 @@ export function traceNftPacket(
     outcomes: pipeline.done.map((d) => toOutcome(d, ctx)),
     unsupported: walker.unsupportedRules(),
     notes: [...notes, ...walker.notes],
+    dataplane: 'nftables',
   };
 }
