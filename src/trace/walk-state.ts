@@ -98,6 +98,16 @@ export abstract class PathRunner<W> {
     this.isNew = ctx.ctState === 'NEW';
   }
 
+  /** The path ends accepted: at the end of its stages, or delivered (local or forward). */
+  protected accepted(state: State, delivery?: 'local' | 'forward'): void {
+    this.done.push({
+      state,
+      verdict: 'accept',
+      by: 'end',
+      ...(delivery !== undefined ? { delivery } : {}),
+    });
+  }
+
   /** Goes on with the exits that let the packet continue; records the others. */
   protected continueWith(
     exits: readonly Exit[],

@@ -430,11 +430,11 @@ class Pipeline extends PathRunner<Walker> {
   run(stages: readonly Stage[], state: State): void {
     const [stage, ...rest] = stages;
     if (!stage) {
-      this.done.push({ state, verdict: 'accept', by: 'end' });
+      this.accepted(state);
       return;
     }
     if (stage.kind === 'deliver') {
-      this.done.push({ state, verdict: 'accept', by: 'end', delivery: stage.where });
+      this.accepted(state, stage.where);
       return;
     }
     if (stage.kind === 'route') {

@@ -44,12 +44,12 @@ class Pipeline extends PathRunner<Walker> {
   run(stages: readonly Stage[], state: State): void {
     const [stage, ...rest] = stages;
     if (!stage) {
-      this.done.push({ state, verdict: 'accept', by: 'end' });
+      this.accepted(state);
       return;
     }
     switch (stage.kind) {
       case 'deliver':
-        this.done.push({ state, verdict: 'accept', by: 'end', delivery: stage.where });
+        this.accepted(state, stage.where);
         return;
       case 'route':
         this.route(stage.after, state);
