@@ -11,10 +11,15 @@ import { missingToolsReason } from './prereq.js';
 
 export const PREFIX = `svcnet-tr${process.pid}-`;
 
-/** Why the kernel test cannot run here, or undefined when it can. */
-export function missingPrerequisite(): string | undefined {
+/**
+ * Why the kernel test cannot run here, or undefined when it can. `tools` are the ones the
+ * test loads rules with besides `ip` (default: iptables'; the nftables test passes `nft`).
+ */
+export function missingPrerequisite(
+  tools: readonly string[] = ['iptables-restore', 'iptables-save'],
+): string | undefined {
   if (process.getuid?.() !== 0) return 'needs root';
-  const missing = missingToolsReason(['ip', 'iptables-restore', 'iptables-save']);
+  const missing = missingToolsReason(['ip', ...tools]);
   if (missing !== undefined) return missing;
   const probe = spawnSync('ip', ['netns', 'list']);
   if (probe.status !== 0) return `ip netns unavailable: ${probe.stderr.toString().trim()}`;
@@ -69,6 +74,40 @@ export function removeAll(): void {
 }
 
 let linkSeq = 0;
+
+/**
+ * Connects a node namespace to an external client's with a veth pair named eth0 at both ends
+ * (the node's uplink), gives each end its addresses (CIDR form) and brings both up. Routes
+ * are the caller's.
+ */
+export function linkUplink(
+  node: string,
+  ext: string,
+  nodeAddrs: readonly string[],
+  extAddrs: readonly string[],
+): void {
+  sh('ip', [
+    '-n',
+    node,
+    'link',
+    'add',
+    'eth0',
+    'type',
+    'veth',
+    'peer',
+    'name',
+    'eth0',
+    'netns',
+    ext,
+  ]);
+  for (const [ns, addrs] of [
+    [node, nodeAddrs],
+    [ext, extAddrs],
+  ] as const) {
+    for (const a of addrs) sh('ip', ['-n', ns, 'addr', 'add', a, 'dev', 'eth0']);
+    sh('ip', ['-n', ns, 'link', 'set', 'eth0', 'up']);
+  }
+}
 
 /**
  * Connects a pod namespace to the node namespace the way the CNI ptp plugin does: a veth
