@@ -28,52 +28,40 @@ import { planNftablesFromObjects } from '../../src/proxy/nftables/plan-objects.j
 import { nftablesProxierOptionsFor } from '../../src/proxy/proxier-options.js';
 import { loadNftRules } from '../../src/trace/nft/input.js';
 import { traceNftPacket } from '../../src/trace/nft/trace.js';
-import {
-  defaultContext,
-  parsePacketSpec,
-  type Origin,
-  type RecentEntry,
-} from '../../src/trace/packet.js';
+import { defaultContext, parsePacketSpec, type RecentEntry } from '../../src/trace/packet.js';
 import type { Outcome, TraceResult } from '../../src/trace/result.js';
 import { parseIP, type ParsedIP } from '../../src/util/ip.js';
 import {
+  CLIENT_ORIGIN,
   Client,
+  EXTERNAL_CLIENT,
+  NODE_FILES,
+  PER_NODE,
   addNs,
+  agrees,
+  describeObservation,
+  describeOutcomes,
+  dnats,
+  fixtureNode,
   inNs,
   linkPod,
-  linkUplink,
+  masq,
   missingPrerequisite,
+  nodeWithClient,
+  observe,
+  only,
   removeAll,
-  sh,
+  sliceManifest as slice,
   startServer,
   stopAgents,
+  svcManifest as svc,
   sweepStale,
-  type Observation,
+  type ClientName,
+  type Scenario,
 } from './lib/trace-netns.js';
 import { skipOrFail } from './lib/prereq.js';
 
 const skip = skipOrFail(missingPrerequisite(['nft']));
-
-function svc(name: string, spec: string): string {
-  return `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}, namespace: ns}\nspec:\n${spec}`;
-}
-
-/** An endpoint: address, node, and its conditions when not simply ready. */
-type Ep = readonly [string, string, ('terminating' | 'serving-terminating')?];
-
-function slice(name: string, port: string, endpoints: readonly Ep[]): string {
-  const conditions = {
-    terminating: '{ready: false, serving: false, terminating: true}',
-    'serving-terminating': '{ready: false, serving: true, terminating: true}',
-  };
-  const eps = endpoints
-    .map(
-      ([ip, node, c]) =>
-        `- addresses: [${ip}]\n  nodeName: ${node}${c ? `\n  conditions: ${conditions[c]}` : ''}`,
-    )
-    .join('\n');
-  return `apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: ${name}-1\n  namespace: ns\n  labels: {kubernetes.io/service-name: ${name}}\naddressType: IPv4\nendpoints:\n${eps}\nports: ${port}`;
-}
 
 const TCP80 = '[{name: p80, port: 80, protocol: TCP}]';
 const TCP_UDP = '[{name: p80, port: 80, protocol: TCP}, {name: dns, port: 53, protocol: UDP}]';
@@ -164,44 +152,6 @@ const ENDPOINTS = [
 const UDP_ENDPOINTS = ['10.180.0.1', '10.180.1.1'];
 
 const NODE_IPS = ['192.168.0.2', '203.0.113.1', '169.254.1.1'];
-
-type ClientName = 'pod' | 'node' | 'ext' | 'hairpin';
-
-interface Scenario {
-  readonly name: string;
-  readonly client: ClientName;
-  readonly src: string;
-  /** Bind the client socket to `src` (a second address of the client). */
-  readonly bind?: boolean;
-  readonly dst: string;
-  readonly proto: 'tcp' | 'udp';
-  readonly attempts: number;
-  /** What the scenario is about, checked besides agreement (e.g. `drop`, `masq`). */
-  readonly expect: (o: readonly Outcome[]) => void;
-}
-
-const ORIGIN: Record<ClientName, Origin> = {
-  pod: 'pod',
-  hairpin: 'pod',
-  node: 'node',
-  ext: 'external',
-};
-
-const dnats = (o: readonly Outcome[]): string[] => o.map((x) => x.dnat ?? x.verdict).sort();
-const only =
-  (...want: string[]) =>
-  (o: readonly Outcome[]): void => {
-    assert.deepEqual(dnats(o), [...want].sort());
-  };
-const masq =
-  (m: boolean, ...want: string[]) =>
-  (o: readonly Outcome[]): void => {
-    only(...want)(o);
-    assert.ok(
-      o.every((x) => x.masquerade === m),
-      `masquerade should be ${m}`,
-    );
-  };
 
 const POD = { client: 'pod', src: '10.0.0.2' } as const;
 const NODE = { client: 'node', src: '192.168.0.2' } as const;
@@ -462,6 +412,12 @@ let rendered: Ruleset | undefined;
 let kernel: Ruleset | undefined;
 const clients = new Map<ClientName, Client>();
 
+function clientOf(name: ClientName): Client {
+  const c = clients.get(name);
+  if (!c) throw new Error(`no client ${name}`);
+  return c;
+}
+
 function ip(s: string): ParsedIP {
   const p = parseIP(s);
   if (!p) throw new Error(s);
@@ -478,7 +434,7 @@ function traceIn(
   return traceNftPacket(
     rules,
     packet,
-    defaultContext(ORIGIN[s.client], NODE_IPS.map(ip), { recent }),
+    defaultContext(CLIENT_ORIGIN[s.client], NODE_IPS.map(ip), { recent }),
   );
 }
 
@@ -490,47 +446,6 @@ function summary(r: TraceResult): string[] {
         `${o.verdict} ${o.dnat ?? '-'} masq=${o.masquerade} p=${o.probability.toFixed(6)} ${o.servicePort ?? '-'} ${o.endpoint ?? '-'}`,
     )
     .sort();
-}
-
-/** Whether a kernel observation is what this outcome predicts. */
-function agrees(o: Outcome, ob: Observation, src: string): boolean {
-  switch (ob.kind) {
-    case 'reply':
-      return o.verdict === 'accept' && o.dnat === ob.server && o.masquerade === (ob.client !== src);
-    case 'refused':
-      return o.verdict === 'reject';
-    case 'timeout':
-      return o.verdict === 'drop';
-    case 'error':
-      return false;
-  }
-}
-
-function describe(ob: Observation): string {
-  return ob.kind === 'reply'
-    ? `reply from ${ob.server} seeing client ${ob.client}`
-    : ob.kind === 'error'
-      ? `error ${ob.code}`
-      : ob.kind;
-}
-
-function describeOutcomes(o: readonly Outcome[]): string {
-  return o.map((x) => `${x.verdict} ${x.dnat ?? ''} masq=${x.masquerade}`).join(' | ');
-}
-
-/** Sends one connection; waits long only when the trace expects an answer. */
-async function observe(s: Scenario, expected: readonly Outcome[]): Promise<Observation> {
-  const client = clients.get(s.client);
-  if (!client) throw new Error(`no client ${s.client}`);
-  const [dst = '', port = '0'] = s.dst.split(':');
-  const dropExpected = expected.every((o) => o.verdict === 'drop');
-  return client.send({
-    proto: s.proto,
-    dst,
-    port: Number(port),
-    ...(s.bind ? { src: s.src } : {}),
-    timeoutMs: dropExpected ? 1500 : 8000,
-  });
 }
 
 /** The planner's full sync for this node, as `nft -f` text. */
@@ -550,33 +465,7 @@ function renderScenarios(): string {
 before(async () => {
   if (skip) return;
   sweepStale();
-  const node = addNs('node');
-  const ext = addNs('ext');
-  linkUplink(
-    node,
-    ext,
-    ['192.168.0.2/24', '203.0.113.1/24'],
-    ['203.0.113.2/24', '203.0.113.130/24'],
-  );
-  sh('ip', ['-n', ext, 'route', 'add', 'default', 'via', '203.0.113.1']);
-  // Like a kind node's default route; the source stays the node IP.
-  sh('ip', [
-    '-n',
-    node,
-    'route',
-    'add',
-    'default',
-    'via',
-    '203.0.113.2',
-    'dev',
-    'eth0',
-    'src',
-    '192.168.0.2',
-  ]);
-  inNs(node, 'sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
-
-  const pod = addNs('pod');
-  linkPod(node, pod, '10.0.0.2');
+  const { node, ext, pod } = fixtureNode();
   // One namespace for every endpoint (the hairpin client binds 10.180.0.3 in it).
   const eps = addNs('eps');
   const [first = '', ...more] = ENDPOINTS;
@@ -653,11 +542,11 @@ test(
       }
       const seen = new Set<string>();
       for (let i = 0; i < s.attempts; i++) {
-        const ob = await observe(s, trace.outcomes);
-        seen.add(describe(ob));
+        const ob = await observe(clientOf(s.client), s, trace.outcomes);
+        seen.add(describeObservation(ob));
         if (!trace.outcomes.some((o) => agrees(o, ob, s.src)))
           failures.push(
-            `${s.name}: kernel: ${describe(ob)}; traced: ${describeOutcomes(trace.outcomes)}`,
+            `${s.name}: kernel: ${describeObservation(ob)}; traced: ${describeOutcomes(trace.outcomes)}`,
           );
       }
       process.stdout.write(`# ${s.name}: ${[...seen].join('; ')}\n`);
@@ -680,9 +569,9 @@ test(
     };
     const fresh = traceIn(kernel, s);
     masq(false, '10.180.0.5:80', '10.180.1.5:80')(fresh.outcomes);
-    const first = await observe(s, fresh.outcomes);
+    const first = await observe(clientOf(s.client), s, fresh.outcomes);
     const chosen = fresh.outcomes.find((o) => agrees(o, first, s.src));
-    assert.ok(chosen, `first connection: ${describe(first)}`);
+    assert.ok(chosen, `first connection: ${describeObservation(first)}`);
     // The endpoint chain records the source in its affinity set (same suffix).
     const endpointChain = chosen.path.find((p) => p.chain.startsWith('endpoint-'))?.chain ?? '';
     assert.notEqual(endpointChain, '', 'the path goes through an endpoint chain');
@@ -693,10 +582,10 @@ test(
     }
     const sticky = traceIn(kernel, s, [{ name: affinitySet, ageSeconds: 1 }]);
     for (let i = 0; i < s.attempts; i++) {
-      const ob = await observe(s, sticky.outcomes);
+      const ob = await observe(clientOf(s.client), s, sticky.outcomes);
       assert.ok(
         sticky.outcomes.some((o) => agrees(o, ob, s.src)),
-        `later connection: ${describe(ob)}`,
+        `later connection: ${describeObservation(ob)}`,
       );
     }
   },
@@ -710,20 +599,6 @@ test(
 // Cluster: either endpoint, masqueraded, on every node) and one with externalTrafficPolicy
 // Local (only the node's own endpoint, source kept; dropped on the node without one). And
 // `svcnet trace --rules` over that node's `nft list ruleset` gives the same outcomes.
-
-const NODE_FILES = [
-  'examples/nodes.yaml',
-  'examples/nodeport.yaml',
-  'examples/nodeport-local.yaml',
-];
-/** Every endpoint of NODE_FILES; one namespace per node stands for all of them. */
-const NODE_ENDPOINTS = ['10.244.1.12', '10.244.2.9', '10.244.1.21', '10.244.2.21', '10.244.2.22'];
-const EXTERNAL_CLIENT = '172.18.0.100';
-const PER_NODE: { name: string; ip: string; local: string[] }[] = [
-  { name: 'svcnet-control-plane', ip: '172.18.0.2', local: [] },
-  { name: 'svcnet-worker', ip: '172.18.0.3', local: ['10.244.1.21:8080'] },
-  { name: 'svcnet-worker2', ip: '172.18.0.4', local: ['10.244.2.21:8080', '10.244.2.22:8080'] },
-];
 
 /** `svcnet trace --json`'s outcomes. */
 async function traceCLI(flags: Partial<Parameters<typeof runTrace>[0]>): Promise<Outcome[]> {
@@ -741,22 +616,6 @@ async function traceCLI(flags: Partial<Parameters<typeof runTrace>[0]>): Promise
 
 const outcomeKey = (o: Outcome): string =>
   `${o.verdict} ${o.dnat ?? '-'} masq=${o.masquerade} p=${o.probability.toFixed(6)}`;
-
-/** A node namespace with `nodeIP`, an external client beside it and the endpoints behind it. */
-async function nodeWithClient(
-  short: string,
-  nodeIP: string,
-): Promise<{ node: string; ext: Client }> {
-  const node = addNs(`${short}-node`);
-  const ext = addNs(`${short}-ext`);
-  linkUplink(node, ext, [`${nodeIP}/24`], [`${EXTERNAL_CLIENT}/24`]);
-  inNs(node, 'sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
-  const pods = addNs(`${short}-pods`);
-  const [first = '', ...more] = NODE_ENDPOINTS;
-  linkPod(node, pods, first, more);
-  await startServer(pods, first, [5678, 8080], []);
-  return { node, ext: new Client(ext) };
-}
 
 test(
   'a NodePort on every node of a three-node manifest: render --mode nftables --node loaded with nft -f does one of trace --mode nftables --node’s outcomes',
@@ -786,17 +645,11 @@ test(
         if (port === 30080) masq(true, '10.244.1.12:5678', '10.244.2.9:5678')(traced);
         else if (n.local.length === 0) only('drop')(traced);
         else masq(false, ...n.local)(traced);
-        const dropExpected = traced.every((o) => o.verdict === 'drop');
         for (let a = 0; a < attempts; a++) {
-          const ob = await ext.send({
-            proto: 'tcp',
-            dst: n.ip,
-            port,
-            timeoutMs: dropExpected ? 1500 : 8000,
-          });
+          const ob = await observe(ext, { ...packet, proto: 'tcp' }, traced);
           if (!traced.some((o) => agrees(o, ob, EXTERNAL_CLIENT)))
             failures.push(
-              `${n.name} ${n.ip}:${port}: kernel: ${describe(ob)}; traced: ${describeOutcomes(traced)}`,
+              `${n.name} ${n.ip}:${port}: kernel: ${describeObservation(ob)}; traced: ${describeOutcomes(traced)}`,
             );
         }
       }
