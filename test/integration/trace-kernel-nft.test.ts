@@ -216,6 +216,22 @@ const SCENARIOS: Scenario[] = [
     expect: only('drop'),
   },
   {
+    name: 'ClusterIP, a port the Service does not have, from the node: rejected',
+    ...NODE,
+    dst: '172.30.0.41:81',
+    proto: 'tcp',
+    attempts: 1,
+    expect: only('reject'),
+  },
+  {
+    name: 'an unallocated ClusterIP in the ServiceCIDR, from the node: dropped',
+    ...NODE,
+    dst: '172.30.0.99:80',
+    proto: 'udp',
+    attempts: 1,
+    expect: only('drop'),
+  },
+  {
     name: 'hairpin: an endpoint reaches itself via its ClusterIP (masqueraded)',
     client: 'hairpin',
     src: '10.180.0.3',
@@ -466,6 +482,10 @@ before(async () => {
   if (skip) return;
   sweepStale();
   const { node, ext, pod } = fixtureNode();
+  // Where a packet the rules should drop would go if they did not: a namespace owning those
+  // destinations and answering nothing, so an escaped packet is refused, not silently lost.
+  // (Destinations the rules should reject are not here: an escape times out at the client.)
+  linkPod(node, addNs('sink'), '172.30.0.99', ['172.30.0.48', '9.10.11.12', '5.6.7.8']);
   // One namespace for every endpoint (the hairpin client binds 10.180.0.3 in it).
   const eps = addNs('eps');
   const [first = '', ...more] = ENDPOINTS;
