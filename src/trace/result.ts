@@ -97,6 +97,8 @@ export interface TraceResult {
   readonly unsupported: readonly UnsupportedRule[];
   /** Remarks: assumed hooks, skipped nat, lenient parsing. */
   readonly notes: readonly string[];
+  /** The rules walked; absent means iptables. */
+  readonly dataplane?: 'iptables' | 'nftables';
 }
 
 /**

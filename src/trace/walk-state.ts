@@ -57,6 +57,67 @@ export function initialState(packet: Packet, ctx: TraceContext): State {
   };
 }
 
+/**
+ * Goes on (`next`) with every exit that lets the packet continue — a return, a NAT, and an
+ * accept unless `acceptEnds` (an accept ends one table's or base chain's walk at a hook; in
+ * fixture-compatible chain stages it is the verdict) — and records the others in `done`.
+ */
+export function continueExits(
+  exits: readonly Exit[],
+  acceptEnds: boolean,
+  done: Done[],
+  next: (s: State, e: Exit) => void,
+): void {
+  for (const e of exits) {
+    if (e.kind === 'return' || e.verdict === 'nat' || (e.verdict === 'accept' && !acceptEnds)) {
+      next(e.state, e);
+      continue;
+    }
+    const last = e.state.path.at(-1);
+    done.push({
+      state: e.state,
+      verdict: e.verdict,
+      by: last?.effect === 'policy' ? 'policy' : 'rule',
+    });
+  }
+}
+
+/**
+ * What both pipelines (the stages of a packet's path over one walker) share: the ends
+ * recorded so far, the walker, the context, whether nat is consulted (NEW connections).
+ */
+export abstract class PathRunner<W> {
+  readonly done: Done[] = [];
+  protected readonly walker: W;
+  protected readonly ctx: TraceContext;
+  protected readonly isNew: boolean;
+
+  constructor(walker: W, ctx: TraceContext) {
+    this.walker = walker;
+    this.ctx = ctx;
+    this.isNew = ctx.ctState === 'NEW';
+  }
+
+  /** The path ends accepted: at the end of its stages, or delivered (local or forward). */
+  protected accepted(state: State, delivery?: 'local' | 'forward'): void {
+    this.done.push({
+      state,
+      verdict: 'accept',
+      by: 'end',
+      ...(delivery !== undefined ? { delivery } : {}),
+    });
+  }
+
+  /** Goes on with the exits that let the packet continue; records the others. */
+  protected continueWith(
+    exits: readonly Exit[],
+    acceptEnds: boolean,
+    next: (s: State, e: Exit) => void,
+  ): void {
+    continueExits(exits, acceptEnds, this.done, next);
+  }
+}
+
 /** A probability as step text (`0.5`, `0.3333333333`). */
 export function formatProbability(p: number): string {
   return Number(p.toFixed(10)).toString();

@@ -26,10 +26,10 @@ import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from '
 import type { Hook, StepEffect, TraceResult, UnsupportedRule, Verdict } from './result.js';
 import {
   cloneState,
+  PathRunner,
   formatProbability,
   initialState,
   toOutcome,
-  type Done,
   type Exit,
   type State,
 } from './walk-state.js';
@@ -395,18 +395,7 @@ function deliver(where: 'local' | 'forward'): Stage[] {
 }
 
 /** Runs the stages of a packet's path; every way the packet leaves it is one `done`. */
-class Pipeline {
-  readonly done: Done[] = [];
-  private readonly walker: Walker;
-  private readonly ctx: TraceContext;
-  private readonly isNew: boolean;
-
-  constructor(walker: Walker, ctx: TraceContext) {
-    this.walker = walker;
-    this.ctx = ctx;
-    this.isNew = ctx.ctState === 'NEW';
-  }
-
+class Pipeline extends PathRunner<Walker> {
   /** nat tables are consulted only for NEW connections. */
   natTables(tables: IptablesTableName[]): IptablesTableName[] {
     return this.isNew ? tables : tables.filter((t) => t !== 'nat');
@@ -441,11 +430,11 @@ class Pipeline {
   run(stages: readonly Stage[], state: State): void {
     const [stage, ...rest] = stages;
     if (!stage) {
-      this.done.push({ state, verdict: 'accept', by: 'end' });
+      this.accepted(state);
       return;
     }
     if (stage.kind === 'deliver') {
-      this.done.push({ state, verdict: 'accept', by: 'end', delivery: stage.where });
+      this.accepted(state, stage.where);
       return;
     }
     if (stage.kind === 'route') {
@@ -513,27 +502,6 @@ class Pipeline {
       ],
       state,
     );
-  }
-
-  /**
-   * Goes on with every exit that lets the packet continue; records the others. In a hook,
-   * ACCEPT ends only this table's walk; in fixture-compatible chain stages it is the verdict
-   * (kube-proxy's tracer records it as the output).
-   */
-  private continueWith(exits: Exit[], acceptEnds: boolean, next: (s: State) => void): void {
-    for (const e of exits) {
-      if (e.kind === 'return' || e.verdict === 'nat' || (e.verdict === 'accept' && !acceptEnds)) {
-        // ACCEPT ends this table's chain for this hook; the next table still sees the packet.
-        next(e.state);
-      } else {
-        const last = e.state.path.at(-1);
-        this.done.push({
-          state: e.state,
-          verdict: e.verdict,
-          by: last?.effect === 'policy' ? 'policy' : 'rule',
-        });
-      }
-    }
   }
 }
 

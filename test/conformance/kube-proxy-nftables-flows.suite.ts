@@ -1,10 +1,10 @@
 // Conformance suite `kube-proxy-nftables-flows`: every packetFlow expectation in
 // ../shared/fixtures/kube-proxy/nftables (207 flows), traced by src/trace/nft over the ruleset
-// our nftables planner produces for the fixture's Services and EndpointSlices as they stand
-// at that step (one full sync with the fixture's proxier profile, applied to the atomic
-// Fake). Each flow is one case and must pass twice: in fixture-compatible mode (the fixtures
-// README's "Packet-flow semantics") and in kernel mode (the hooks and routing a real node
-// applies).
+// our nftables proxy pipeline leaves in the atomic Fake at that step (the rules suite's
+// fixture proxier: change trackers, the planner's full then partial syncs, the fixture's
+// proxier profile). Each flow is one case and must pass twice: in fixture-compatible mode
+// (the fixtures README's "Packet-flow semantics") and in kernel mode (the hooks and routing
+// a real node applies).
 
 import { join } from 'node:path';
 import type { CaseResult, ConformanceSuite } from './harness.js';
@@ -15,14 +15,13 @@ import {
   asServices,
   loadFixtures,
   loadProfiles,
+  nftablesOptions,
   resolveProfile,
   type FixtureProfile,
+  type FixtureStep,
 } from './kube-proxy-fixtures.js';
-import type { EndpointSlice, Service } from '../../src/kube/types.js';
+import { NftFixtureProxier } from './kube-proxy-nftables-rules.suite.js';
 import type { Ruleset } from '../../src/netfilter/nftables/model.js';
-import { NftFake } from '../../src/netfilter/nftables/fake.js';
-import type { NftablesProxierOptions } from '../../src/proxy/nftables/options.js';
-import { planNftablesFromObjects } from '../../src/proxy/nftables/plan-objects.js';
 import { traceNftPacket } from '../../src/trace/nft/trace.js';
 import { inferOrigin, defaultContext, type Packet, type Protocol } from '../../src/trace/packet.js';
 import type { Outcome, TraceResult } from '../../src/trace/result.js';
@@ -38,25 +37,6 @@ interface FlowTest {
   readonly masq: boolean;
 }
 
-/** Maps a profile onto our nftables proxier options (what NewFakeProxier sets). */
-function nftablesOptions(p: FixtureProfile): NftablesProxierOptions {
-  const d = p.localDetector;
-  return {
-    nodeName: p.nodeName,
-    nodeIP: p.nodeIP,
-    nodeZone: '',
-    localDetector:
-      (d.mode === 'ClusterCIDR' || d.mode === 'NodeCIDR') && d.cidr !== undefined
-        ? { mode: d.mode, cidr: d.cidr }
-        : { mode: 'None' },
-    masqueradeMark: p.masqueradeMark,
-    masqueradeAll: p.masqueradeAll,
-    nodePortAddresses: p.nodePortAddresses,
-    localAddresses: p.interfaces.flatMap((i) => i.addresses),
-    serviceCIDRs: p.serviceCIDRs ?? [],
-  };
-}
-
 /** The label kube-proxy's tracer gives one outcome (fixtures README, `output`). */
 function fixtureLabel(o: Outcome): string {
   if (o.verdict === 'drop') return 'DROP';
@@ -69,27 +49,6 @@ function fixtureOutput(r: TraceResult): { labels: Set<string>; masq: boolean } {
   const labels = new Set(r.outcomes.map(fixtureLabel));
   if (labels.size > 1) labels.delete('');
   return { labels, masq: r.outcomes.some((o) => o.masquerade) };
-}
-
-function keyOf(o: { metadata?: { namespace?: string; name?: string } }): string {
-  return `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
-}
-
-/** Our planner's full sync for the objects, applied to a fresh Fake. */
-function planRuleset(
-  profile: FixtureProfile,
-  services: readonly Service[],
-  slices: readonly EndpointSlice[],
-): Ruleset {
-  const { plan } = planNftablesFromObjects(
-    services,
-    slices,
-    nftablesOptions(profile),
-    profile.ipFamily,
-  );
-  const fake = new NftFake();
-  fake.run(plan.transaction);
-  return fake.ruleset();
 }
 
 /** The fixtures' address conventions: pods 10.0.0.0/8 and fd00:10::/64 (README). */
@@ -136,41 +95,46 @@ function runFlow(ruleset: Ruleset, profile: FixtureProfile, t: FlowTest): string
   return failures.length > 0 ? failures.join('\n') : undefined;
 }
 
-/** The flows of one fixture: objects tracked through its steps, each packetFlow traced. */
+/**
+ * The flows of one fixture: its steps drive the rules suite's fixture proxier (trackers,
+ * full then partial syncs into the Fake), and each packetFlow is traced over the Fake's
+ * ruleset at that point.
+ */
 function runFixture(
   file: string,
-  steps: readonly { action: string; tests?: unknown[] }[],
+  steps: readonly FixtureStep[],
   profile: FixtureProfile,
 ): CaseResult[] {
   const results: CaseResult[] = [];
-  const services = new Map<string, Service>();
-  const slices = new Map<string, EndpointSlice>();
-  let ruleset: Ruleset | undefined;
+  const proxier = new NftFixtureProxier(nftablesOptions(profile), profile);
+  let synced = false;
   let flowStep = 0;
   for (const s of steps) {
     switch (s.action) {
       case 'upsertServices':
-        for (const o of asServices(s)) services.set(keyOf(o), o);
+        proxier.upsertServices(asServices(s));
         break;
       case 'upsertEndpointSlices':
-        for (const o of asEndpointSlices(s)) slices.set(keyOf(o), o);
+        proxier.upsertSlices(asEndpointSlices(s));
         break;
       case 'deleteServices':
-        for (const r of asRefs(s)) services.delete(`${r.namespace}/${r.name}`);
+        proxier.deleteServices(asRefs(s));
         break;
       case 'deleteEndpointSlices':
-        for (const r of asRefs(s)) slices.delete(`${r.namespace}/${r.name}`);
+        proxier.deleteSlices(asRefs(s));
         break;
       case 'sync':
-        ruleset = planRuleset(profile, [...services.values()], [...slices.values()]);
+        proxier.sync();
+        synced = true;
         break;
       case 'packetFlow': {
         flowStep++;
-        const rules = ruleset ?? planRuleset(profile, [...services.values()], [...slices.values()]);
+        if (!synced) proxier.sync();
+        const ruleset = proxier.fake.ruleset();
         for (const t of (s.tests ?? []) as FlowTest[]) {
           const name = `${file.replace(/\.json$/, '')}#${flowStep} ${t.name}`;
           try {
-            const failure = runFlow(rules, profile, t);
+            const failure = runFlow(ruleset, profile, t);
             results.push(
               failure === undefined
                 ? { name, status: 'passed' }

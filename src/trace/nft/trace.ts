@@ -6,7 +6,7 @@
 import type { ChainHook, Ruleset } from '../../netfilter/nftables/model.js';
 import { isLocalAddress, type Packet, type TraceContext } from '../packet.js';
 import type { Hook, TraceResult } from '../result.js';
-import { initialState, toOutcome, type Done, type Exit, type State } from '../walk-state.js';
+import { PathRunner, initialState, toOutcome, type State } from '../walk-state.js';
 import type { BaseChain } from './view.js';
 import { HOOK_NAMES, Walker, prepareNftRuleset, type PreparedNftRuleset } from './walk.js';
 
@@ -25,18 +25,7 @@ const FIXTURE_CHAINS = [
   'nat-postrouting',
 ];
 
-class Pipeline {
-  readonly done: Done[] = [];
-  private readonly isNew: boolean;
-  private readonly walker: Walker;
-  private readonly ctx: TraceContext;
-
-  constructor(walker: Walker, ctx: TraceContext) {
-    this.walker = walker;
-    this.ctx = ctx;
-    this.isNew = ctx.ctState === 'NEW';
-  }
-
+class Pipeline extends PathRunner<Walker> {
   stages(): Stage[] {
     if (this.ctx.mode === 'fixture-compatible')
       return FIXTURE_CHAINS.map((chain) => ({ kind: 'chain', chain }));
@@ -55,12 +44,12 @@ class Pipeline {
   run(stages: readonly Stage[], state: State): void {
     const [stage, ...rest] = stages;
     if (!stage) {
-      this.done.push({ state, verdict: 'accept', by: 'end' });
+      this.accepted(state);
       return;
     }
     switch (stage.kind) {
       case 'deliver':
-        this.done.push({ state, verdict: 'accept', by: 'end', delivery: stage.where });
+        this.accepted(state, stage.where);
         return;
       case 'route':
         this.route(stage.after, state);
@@ -159,29 +148,6 @@ class Pipeline {
       state,
     );
   }
-
-  /**
-   * Goes on with every exit that lets the packet continue (return, accept of one base chain,
-   * a NAT); records drops and rejects. In fixture-compatible stages an accept is final too.
-   */
-  private continueWith(
-    exits: Exit[],
-    acceptEnds: boolean,
-    next: (s: State, e: Exit) => void,
-  ): void {
-    for (const e of exits) {
-      if (e.kind === 'return' || e.verdict === 'nat' || (e.verdict === 'accept' && !acceptEnds)) {
-        next(e.state, e);
-        continue;
-      }
-      const last = e.state.path.at(-1);
-      this.done.push({
-        state: e.state,
-        verdict: e.verdict,
-        by: last?.effect === 'policy' ? 'policy' : 'rule',
-      });
-    }
-  }
 }
 
 /**
@@ -212,5 +178,6 @@ export function traceNftPacket(
     outcomes: pipeline.done.map((d) => toOutcome(d, ctx)),
     unsupported: walker.unsupportedRules(),
     notes: [...notes, ...walker.notes],
+    dataplane: 'nftables',
   };
 }

@@ -383,6 +383,7 @@ test('jump/return/goto, policy drop, unsupported statements reported by name, in
 test('the common text and JSON presentation name nft chains, Services and endpoints', () => {
   const r = trace('203.0.113.2', '5.6.7.8:80', 'external');
   const text = formatTraceText(r);
+  assert.match(text, /^node addresses \(fib type local\): 127\.0\.0\.0\/8, 192\.168\.0\.2/m);
   assert.match(text, /DNAT to 10\.180\.0\.3:80 — Service ns5\/svc5:p80, endpoint 10\.180\.0\.3:80/);
   assert.match(
     text,
@@ -393,7 +394,8 @@ test('the common text and JSON presentation name nft chains, Services and endpoi
     /ip kube-proxy endpoint-GTK6MW7G-ns5\/svc5\/tcp\/p80__10\.180\.0\.3\/80 #2: DNAT to 10\.180\.0\.3:80/,
   );
   assert.match(text, /meta l4proto tcp dnat to 10\.180\.0\.3:80/);
-  const json = traceToJSON(r) as { outcomes: { servicePort: string }[] };
+  const json = traceToJSON(r) as { dataplane: string; outcomes: { servicePort: string }[] };
+  assert.equal(json.dataplane, 'nftables');
   assert.equal(json.outcomes[0]?.servicePort, 'ns5/svc5:p80');
 });
 
