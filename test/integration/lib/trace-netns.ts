@@ -3,18 +3,29 @@
 // namespace, and tiny node agents started inside namespaces: a server that answers TCP and
 // UDP with "<its address>:<port> <client address>", and a client that makes connections on
 // request (JSON lines on stdin/stdout) and reports reply / refused / timeout. Everything runs
-// through `ip netns exec`; nothing touches the namespace the test runs in.
+// through `ip netns exec`; nothing touches the namespace the test runs in. Also what both
+// kernel-agreement tests (iptables and nftables) share: the fixture-like manifests, the
+// node / external client / pod arrangement, the scenarios' shape, and whether an observation
+// is what a traced outcome predicts.
 
+import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import type { Origin } from '../../../src/trace/packet.js';
+import type { Outcome } from '../../../src/trace/result.js';
 import { missingToolsReason } from './prereq.js';
 
 export const PREFIX = `svcnet-tr${process.pid}-`;
 
-/** Why the kernel test cannot run here, or undefined when it can. */
-export function missingPrerequisite(): string | undefined {
+/**
+ * Why the kernel test cannot run here, or undefined when it can. `tools` are the ones the
+ * test loads rules with besides `ip` (default: iptables'; the nftables test passes `nft`).
+ */
+export function missingPrerequisite(
+  tools: readonly string[] = ['iptables-restore', 'iptables-save'],
+): string | undefined {
   if (process.getuid?.() !== 0) return 'needs root';
-  const missing = missingToolsReason(['ip', 'iptables-restore', 'iptables-save']);
+  const missing = missingToolsReason(['ip', ...tools]);
   if (missing !== undefined) return missing;
   const probe = spawnSync('ip', ['netns', 'list']);
   if (probe.status !== 0) return `ip netns unavailable: ${probe.stderr.toString().trim()}`;
@@ -69,6 +80,40 @@ export function removeAll(): void {
 }
 
 let linkSeq = 0;
+
+/**
+ * Connects a node namespace to an external client's with a veth pair named eth0 at both ends
+ * (the node's uplink), gives each end its addresses (CIDR form) and brings both up. Routes
+ * are the caller's.
+ */
+export function linkUplink(
+  node: string,
+  ext: string,
+  nodeAddrs: readonly string[],
+  extAddrs: readonly string[],
+): void {
+  sh('ip', [
+    '-n',
+    node,
+    'link',
+    'add',
+    'eth0',
+    'type',
+    'veth',
+    'peer',
+    'name',
+    'eth0',
+    'netns',
+    ext,
+  ]);
+  for (const [ns, addrs] of [
+    [node, nodeAddrs],
+    [ext, extAddrs],
+  ] as const) {
+    for (const a of addrs) sh('ip', ['-n', ns, 'addr', 'add', a, 'dev', 'eth0']);
+    sh('ip', ['-n', ns, 'link', 'set', 'eth0', 'up']);
+  }
+}
 
 /**
  * Connects a pod namespace to the node namespace the way the CNI ptp plugin does: a veth
@@ -219,4 +264,192 @@ export function stopAgents(): void {
   for (const c of started.splice(0)) {
     if (c.pid !== undefined && c.exitCode === null) c.kill('SIGKILL');
   }
+}
+
+// ---- Scenarios, as both kernel-agreement tests write and check them ----
+
+export function svcManifest(name: string, spec: string): string {
+  return `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}, namespace: ns}\nspec:\n${spec}`;
+}
+
+/** An endpoint: address, node, and its conditions when it is not simply ready. */
+export type EndpointSpec = readonly [string, string, ('terminating' | 'serving-terminating')?];
+
+const CONDITIONS = {
+  terminating: '{ready: false, serving: false, terminating: true}',
+  'serving-terminating': '{ready: false, serving: true, terminating: true}',
+};
+
+export function sliceManifest(
+  name: string,
+  ports: string,
+  endpoints: readonly EndpointSpec[],
+): string {
+  const eps = endpoints
+    .map(
+      ([ip, node, c]) =>
+        `- addresses: [${ip}]\n  nodeName: ${node}${c ? `\n  conditions: ${CONDITIONS[c]}` : ''}`,
+    )
+    .join('\n');
+  return `apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: ${name}-1\n  namespace: ns\n  labels: {kubernetes.io/service-name: ${name}}\naddressType: IPv4\nendpoints:\n${eps}\nports: ${ports}`;
+}
+
+export type ClientName = 'pod' | 'node' | 'ext' | 'hairpin';
+
+export const CLIENT_ORIGIN: Readonly<Record<ClientName, Origin>> = {
+  pod: 'pod',
+  hairpin: 'pod',
+  node: 'node',
+  ext: 'external',
+};
+
+export interface Scenario {
+  readonly name: string;
+  readonly client: ClientName;
+  readonly src: string;
+  /** Bind the client socket to `src` (a second address of the client). */
+  readonly bind?: boolean;
+  readonly dst: string;
+  readonly proto: 'tcp' | 'udp';
+  readonly attempts: number;
+  /** What the scenario is about, checked besides agreement (e.g. `drop`, `masq`). */
+  readonly expect: (o: readonly Outcome[]) => void;
+}
+
+/** Each outcome's DNAT destination, or its verdict when there is none; sorted. */
+export const dnats = (o: readonly Outcome[]): string[] => o.map((x) => x.dnat ?? x.verdict).sort();
+
+/** Asserts the outcomes are exactly these destinations / verdicts. */
+export const only =
+  (...want: string[]) =>
+  (o: readonly Outcome[]): void => {
+    assert.deepEqual(dnats(o), [...want].sort());
+  };
+
+/** Asserts `only(...want)` and that every outcome is (not) masqueraded. */
+export const masq =
+  (m: boolean, ...want: string[]) =>
+  (o: readonly Outcome[]): void => {
+    only(...want)(o);
+    assert.ok(
+      o.every((x) => x.masquerade === m),
+      `masquerade should be ${m}`,
+    );
+  };
+
+/** Whether a kernel observation is what this outcome predicts. */
+export function agrees(o: Outcome, ob: Observation, src: string): boolean {
+  switch (ob.kind) {
+    case 'reply':
+      return o.verdict === 'accept' && o.dnat === ob.server && o.masquerade === (ob.client !== src);
+    case 'refused':
+      return o.verdict === 'reject';
+    case 'timeout':
+      return o.verdict === 'drop';
+    case 'error':
+      return false;
+  }
+}
+
+export function describeObservation(ob: Observation): string {
+  return ob.kind === 'reply'
+    ? `reply from ${ob.server} seeing client ${ob.client}`
+    : ob.kind === 'error'
+      ? `error ${ob.code}`
+      : ob.kind;
+}
+
+export function describeOutcomes(o: readonly Outcome[]): string {
+  return o.map((x) => `${x.verdict} ${x.dnat ?? ''} masq=${x.masquerade}`).join(' | ');
+}
+
+/** Sends one connection of `s` from `client`; waits long only when an answer is expected. */
+export function observe(
+  client: Client,
+  s: Pick<Scenario, 'src' | 'bind' | 'dst' | 'proto'>,
+  expected: readonly Outcome[],
+): Promise<Observation> {
+  const [dst = '', port = '0'] = s.dst.split(':');
+  const dropExpected = expected.every((o) => o.verdict === 'drop');
+  return client.send({
+    proto: s.proto,
+    dst,
+    port: Number(port),
+    ...(s.bind === true ? { src: s.src } : {}),
+    timeoutMs: dropExpected ? 1500 : 8000,
+  });
+}
+
+/**
+ * kube-proxy's fixture node: `node` (192.168.0.2/24 and 203.0.113.1/24 on its uplink,
+ * forwarding on, default route to the client with source 192.168.0.2, as on a kind node),
+ * `ext` (203.0.113.2/24 and 203.0.113.130/24, routed via the node) and a pod `pod`
+ * (10.0.0.2).
+ */
+export function fixtureNode(): { node: string; ext: string; pod: string } {
+  const node = addNs('node');
+  const ext = addNs('ext');
+  linkUplink(
+    node,
+    ext,
+    ['192.168.0.2/24', '203.0.113.1/24'],
+    ['203.0.113.2/24', '203.0.113.130/24'],
+  );
+  sh('ip', ['-n', ext, 'route', 'add', 'default', 'via', '203.0.113.1']);
+  sh('ip', [
+    '-n',
+    node,
+    'route',
+    'add',
+    'default',
+    'via',
+    '203.0.113.2',
+    'dev',
+    'eth0',
+    'src',
+    '192.168.0.2',
+  ]);
+  inNs(node, 'sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
+  const pod = addNs('pod');
+  linkPod(node, pod, '10.0.0.2');
+  return { node, ext, pod };
+}
+
+// ---- The three-node manifest of examples/, checked per node through the CLI ----
+
+export const NODE_FILES = [
+  'examples/nodes.yaml',
+  'examples/nodeport.yaml',
+  'examples/nodeport-local.yaml',
+];
+/** Every endpoint of NODE_FILES; one namespace per node stands for all of them. */
+export const NODE_ENDPOINTS = [
+  '10.244.1.12',
+  '10.244.2.9',
+  '10.244.1.21',
+  '10.244.2.21',
+  '10.244.2.22',
+];
+export const EXTERNAL_CLIENT = '172.18.0.100';
+/** Each Node of NODE_FILES: its InternalIP and the eTP=Local NodePort's endpoints on it. */
+export const PER_NODE: readonly { name: string; ip: string; local: string[] }[] = [
+  { name: 'svcnet-control-plane', ip: '172.18.0.2', local: [] },
+  { name: 'svcnet-worker', ip: '172.18.0.3', local: ['10.244.1.21:8080'] },
+  { name: 'svcnet-worker2', ip: '172.18.0.4', local: ['10.244.2.21:8080', '10.244.2.22:8080'] },
+];
+
+/** A node namespace with `nodeIP`, an external client beside it and the endpoints behind it. */
+export async function nodeWithClient(
+  short: string,
+  nodeIP: string,
+): Promise<{ node: string; ext: Client }> {
+  const node = addNs(`${short}-node`);
+  const ext = addNs(`${short}-ext`);
+  linkUplink(node, ext, [`${nodeIP}/24`], [`${EXTERNAL_CLIENT}/24`]);
+  inNs(node, 'sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
+  const pods = addNs(`${short}-pods`);
+  const [first = '', ...more] = NODE_ENDPOINTS;
+  linkPod(node, pods, first, more);
+  await startServer(pods, first, [5678, 8080], []);
+  return { node, ext: new Client(ext) };
 }
