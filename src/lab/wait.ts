@@ -10,7 +10,9 @@
 // latest EndpointSlices. A proxy a moment behind reports "settled" with only some endpoints
 // programmed, and curls right after `lab up` all land on the same Pod. So each node's nat
 // table must hold a DNAT to every endpoint the proxy would use for that node, computed by
-// the proxy's own model from what the API server lists.
+// the proxy's own model from what the API server lists. In nftables mode the same holds of
+// its `ip kube-proxy` table: each service chain (or its endpoint chains) must DNAT to every
+// endpoint the proxy would use (`expectedNftEndpoints`, `unprogrammedNftEndpoints`).
 
 import type { Deployment, EndpointSlice, Node, Pod, Service, StatefulSet } from '../kube/types.js';
 import { isPodReady, isPodTerminating, podIPs } from '../controllers/reconcile-util.js';
@@ -146,5 +148,68 @@ export function unprogrammedEndpoints(
   iptablesSave: string,
 ): string[] {
   const have = programmedEndpointRules(iptablesSave);
+  return [...expected].filter(([key]) => !have.has(key)).map(([, what]) => what);
+}
+
+/**
+ * nftables mode: the endpoints each service port's chains must DNAT to on `nodeName`, keyed
+ * `ns/svc/proto/portName IP:PORT` (the name kube-proxy's nftables chains end with), as the
+ * proxy's model decides them.
+ */
+export function expectedNftEndpoints(
+  services: readonly Service[],
+  endpointSlices: readonly EndpointSlice[],
+  node: Node | undefined,
+  nodeName: string,
+  family: IPFamily = 'IPv4',
+): Map<string, string> {
+  const snap = trackObjects(services, endpointSlices, family, nodeName, true).snapshot;
+  const topology = { nodeName, zone: node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '' };
+  const want = new Map<string, string>();
+  for (const [key, sp] of snap.services) {
+    const { namespace, name, port } = sp.name;
+    const base = `${namespace}/${name}/${sp.protocol.toLowerCase()}/${port}`;
+    const cat = categorizeEndpoints(snap.endpoints.get(key) ?? [], sp, topology);
+    for (const ep of cat.allReachableEndpoints)
+      want.set(`${base} ${ep.endpoint}`, `${sp.nameString} -> ${ep.endpoint}`);
+  }
+  return want;
+}
+
+/** A service, local or endpoint chain of kube-proxy's nftables table: `service-HASH8-ns/svc/proto/port`. */
+const NFT_CHAIN = /^\s*chain (?:service|local|endpoint)-[A-Z0-9]{8}-(\S+?)(?:__\S+)? \{$/;
+
+/**
+ * `ns/svc/proto/portName IP:PORT` of every DNAT in the service, local and endpoint chains of
+ * a `nft list table ip kube-proxy` dump: the `numgen random mod N map { i : IP . PORT }`
+ * entries and the direct `dnat to IP:PORT`.
+ */
+export function programmedNftEndpoints(nftList: string): Set<string> {
+  const have = new Set<string>();
+  let base: string | undefined;
+  for (const line of nftList.split('\n')) {
+    const chain = NFT_CHAIN.exec(line);
+    if (chain) {
+      base = chain[1];
+      continue;
+    }
+    if (/^\s*}/.test(line)) base = undefined;
+    if (base === undefined || !line.includes('dnat')) continue;
+    for (const m of line.matchAll(/\d+ : ([0-9a-fA-F.:]+) \. (\d+)/g)) {
+      const ip = m[1] ?? '';
+      have.add(`${base} ${ip.includes(':') ? `[${ip}]` : ip}:${m[2] ?? ''}`);
+    }
+    const direct = /dnat (?:ip6? )?to (\S+:\d+)/.exec(line);
+    if (direct) have.add(`${base} ${direct[1] ?? ''}`);
+  }
+  return have;
+}
+
+/** `unprogrammedEndpoints` for nftables mode, over a `nft list table ip kube-proxy` dump. */
+export function unprogrammedNftEndpoints(
+  expected: ReadonlyMap<string, string>,
+  nftList: string,
+): string[] {
+  const have = programmedNftEndpoints(nftList);
   return [...expected].filter(([key]) => !have.has(key)).map(([, what]) => what);
 }
