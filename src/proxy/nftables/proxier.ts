@@ -1,0 +1,192 @@
+// The nftables proxier: kube-proxy's nftables mode on the shared proxier wiring
+// (proxier-base.ts: informers → change trackers → bounded-frequency runner, health-check node
+// ports, UDP conntrack cleanup). Each sync of a family takes a snapshot, asks the pure
+// `planNftables` for the family's transaction (full: the whole `ip|ip6 kube-proxy` table,
+// diffed against the kernel's elements read back first; partial: only the changed Services'
+// chains and elements) and applies it as ONE atomic transaction through the backend. Stale
+// service chains are flushed at once and deleted ≥ 1 s later (the plan ages them on the
+// injected Clock) in a separate transaction run before the sync's own: a failed delete is
+// counted (`…_nftables_cleanup_failures_total`) and forces a full sync, a refused sync is
+// counted (`…_nftables_sync_failures_total`), leaves the kernel as it was and is retried by
+// the runner as a full sync. A Service port the kernel would refuse (a comment too long, an
+// invalid port) is left out by the plan, logged and counted; the others are programmed.
+
+import type { Node } from '../../kube/types.js';
+import type { TableRef, TableState, Transaction } from '../../netfilter/nftables/model.js';
+import type { IPFamily } from '../../util/ip.js';
+import { takeSnapshot } from '../model/snapshot.js';
+import type { ProxySnapshot } from '../model/snapshot.js';
+import { ProxierBase, newFamilyTrackers } from '../proxier-base.js';
+import type { FamilyTrackers, ProxierBaseDeps } from '../proxier-base.js';
+import type { SyncReport } from '../proxier.js';
+import { recordNetworkProgramming } from '../iptables/sync-metrics.js';
+import type { NftablesProxierOptions } from './options.js';
+import { planNftables, tableRefOf } from './plan.js';
+import type { NftPlanState, NftablesPlan } from './plan.js';
+import type { NftablesMetrics } from './sync-metrics.js';
+import { recordNftSyncMetrics } from './sync-metrics.js';
+
+/** The nftables operations a sync uses (one family's backend; real or Fake). */
+export interface ProxierNft {
+  readonly family: IPFamily;
+  /**
+   * Applies one transaction atomically (all or nothing, as `nft -f -` does); resolves with
+   * the size of what was handed to the kernel, in bytes.
+   */
+  apply(tx: Transaction): Promise<number>;
+  /** The table as the kernel holds it now; undefined when it does not exist. */
+  readTable(ref: TableRef): Promise<TableState | undefined>;
+}
+
+export interface NftablesProxierDeps extends ProxierBaseDeps {
+  /** One entry per IP family the node runs (IPv4 first for dual-stack, like kube-proxy). */
+  readonly families: readonly { readonly family: IPFamily; readonly nft: ProxierNft }[];
+  /** Plan options for a family, given the Node as last seen (re-evaluated every sync). */
+  readonly optionsFor: (family: IPFamily, node: Node | undefined) => NftablesProxierOptions;
+  /** The nftables-only counters (registered in nftables mode only). */
+  readonly nftMetrics: NftablesMetrics;
+}
+
+interface FamilyState extends FamilyTrackers {
+  readonly nft: ProxierNft;
+  planState: NftPlanState | undefined;
+  lastPlan: NftablesPlan | undefined;
+}
+
+/** See the file header. */
+export class NftablesProxier extends ProxierBase<FamilyState> {
+  private readonly optionsFor: NftablesProxierDeps['optionsFor'];
+  private readonly nftMetrics: NftablesMetrics;
+
+  constructor(deps: NftablesProxierDeps) {
+    super(
+      deps,
+      deps.families.map(({ family, nft }) => ({
+        ...newFamilyTrackers(family, deps.nodeName),
+        nft,
+        planState: undefined,
+        lastPlan: undefined,
+      })),
+      'nftables',
+    );
+    this.optionsFor = deps.optionsFor;
+    this.nftMetrics = deps.nftMetrics;
+  }
+
+  /** The last successful plan of a family (for debugging and tests). */
+  lastPlan(family: IPFamily): NftablesPlan | undefined {
+    return this.families.find((f) => f.family === family)?.lastPlan;
+  }
+
+  protected async syncFamily(f: FamilyState): Promise<SyncReport> {
+    const { clock, log, metrics } = this.deps;
+    const start = clock.now();
+    const fullSync = this.wantsFullSync(f, start);
+    log.debug({ ipFamily: f.family, fullSync }, 'Syncing nftables rules');
+    const snapshot = takeSnapshot(f.services, f.endpoints);
+    metrics.serviceChangesPending.set(0);
+    metrics.endpointChangesPending.set(0);
+    // From here on the trackers' changes are consumed: any failure must force a full sync.
+    f.needFullSync = true;
+    const { plan, bytes, cleanupFailed } = await this.planAndApply(f, snapshot, fullSync, start);
+    f.planState = plan.state;
+    if (plan.fullSync) f.lastFullSyncAt = start;
+    // A failed delete of stale chains: the next sync is full, with the kernel read back.
+    f.needFullSync = cleanupFailed;
+    f.lastPlan = plan;
+    this.syncedOnce = true;
+
+    const end = clock.now();
+    recordNftSyncMetrics(metrics, plan, f.family, (end - start) / 1000, end);
+    recordNetworkProgramming(metrics, log, f.family, snapshot.lastChangeTriggerTimes, end);
+    this.nftMetrics.skippedServicePorts.set({ ip_family: f.family }, plan.skippedServicePorts);
+    this.deps.health.updated(f.family);
+    log.info(
+      {
+        ipFamily: f.family,
+        fullSync: plan.fullSync,
+        elapsed: `${end - start}ms`,
+        elapsedMs: end - start,
+        numServices: plan.numServices,
+        numEndpoints: plan.numEndpoints,
+        operations: plan.counts.operations,
+      },
+      'SyncProxyRules complete',
+    );
+    await this.cleanConntrack(f, snapshot.services, snapshot.endpoints);
+    return {
+      family: f.family,
+      fullSync: plan.fullSync,
+      startedAt: start,
+      elapsedMs: end - start,
+      restoreBytes: bytes,
+    };
+  }
+
+  /**
+   * Plans one family's sync (a full sync reads the kernel's table first, the diff base of
+   * its elements and the source of stale chains), deletes aged stale chains in their own
+   * transaction, then applies the sync in one. Counts and logs a refused sync, then throws.
+   */
+  private async planAndApply(
+    f: FamilyState,
+    snapshot: ProxySnapshot,
+    fullSync: boolean,
+    start: number,
+  ): Promise<{ plan: NftablesPlan; bytes: number; cleanupFailed: boolean }> {
+    const { log } = this.deps;
+    let plan: NftablesPlan;
+    try {
+      const current = fullSync ? await f.nft.readTable(tableRefOf(f.family)) : undefined;
+      plan = planNftables(
+        {
+          family: f.family,
+          services: snapshot.services,
+          endpoints: snapshot.endpoints,
+          options: this.optionsFor(f.family, this.node),
+          changedServices: fullSync ? 'all' : snapshot.changedServices,
+          nowMs: start,
+          ...(current !== undefined ? { current } : {}),
+        },
+        f.planState,
+      );
+    } catch (err) {
+      this.nftMetrics.syncFailuresTotal.inc();
+      log.error({ err, ipFamily: f.family, fullSync }, 'Failed to read the nftables table');
+      throw err;
+    }
+    for (const w of plan.warnings) log.info({ ipFamily: f.family }, w);
+    if (plan.skippedServicePorts > 0)
+      log.warn(
+        { ipFamily: f.family, skipped: plan.skippedServicePorts },
+        'Skipping Service ports the kernel would refuse',
+      );
+    let cleanupFailed = false;
+    if (plan.cleanup.length > 0) {
+      log.info(
+        { ipFamily: f.family, numChains: plan.cleanup.length },
+        'Deleting stale nftables chains',
+      );
+      try {
+        await f.nft.apply(plan.cleanup);
+      } catch (err) {
+        // The chains stay flushed; the next (full) sync finds them in the kernel again.
+        cleanupFailed = true;
+        this.nftMetrics.cleanupFailuresTotal.inc();
+        log.error({ err, ipFamily: f.family }, 'Unable to delete stale chains; will retry later');
+      }
+    }
+    log.debug(
+      { ipFamily: f.family, numServices: plan.numServices, numEndpoints: plan.numEndpoints },
+      'Reloading service nftables data',
+    );
+    try {
+      const bytes = plan.transaction.length > 0 ? await f.nft.apply(plan.transaction) : 0;
+      return { plan, bytes, cleanupFailed };
+    } catch (err) {
+      this.nftMetrics.syncFailuresTotal.inc();
+      log.error({ err, ipFamily: f.family, fullSync }, 'nftables sync failed');
+      throw err;
+    }
+  }
+}
