@@ -423,7 +423,7 @@ function build(raw: Raw): KubeProxyConfig {
 }
 
 /** The proxy modes svcnet implements; the others are valid kube-proxy modes not built yet. */
-export const BUILT_PROXY_MODES: readonly ProxyMode[] = ['iptables'];
+export const BUILT_PROXY_MODES: readonly ProxyMode[] = ['iptables', 'nftables'];
 
 /** The modes the proxy daemon (`svcnet proxy`) runs. */
 export type DaemonProxyMode = 'iptables' | 'nftables';

@@ -1,8 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
 import type { Statement } from './model.js';
 import {
   canonicalStatements,
@@ -11,31 +9,19 @@ import {
   renderRule,
   renderStatements,
 } from './rule.js';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const repo = join(here, '..', '..', '..');
-const fixtures = process.env.SVCNET_FIXTURES ?? join(repo, '..', 'shared', 'fixtures');
-const nftDir = join(fixtures, 'kube-proxy', 'nftables');
-
-function stringsOf(v: unknown, out: string[]): void {
-  if (typeof v === 'string') out.push(v);
-  else if (Array.isArray(v)) for (const x of v) stringsOf(x, out);
-  else if (v !== null && typeof v === 'object') for (const x of Object.values(v)) stringsOf(x, out);
-}
+import { fixtureTexts, nftFixtureDir } from './testing.js';
 
 /** Every distinct `add rule` line of the kube-proxy nftables fixtures. */
 function ruleLines(): string[] {
-  const texts: string[] = [];
-  for (const f of readdirSync(nftDir).filter((n) => n.endsWith('.json')))
-    stringsOf(JSON.parse(readFileSync(join(nftDir, f), 'utf8')), texts);
   const lines = new Set<string>();
-  for (const t of texts) for (const l of t.split('\n')) if (l.startsWith('add rule ')) lines.add(l);
+  for (const { text } of fixtureTexts())
+    for (const l of text.split('\n')) if (l.startsWith('add rule ')) lines.add(l);
   return [...lines];
 }
 
 test('every fixture rule body parses and renders back to the same text', (t) => {
-  if (!existsSync(nftDir)) {
-    t.skip(`fixtures not found at ${nftDir}`);
+  if (!existsSync(nftFixtureDir)) {
+    t.skip(`fixtures not found at ${nftFixtureDir}`);
     return;
   }
   const lines = ruleLines();

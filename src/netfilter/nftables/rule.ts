@@ -295,8 +295,8 @@ function startsSelector(w: string | undefined, w2: string | undefined): boolean 
   return PAYLOAD_BASES.has(w) && w2 !== undefined && PAYLOAD_FIELDS.has(w2);
 }
 
-/** `a . b . c` parts (one item of a set or a map key/value). */
-function parseParts(c: Cursor): string[] | undefined {
+/** `a . b . c` parts (one item of a set, or a map key or value); numbers canonical. */
+export function parseParts(c: Cursor): string[] | undefined {
   const parts: string[] = [];
   for (;;) {
     const w = c.next();
@@ -339,7 +339,8 @@ function parseOperand(c: Cursor): Operand | undefined {
   return parts === undefined ? undefined : { kind: 'value', value: parts.join(' . ') };
 }
 
-function parseVerdict(c: Cursor): Verdict | undefined {
+/** `accept`, `drop`, `return`, `continue`, `reject [with …]`, `jump X`, `goto X`. */
+export function parseVerdict(c: Cursor): Verdict | undefined {
   const w = c.peek();
   if (w === undefined) return undefined;
   if (SIMPLE_VERDICTS.has(w)) {

@@ -59,7 +59,6 @@ import {
   numgenVmap,
   saddr,
   setref,
-  value,
   verdict,
 } from './statements.js';
 import type { IpX } from './statements.js';

@@ -340,13 +340,13 @@ function staleness(
   fullSync: boolean,
 ): Staleness {
   const now = input.nowMs;
-  const useKernel = fullSync && input.current !== undefined;
+  const kernel = fullSync ? input.current : undefined;
   const active = chainsOf(fullSync ? a.fragments.values() : a.written);
   const prevStale = previous?.staleChains ?? new Map<string, number>();
   let candidates: Iterable<string>;
-  if (useKernel) candidates = [...(input.current?.chains.keys() ?? [])].filter(isServiceChainName);
+  if (kernel) candidates = [...kernel.chains.keys()].filter(isServiceChainName);
   else candidates = chainsOf(a.replaced);
-  const kernelChains = useKernel ? new Set(candidates) : undefined;
+  const kernelChains = kernel ? new Set(candidates) : undefined;
   const staleChains = new Map<string, number>();
   const del: string[] = [];
   for (const [c, at] of prevStale) {
@@ -363,8 +363,8 @@ function staleness(
     staleChains.set(c, now);
   }
   const existingAffinity = new Map<string, NftSet>();
-  if (useKernel) {
-    for (const [name, s] of input.current?.sets ?? [])
+  if (kernel) {
+    for (const [name, s] of kernel.sets)
       if (isAffinitySetName(name)) existingAffinity.set(name, s.set);
   } else for (const [n, s] of affinitySetsOf(a.replaced)) existingAffinity.set(n, s);
   const activeAffinity = affinitySetsOf(fullSync ? a.fragments.values() : a.written);
