@@ -11,14 +11,13 @@ import { RealIptables, commandsFor, detectIptablesVariant } from '../netfilter/i
 import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/backend.js';
 import { parseDocument } from '../netfilter/iptables/parse.js';
 import type { Execer } from '../os/exec.js';
-import { runChecked } from '../os/exec.js';
+import { tableKey } from '../netfilter/nftables/model.js';
 import type { IPFamily } from '../util/ip.js';
 import type { DaemonProxyMode } from './config.js';
 import { planCleanup } from './iptables/plan-cleanup.js';
-
-/** nftables mode's table (`ip kube-proxy`, `ip6 kube-proxy`). */
-const KUBE_PROXY_TABLE = 'kube-proxy';
-const nftFamilyOf = (family: IPFamily): 'ip' | 'ip6' => (family === 'IPv4' ? 'ip' : 'ip6');
+import { ExecProxierNft } from './nftables/proxier.js';
+import type { ProxierNft } from './nftables/proxier.js';
+import { tableRefOf } from './nftables/plan.js';
 
 /** What one mode's cleanup removed in one family. */
 export interface CleanupResult {
@@ -47,30 +46,17 @@ export interface CleanupSeams {
   readonly nftables: () => Promise<readonly NftTableCleaner[]>;
 }
 
-/** The `nft` tool's NftTableCleaner: `nft list tables FAMILY`, then `delete table` if present. */
-export class ExecNftTableCleaner implements NftTableCleaner {
-  readonly family: IPFamily;
-  private readonly execer: Execer;
-
-  constructor(execer: Execer, family: IPFamily) {
-    this.execer = execer;
-    this.family = family;
-  }
-
-  async removeTable(): Promise<boolean> {
-    const fam = nftFamilyOf(this.family);
-    const list = await runChecked(this.execer, { cmd: 'nft', args: ['list', 'tables', fam] });
-    const present = list.stdout
-      .split('\n')
-      .some((l) => l.trim() === `table ${fam} ${KUBE_PROXY_TABLE}`);
-    if (!present) return false;
-    await runChecked(this.execer, {
-      cmd: 'nft',
-      args: ['-f', '-'],
-      stdin: `delete table ${fam} ${KUBE_PROXY_TABLE}\n`,
-    });
-    return true;
-  }
+/** An NftTableCleaner over a ProxierNft (the `nft` tool, or a Fake): read, then delete. */
+export function nftTableCleaner(nft: ProxierNft): NftTableCleaner {
+  const ref = tableRefOf(nft.family);
+  return {
+    family: nft.family,
+    removeTable: async () => {
+      if ((await nft.readTable(ref)) === undefined) return false;
+      await nft.apply([{ verb: 'delete', object: { kind: 'table', ...ref } }]);
+      return true;
+    },
+  };
 }
 
 /**
@@ -124,7 +110,8 @@ export function realCleanupSeams(
   const families: IPFamily[] = ['IPv4', 'IPv6'];
   return {
     iptables: () => cleanupBackends(execer, families, variantSetting),
-    nftables: () => Promise.resolve(families.map((f) => new ExecNftTableCleaner(execer, f))),
+    nftables: () =>
+      Promise.resolve(families.map((f) => nftTableCleaner(new ExecProxierNft(execer, f)))),
   };
 }
 
@@ -185,7 +172,7 @@ export function formatCleanup(results: readonly CleanupResult[]): string {
     .map((r) =>
       r.mode === 'iptables'
         ? `${r.family}: removed ${r.chains} chains, ${r.rules} rules`
-        : `${r.family}: ${r.tables > 0 ? 'removed' : 'no'} nftables table ${nftFamilyOf(r.family)} ${KUBE_PROXY_TABLE}`,
+        : `${r.family}: ${r.tables > 0 ? 'removed' : 'no'} nftables table ${tableKey(tableRefOf(r.family))}`,
     )
     .join('\n');
 }

@@ -18,7 +18,7 @@ import type { Sysctl } from '../os/sysctl.js';
 import type { IPFamily } from '../util/ip.js';
 import { cidrContains, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { Clock } from '../util/clock.js';
-import { cleanupLeftovers, realCleanupSeams } from './cleanup.js';
+import { cleanupLeftovers, nftTableCleaner, realCleanupSeams } from './cleanup.js';
 import type { CleanupSeams } from './cleanup.js';
 import { makeDataplane } from './dataplane.js';
 import type { DataplaneVariant, NftBackendFor } from './dataplane.js';
@@ -338,6 +338,9 @@ function defaultCleanupSeams(cfg: ProxyDaemonConfig, deps: ProxyDaemonDeps): Cle
     return realCleanupSeams(deps.execer, cfg.iptablesVariant);
   return {
     iptables: () => Promise.resolve(iptables === undefined ? [] : cfg.families.map(iptables)),
-    nftables: () => Promise.resolve([]),
+    nftables: () =>
+      Promise.resolve(
+        nftables === undefined ? [] : cfg.families.map((f) => nftTableCleaner(nftables(f))),
+      ),
   };
 }

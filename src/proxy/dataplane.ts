@@ -19,16 +19,18 @@ import type { ProxyHealth } from './healthz.js';
 import { CanaryMonitor } from './iptables/canary.js';
 import { IptablesProxier } from './iptables/proxier.js';
 import type { ProxyMetrics } from './metrics.js';
-import { SvcnetError } from '../errors.js';
+import { ExecProxierNft, NftablesProxier } from './nftables/proxier.js';
+import type { ProxierNft } from './nftables/proxier.js';
+import { NftablesMetrics } from './nftables/sync-metrics.js';
 import type { ProxyHost } from './proxier-options.js';
-import { proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
+import { nftablesProxierOptionsFor, proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
 import type { Proxier } from './proxier.js';
 
 /** The iptables variant programmed, `nftables`, or `injected` (backends given by a test). */
 export type DataplaneVariant = IptablesVariant | 'injected' | 'nftables';
 
 /** Makes a family's nftables backend (tests: Fakes). */
-export type NftBackendFor = (family: IPFamily) => unknown;
+export type NftBackendFor = (family: IPFamily) => ProxierNft;
 
 /** Something the mode runs beside its proxier (the iptables canary). */
 export interface Monitor {
@@ -130,6 +132,18 @@ async function iptablesDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): P
   return { proxier, variant, monitors: [canary] };
 }
 
-function nftablesDataplane(_cfg: ProxyDaemonConfig, _deps: DataplaneDeps): Promise<Dataplane> {
-  return Promise.reject(new SvcnetError('INVALID_INPUT', 'the nftables proxier is not built yet'));
+function nftablesDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promise<Dataplane> {
+  const make = deps.nftables ?? ((family: IPFamily) => new ExecProxierNft(deps.execer, family));
+  const proxier = new NftablesProxier({
+    ...commonDeps(cfg, deps),
+    families: cfg.families.map((family) => ({ family, nft: make(family) })),
+    nftMetrics: new NftablesMetrics(deps.registry),
+    optionsFor: (family, node) =>
+      nftablesProxierOptionsFor(cfg, proxyNodeOf(cfg.nodeName, node), deps.host(), family),
+  });
+  return Promise.resolve({
+    proxier,
+    variant: deps.nftables === undefined ? 'nftables' : 'injected',
+    monitors: [],
+  });
 }

@@ -13,6 +13,12 @@
 
 import type { Node } from '../../kube/types.js';
 import type { TableRef, TableState, Transaction } from '../../netfilter/nftables/model.js';
+import { tableKey } from '../../netfilter/nftables/model.js';
+import { NftFake } from '../../netfilter/nftables/fake.js';
+import { parseRuleset } from '../../netfilter/nftables/parse.js';
+import { renderTransaction } from '../../netfilter/nftables/render.js';
+import { ExecError, runChecked } from '../../os/exec.js';
+import type { Execer } from '../../os/exec.js';
 import type { IPFamily } from '../../util/ip.js';
 import { takeSnapshot } from '../model/snapshot.js';
 import type { ProxySnapshot } from '../model/snapshot.js';
@@ -36,6 +42,59 @@ export interface ProxierNft {
   apply(tx: Transaction): Promise<number>;
   /** The table as the kernel holds it now; undefined when it does not exist. */
   readTable(ref: TableRef): Promise<TableState | undefined>;
+}
+
+/**
+ * ProxierNft over the `nft` tool: `nft -f -` with the rendered transaction, and `nft list
+ * table` parsed back (a missing table reads as undefined).
+ */
+export class ExecProxierNft implements ProxierNft {
+  readonly family: IPFamily;
+  private readonly execer: Execer;
+
+  constructor(execer: Execer, family: IPFamily) {
+    this.execer = execer;
+    this.family = family;
+  }
+
+  async apply(tx: Transaction): Promise<number> {
+    const text = renderTransaction(tx);
+    await runChecked(this.execer, { cmd: 'nft', args: ['-f', '-'], stdin: text });
+    return Buffer.byteLength(text);
+  }
+
+  async readTable(ref: TableRef): Promise<TableState | undefined> {
+    const r = await this.execer.run({ cmd: 'nft', args: ['list', 'table', ref.family, ref.table] });
+    // nft 1.0.6: "Error: No such file or directory" for a table that does not exist.
+    if (r.code !== 0 && /No such file or directory/.test(r.stderr)) return undefined;
+    if (r.code !== 0)
+      throw new ExecError(`nft list table ${tableKey(ref)}: exit ${r.code}: ${r.stderr.trim()}`, r);
+    return parseRuleset(r.stdout).tables.get(tableKey(ref));
+  }
+}
+
+/** ProxierNft over the atomic NftFake (tests, dry runs); bytes are the rendered text's. */
+export class FakeProxierNft implements ProxierNft {
+  readonly family: IPFamily;
+  readonly kernel: NftFake;
+
+  constructor(family: IPFamily = 'IPv4', kernel: NftFake = new NftFake()) {
+    this.family = family;
+    this.kernel = kernel;
+  }
+
+  apply(tx: Transaction): Promise<number> {
+    try {
+      this.kernel.run(tx);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+    return Promise.resolve(Buffer.byteLength(renderTransaction(tx)));
+  }
+
+  readTable(ref: TableRef): Promise<TableState | undefined> {
+    return Promise.resolve(this.kernel.ruleset().tables.get(tableKey(ref)));
+  }
 }
 
 export interface NftablesProxierDeps extends ProxierBaseDeps {
