@@ -53,9 +53,10 @@ import {
   clusterProblems,
   expectedEndpointRules,
   expectedNftEndpoints,
+  missingEndpoints,
+  programmedNftEndpoints,
   proxySettled,
   unprogrammedEndpoints,
-  unprogrammedNftEndpoints,
 } from './wait.js';
 
 export const LAB_ROOT = process.env.SVCNET_LAB_ROOT ?? '/run/svcnet/lab';
@@ -387,7 +388,7 @@ async function unprogrammedOnNode(
     const expected = expectedNftEndpoints(view.services, view.endpointSlices, view.node, n.name);
     if (expected.size === 0) return [];
     const table = await inLab(lab, n.netns, ['nft', 'list', 'table', 'ip', 'kube-proxy']);
-    return unprogrammedNftEndpoints(expected, table.stdout);
+    return missingEndpoints(expected, programmedNftEndpoints(table.stdout));
   }
   const expected = expectedEndpointRules(view.services, view.endpointSlices, view.node, n.name);
   if (expected.size === 0) return [];

@@ -229,22 +229,13 @@ test('only the objects that could be created are used', async () => {
   });
 });
 
-/** iptables mode's leftovers in a FakeIptables: KUBE-SERVICES hooked from PREROUTING, a KUBE-SVC. */
+/** iptables mode's leftovers in a FakeIptables: KUBE-SERVICES hooked from OUTPUT. */
 function iptablesLeftovers(): BackendFake {
   const ipt = new BackendFake('IPv4');
-  ipt.restoreSync(
-    [
-      '*nat',
-      ':PREROUTING ACCEPT [0:0]',
-      ':KUBE-SERVICES - [0:0]',
-      ':KUBE-SVC-AAAAAAAAAAAAAAAA - [0:0]',
-      '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
-      '-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m tcp --dport 443 -j KUBE-SVC-AAAAAAAAAAAAAAAA',
-      'COMMIT',
-      '',
-    ].join('\n'),
-    { noflush: true },
-  );
+  const hook = '-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES';
+  ipt.restoreSync(`*nat\n:OUTPUT ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n${hook}\nCOMMIT\n`, {
+    noflush: true,
+  });
   return ipt;
 }
 

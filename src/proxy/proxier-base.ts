@@ -27,8 +27,12 @@ import { EndpointsChangeTracker, localReadyEndpoints } from './model/endpoints-c
 import type { EndpointsMap } from './model/endpoints-change-tracker.js';
 import { ServiceChangeTracker } from './model/service-change-tracker.js';
 import type { ServicePortMap } from './model/service-change-tracker.js';
+import { takeSnapshot } from './model/snapshot.js';
+import type { ProxySnapshot } from './model/snapshot.js';
 import type { Proxier, ProxierInformers, SyncReport } from './proxier.js';
 import { BoundedFrequencyRunner } from './runner.js';
+import { recordNetworkProgramming, recordSyncTiming } from './sync-metrics.js';
+import type { SyncFigures } from './sync-metrics.js';
 
 /** The dependencies every proxier has. */
 export interface ProxierBaseDeps {
@@ -43,6 +47,22 @@ export interface ProxierBaseDeps {
   readonly syncPeriodMs: number;
   /** A full sync happens at least this often (kube-proxy: 1 hour). */
   readonly fullSyncPeriodMs?: number;
+}
+
+/** What an applied sync tells the shared bookkeeping (`finishSync`). */
+export interface AppliedSync extends SyncFigures {
+  readonly numServices: number;
+  readonly numEndpoints: number;
+  /** Size of what was handed to the kernel. */
+  readonly bytes: number;
+}
+
+/** A family's sync as `beginSync` started it. */
+export interface SyncStart {
+  /** Clock time the sync started. */
+  readonly start: number;
+  readonly fullSync: boolean;
+  readonly snapshot: ProxySnapshot;
 }
 
 /** One IP family's trackers and sync bookkeeping (subclasses add their own state). */
@@ -328,10 +348,57 @@ export abstract class ProxierBase<F extends FamilyTrackers> implements Proxier {
     this.runner.run();
   }
 
-  /** Whether this family's next sync must be full (first, after a failure, or periodic). */
-  protected wantsFullSync(f: F, now: number): boolean {
+  /**
+   * Starts one family's sync: full or partial (first, after a failure, or periodic: full),
+   * and the trackers' snapshot. The trackers' changes are consumed from here on, so the family
+   * is marked for a full sync until the subclass has applied this one.
+   */
+  protected beginSync(f: F): SyncStart {
+    const { clock, log, metrics } = this.deps;
+    const start = clock.now();
     const period = this.deps.fullSyncPeriodMs ?? DEFAULT_FULL_SYNC_PERIOD_MS;
-    return f.needFullSync || f.lastFullSyncAt === undefined || now - f.lastFullSyncAt >= period;
+    const fullSync =
+      f.needFullSync || f.lastFullSyncAt === undefined || start - f.lastFullSyncAt >= period;
+    log.debug({ ipFamily: f.family, fullSync }, `Syncing ${this.what} rules`);
+    const snapshot = takeSnapshot(f.services, f.endpoints);
+    metrics.serviceChangesPending.set(0);
+    metrics.endpointChangesPending.set(0);
+    f.needFullSync = true;
+    return { start, fullSync, snapshot };
+  }
+
+  /**
+   * The bookkeeping after a family's rules were applied: the shared metrics (`record` adds the
+   * mode's own, given the end time), healthz, the completion log line and the stale UDP
+   * conntrack entries; returns the sync's report.
+   */
+  protected async finishSync(f: F, begun: SyncStart, applied: AppliedSync): Promise<SyncReport> {
+    const { clock, log, metrics } = this.deps;
+    const { start, snapshot } = begun;
+    this.syncedOnce = true;
+    const end = clock.now();
+    recordSyncTiming(metrics, applied, f.family, (end - start) / 1000, end);
+    recordNetworkProgramming(metrics, log, f.family, snapshot.lastChangeTriggerTimes, end);
+    this.deps.health.updated(f.family);
+    log.info(
+      {
+        ipFamily: f.family,
+        fullSync: applied.fullSync,
+        elapsed: `${end - start}ms`,
+        elapsedMs: end - start,
+        numServices: applied.numServices,
+        numEndpoints: applied.numEndpoints,
+      },
+      'SyncProxyRules complete',
+    );
+    await this.cleanConntrack(f, snapshot.services, snapshot.endpoints);
+    return {
+      family: f.family,
+      fullSync: applied.fullSync,
+      startedAt: start,
+      elapsedMs: end - start,
+      restoreBytes: applied.bytes,
+    };
   }
 
   /**
@@ -379,7 +446,7 @@ export abstract class ProxierBase<F extends FamilyTrackers> implements Proxier {
   }
 
   /** Deletes the UDP conntrack entries the last sync made stale (after a successful sync). */
-  protected async cleanConntrack(
+  private async cleanConntrack(
     f: F,
     services: ServicePortMap,
     endpoints: EndpointsMap,

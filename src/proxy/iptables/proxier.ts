@@ -10,7 +10,6 @@
 import type { IptablesBackend } from '../../netfilter/iptables/backend.js';
 import type { IPFamily } from '../../util/ip.js';
 import type { Node } from '../../kube/types.js';
-import { takeSnapshot } from '../model/snapshot.js';
 import type { ProxySnapshot } from '../model/snapshot.js';
 import type { IptablesProxierOptions } from './options.js';
 import { planIptables } from './plan.js';
@@ -23,7 +22,7 @@ import type { CanaryCheck } from './canary.js';
 import type { SyncReport } from '../proxier.js';
 import { ProxierBase, newFamilyTrackers } from '../proxier-base.js';
 import type { FamilyTrackers, ProxierBaseDeps } from '../proxier-base.js';
-import { recordNetworkProgramming, recordSyncMetrics } from './sync-metrics.js';
+import { recordIptablesCounts } from './sync-metrics.js';
 
 /** The iptables operations a sync uses (the `Iptables` seam; real or Fake). */
 export type ProxierIptables = Pick<
@@ -77,48 +76,22 @@ export class IptablesProxier extends ProxierBase<FamilyState> {
   }
 
   protected async syncFamily(f: FamilyState): Promise<SyncReport> {
-    const { clock, log, metrics } = this.deps;
-    const start = clock.now();
-    const fullSync = this.wantsFullSync(f, start);
-    log.debug({ ipFamily: f.family, fullSync }, 'Syncing iptables rules');
-    const snapshot = takeSnapshot(f.services, f.endpoints);
-    metrics.serviceChangesPending.set(0);
-    metrics.endpointChangesPending.set(0);
-    // From here on the trackers' changes are consumed: any failure must force a full sync.
-    f.needFullSync = true;
-    const { plan, text } = await this.planAndRestore(f, snapshot, fullSync, start);
+    const begun = this.beginSync(f);
+    const { plan, text } = await this.planAndRestore(
+      f,
+      begun.snapshot,
+      begun.fullSync,
+      begun.start,
+    );
     f.planState = plan.state;
     if (plan.fullSync) {
       f.hooks = { jumps: plan.jumps, canaries: plan.canaryChains };
-      f.lastFullSyncAt = start;
+      f.lastFullSyncAt = begun.start;
     }
     f.needFullSync = false;
     f.lastPlan = plan;
-    this.syncedOnce = true;
-
-    const end = clock.now();
-    recordSyncMetrics(metrics, plan, f.family, (end - start) / 1000, end);
-    recordNetworkProgramming(metrics, log, f.family, snapshot.lastChangeTriggerTimes, end);
-    this.deps.health.updated(f.family);
-    log.info(
-      {
-        ipFamily: f.family,
-        fullSync: plan.fullSync,
-        elapsed: `${end - start}ms`,
-        elapsedMs: end - start,
-        numServices: plan.numServices,
-        numEndpoints: plan.numEndpoints,
-      },
-      'SyncProxyRules complete',
-    );
-    await this.cleanConntrack(f, snapshot.services, snapshot.endpoints);
-    return {
-      family: f.family,
-      fullSync: plan.fullSync,
-      startedAt: start,
-      elapsedMs: end - start,
-      restoreBytes: text.length,
-    };
+    recordIptablesCounts(this.deps.metrics, plan, f.family);
+    return this.finishSync(f, begun, { ...plan, bytes: text.length });
   }
 
   /**

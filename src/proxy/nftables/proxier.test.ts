@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { FakeInformer } from '../../kube/informer.js';
+import { endpoint, service, slice } from '../../kube/testing.js';
 import type { EndpointSlice, Node, Service } from '../../kube/types.js';
 import type { Transaction } from '../../netfilter/nftables/model.js';
 import { tableKey } from '../../netfilter/nftables/model.js';
@@ -69,34 +70,23 @@ class FlakyNft extends FakeProxierNft {
   }
 }
 
+/** Service ns/NAME: ClusterIP `ip`, one port named p. */
 function svc(name: string, ip: string, port: number, protocol: 'TCP' | 'UDP' = 'TCP'): Service {
-  return {
-    metadata: { name, namespace: 'ns', resourceVersion: '1' },
-    spec: {
-      type: 'ClusterIP',
-      clusterIP: ip,
-      clusterIPs: [ip],
-      ports: [{ name: 'p', port, protocol }],
-    },
-  };
+  return service(`ns/${name}`, { clusterIP: ip, ports: [{ name: 'p', port, protocol }] });
 }
 
+/** The slice ns/NAME-1 of Service ns/NAME: port p, every endpoint ready on this node. */
 function eps(
-  svcName: string,
+  name: string,
   port: number,
   ips: string[],
   protocol: 'TCP' | 'UDP' = 'TCP',
 ): EndpointSlice {
-  return {
-    addressType: 'IPv4',
-    metadata: {
-      name: `${svcName}-1`,
-      namespace: 'ns',
-      labels: { 'kubernetes.io/service-name': svcName },
-    },
-    ports: [{ name: 'p', port, protocol }],
-    endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true }, nodeName: NODE })),
-  };
+  return slice(
+    `ns/${name}`,
+    ips.map((ip) => endpoint(ip, { conditions: { ready: true }, nodeName: NODE })),
+    { ports: [{ name: 'p', port, protocol }] },
+  );
 }
 
 function setup(fullSyncPeriodMs?: number) {
@@ -237,7 +227,8 @@ test('a refused transaction is counted, leaves the kernel alone, and the retry i
   await s.proxier.stop();
 });
 
-test("a removed Service's chain is flushed at once and deleted at least 1 s later, in its own transaction", async () => {
+/** web (with an endpoint) and other synced, then web deleted: its chain is stale. */
+async function withStaleWebChain(): Promise<{ s: Setup; chain: string }> {
   const s = setup();
   s.services.upsert(WEB);
   s.slices.upsert(eps('web', 8080, ['10.244.1.5']));
@@ -246,6 +237,11 @@ test("a removed Service's chain is flushed at once and deleted at least 1 s late
   const chain = serviceChainOf(s, 'web') ?? assert.fail('no web chain');
   s.services.delete('ns/web');
   await s.clock.advance(1000);
+  return { s, chain };
+}
+
+test("a removed Service's chain is flushed at once and deleted at least 1 s later, in its own transaction", async () => {
+  const { s, chain } = await withStaleWebChain();
   assert.ok(s.nft.chains().includes(chain), 'flushed, not deleted yet');
   assert.deepEqual(s.nft.rules(chain), []);
   assert.deepEqual(s.nft.elements('service-ips'), []);
@@ -263,14 +259,7 @@ test("a removed Service's chain is flushed at once and deleted at least 1 s late
 });
 
 test('a failed delete of stale chains is counted, the sync still applies, and the next sync is full', async () => {
-  const s = setup();
-  s.services.upsert(WEB);
-  s.slices.upsert(eps('web', 8080, ['10.244.1.5']));
-  s.services.upsert(svc('other', '10.96.0.11', 81));
-  await startSynced(s);
-  const chain = serviceChainOf(s, 'web') ?? assert.fail('no web chain');
-  s.services.delete('ns/web');
-  await s.clock.advance(1000);
+  const { s, chain } = await withStaleWebChain();
   s.nft.failDeletes = 1;
   s.services.upsert(svc('other', '10.96.0.11', 82));
   await s.clock.advance(1000);

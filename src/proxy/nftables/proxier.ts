@@ -20,17 +20,14 @@ import { renderTransaction } from '../../netfilter/nftables/render.js';
 import { ExecError, runChecked } from '../../os/exec.js';
 import type { Execer } from '../../os/exec.js';
 import type { IPFamily } from '../../util/ip.js';
-import { takeSnapshot } from '../model/snapshot.js';
 import type { ProxySnapshot } from '../model/snapshot.js';
 import { ProxierBase, newFamilyTrackers } from '../proxier-base.js';
 import type { FamilyTrackers, ProxierBaseDeps } from '../proxier-base.js';
 import type { SyncReport } from '../proxier.js';
-import { recordNetworkProgramming } from '../iptables/sync-metrics.js';
 import type { NftablesProxierOptions } from './options.js';
 import { planNftables, tableRefOf } from './plan.js';
 import type { NftPlanState, NftablesPlan } from './plan.js';
 import type { NftablesMetrics } from './sync-metrics.js';
-import { recordNftSyncMetrics } from './sync-metrics.js';
 
 /** The nftables operations a sync uses (one family's backend; real or Fake). */
 export interface ProxierNft {
@@ -138,48 +135,20 @@ export class NftablesProxier extends ProxierBase<FamilyState> {
   }
 
   protected async syncFamily(f: FamilyState): Promise<SyncReport> {
-    const { clock, log, metrics } = this.deps;
-    const start = clock.now();
-    const fullSync = this.wantsFullSync(f, start);
-    log.debug({ ipFamily: f.family, fullSync }, 'Syncing nftables rules');
-    const snapshot = takeSnapshot(f.services, f.endpoints);
-    metrics.serviceChangesPending.set(0);
-    metrics.endpointChangesPending.set(0);
-    // From here on the trackers' changes are consumed: any failure must force a full sync.
-    f.needFullSync = true;
-    const { plan, bytes, cleanupFailed } = await this.planAndApply(f, snapshot, fullSync, start);
+    const begun = this.beginSync(f);
+    const { plan, bytes, cleanupFailed } = await this.planAndApply(
+      f,
+      begun.snapshot,
+      begun.fullSync,
+      begun.start,
+    );
     f.planState = plan.state;
-    if (plan.fullSync) f.lastFullSyncAt = start;
+    if (plan.fullSync) f.lastFullSyncAt = begun.start;
     // A failed delete of stale chains: the next sync is full, with the kernel read back.
     f.needFullSync = cleanupFailed;
     f.lastPlan = plan;
-    this.syncedOnce = true;
-
-    const end = clock.now();
-    recordNftSyncMetrics(metrics, plan, f.family, (end - start) / 1000, end);
-    recordNetworkProgramming(metrics, log, f.family, snapshot.lastChangeTriggerTimes, end);
     this.nftMetrics.skippedServicePorts.set({ ip_family: f.family }, plan.skippedServicePorts);
-    this.deps.health.updated(f.family);
-    log.info(
-      {
-        ipFamily: f.family,
-        fullSync: plan.fullSync,
-        elapsed: `${end - start}ms`,
-        elapsedMs: end - start,
-        numServices: plan.numServices,
-        numEndpoints: plan.numEndpoints,
-        operations: plan.counts.operations,
-      },
-      'SyncProxyRules complete',
-    );
-    await this.cleanConntrack(f, snapshot.services, snapshot.endpoints);
-    return {
-      family: f.family,
-      fullSync: plan.fullSync,
-      startedAt: start,
-      elapsedMs: end - start,
-      restoreBytes: bytes,
-    };
+    return this.finishSync(f, begun, { ...plan, bytes });
   }
 
   /**
