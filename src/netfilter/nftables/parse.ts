@@ -33,7 +33,7 @@ import {
   splitItems,
 } from './blocks.js';
 import { parseRuleWords } from './rule.js';
-import { Cursor, tokenize } from './tokens.js';
+import { Cursor, tokenize, unquote } from './tokens.js';
 
 const FAMILIES = new Set<string>(['ip', 'ip6', 'inet', 'arp', 'bridge', 'netdev']);
 const VERBS = new Set<string>(['add', 'create', 'insert', 'replace', 'delete', 'flush']);
@@ -75,7 +75,7 @@ function tableOp(verb: Verb, h: Head, item: Item): Operation {
   let comment: string | undefined;
   for (const it of items) {
     const [kw, value] = plainWords(it.words);
-    if (kw === 'comment' && value !== undefined) comment = value.slice(1, -1);
+    if (kw === 'comment' && value !== undefined) comment = unquote(value);
   }
   const object: NftTable = {
     kind: 'table',
@@ -168,7 +168,8 @@ function elementOps(verb: Verb, h: Head, item: Item): Operation[] {
 
 /** One command (an item of an `nft -f` text) as operations (elements: one per item). */
 function commandOps(item: Item): Operation[] {
-  const words = plainWords(item.words);
+  // Line ends survive only inside braces, where they separate a block's items.
+  const words = item.words.filter((w) => !w.startsWith('#'));
   const [verb, kind] = words;
   if (verb === undefined || !VERBS.has(verb)) {
     throw invalid(item.line, `unknown command ${JSON.stringify(verb ?? '')}`);
@@ -244,7 +245,7 @@ function readListTable(rs: Ruleset, item: Item): void {
   for (const it of items) {
     const words = plainWords(it.words);
     const [kw, name] = words;
-    if (kw === 'comment' && name?.startsWith('"') === true) comment = name.slice(1, -1);
+    if (kw === 'comment' && name?.startsWith('"') === true) comment = unquote(name);
     else if ((kw === 'chain' || kw === 'set' || kw === 'map') && name !== undefined) {
       objects.push({ kind: kw, name, item: it });
     }

@@ -121,6 +121,28 @@ test('a single-item anonymous set and the bare value are the same canonically', 
   assert.notDeepEqual(braced, bare);
   assert.deepEqual(canonicalStatements(braced), bare);
   assert.equal(renderStatements(braced), 'ip daddr { 172.30.0.0/16 } drop');
+  // What nft sorts or prints as its default also folds.
+  const pairs: readonly (readonly [string, string])[] = [
+    [
+      'ip saddr != { 192.168.0.0/16 , 10.0.0.0/8 } drop',
+      'ip saddr != { 10.0.0.0/8, 192.168.0.0/16 } drop',
+    ],
+    ['ct state new,established accept', 'ct state established,new accept'],
+    ['ct state { new } accept', 'ct state new accept'],
+    ['reject with icmp type port-unreachable', 'reject'],
+    ['reject with icmpv6 port-unreachable', 'reject'],
+  ];
+  for (const [ours, printed] of pairs) {
+    assert.deepEqual(
+      canonicalStatements(parseStatements(ours)),
+      canonicalStatements(parseStatements(printed)),
+      ours,
+    );
+  }
+  assert.notDeepEqual(
+    canonicalStatements(parseStatements('reject with tcp reset')),
+    canonicalStatements(parseStatements('reject')),
+  );
 });
 
 test('unknown syntax is kept word for word and never throws', () => {

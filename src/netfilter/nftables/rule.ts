@@ -6,8 +6,9 @@
 // `nft list ruleset` prints for the same rule (nft 1.0.6: `meta mark & 0x00004000 !=
 // 0x00000000`, `meta mark set meta mark | 0x00004000`, `dnat ip to … map { … }`, `# handle N`,
 // `counter packets 0 bytes 0`, lists over several lines) into the SAME statements, so a dump
-// read back from the kernel and our render trace alike. The one difference nft erases — a
-// single-item anonymous set `{ x }` prints as a bare `x` — is folded by canonicalStatements.
+// read back from the kernel and our render trace alike. What nft erases — a single-item
+// anonymous set `{ x }` prints as a bare `x`, set and list items come back sorted, `reject
+// with icmp type port-unreachable` prints as `reject` — is folded by canonicalStatements.
 // Words it does not know become one `unsupported` statement keeping them; it never throws.
 // It does not evaluate rules (trace/ does). Pure.
 
@@ -208,14 +209,18 @@ function parsePayload(c: Cursor): PayloadSelector | undefined {
   return { kind: 'payload', base, field } as PayloadSelector;
 }
 
+/** `PREFIX KEY` with KEY in `keys` (`meta mark`, `ct state`): consumes it, returns KEY. */
+function keyword(c: Cursor, prefix: string, keys: ReadonlySet<string>): string | undefined {
+  const key = c.peek(1);
+  if (c.peek() !== prefix || key === undefined || !keys.has(key)) return undefined;
+  c.index += 2;
+  return key;
+}
+
 function parseMeta(c: Cursor): MetaSelector | undefined {
+  const key = keyword(c, 'meta', META_KEYS);
+  if (key !== undefined) return { kind: 'meta', key } as MetaSelector;
   const w = c.peek();
-  if (w === 'meta') {
-    const key = c.peek(1);
-    if (key === undefined || !META_KEYS.has(key)) return undefined;
-    c.index += 2;
-    return { kind: 'meta', key } as MetaSelector;
-  }
   if (w === undefined || !BARE_META.has(w)) return undefined;
   c.index++;
   return { kind: 'meta', key: w } as MetaSelector;
@@ -254,10 +259,8 @@ function parseNumgen(c: Cursor): Selector | undefined {
 function parsePrimary(c: Cursor): Selector | undefined {
   const w = c.peek();
   if (w === 'ct') {
-    const key = c.peek(1);
-    if (key === undefined || !CT_KEYS.has(key)) return undefined;
-    c.index += 2;
-    return { kind: 'ct', key: key as 'state' | 'status' | 'mark' };
+    const key = keyword(c, 'ct', CT_KEYS);
+    return key === undefined ? undefined : { kind: 'ct', key: key as 'state' | 'status' | 'mark' };
   }
   if (w === 'fib') return parseFib(c);
   if (w === 'numgen') return parseNumgen(c);
@@ -591,20 +594,43 @@ export function parseStatements(text: string): Statement[] {
 // ---------------------------------------------------------------------------------------
 // Canonical form (what survives a round trip through the kernel)
 
+const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 function canonicalOperand(o: Operand): Operand {
-  if (o.kind === 'anonset' && o.items.length === 1 && o.items[0]?.length === 1) {
-    return { kind: 'value', value: o.items[0][0] ?? '' };
+  if (o.kind === 'anonset') {
+    const [first] = o.items;
+    if (o.items.length === 1 && first?.length === 1)
+      return { kind: 'value', value: first[0] ?? '' };
+    const items = [...o.items].sort((a, b) => byText(a.join(' . '), b.join(' . ')));
+    return { kind: 'anonset', items };
   }
-  if (o.kind === 'list' && o.values.length === 1)
-    return { kind: 'value', value: o.values[0] ?? '' };
+  if (o.kind === 'list') {
+    if (o.values.length === 1) return { kind: 'value', value: o.values[0] ?? '' };
+    return { kind: 'list', values: [...o.values].sort(byText) };
+  }
   return o;
 }
 
+/** `reject with icmp type port-unreachable` and the like: what plain `reject` sends. */
+const DEFAULT_REJECT = /^(icmp|icmpv6|icmpx)( type)? port-unreachable$/;
+
+function canonicalStatement(s: Statement): Statement {
+  if (s.kind === 'match') return { ...s, right: canonicalOperand(s.right) };
+  if (s.kind === 'verdict' && s.verdict.kind === 'reject' && s.verdict.with !== undefined) {
+    if (DEFAULT_REJECT.test(s.verdict.with))
+      return { kind: 'verdict', verdict: { kind: 'reject' } };
+  }
+  return s;
+}
+
 /**
- * The statements as nft keeps them: a single-item anonymous set `{ x }` (and a one-word
- * list) becomes the bare value `x`, which is how the kernel stores and prints it. Compare
- * (and trace) canonical statements when one side may come from a kernel dump.
+ * The statements as nft keeps them, so that a rule read back from the kernel equals the
+ * rule that was written: a single-item anonymous set `{ x }` (and a one-word list) becomes
+ * the bare value `x`; the items of anonymous sets and comma lists are sorted (nft prints
+ * `ct state new,established` as `established,new` and sorts interval sets); `reject with
+ * icmp type port-unreachable` is plain `reject` (nft prints the default so). Compare (and
+ * trace) canonical statements when one side may come from a kernel dump.
  */
 export function canonicalStatements(stmts: readonly Statement[]): Statement[] {
-  return stmts.map((s) => (s.kind === 'match' ? { ...s, right: canonicalOperand(s.right) } : s));
+  return stmts.map(canonicalStatement);
 }

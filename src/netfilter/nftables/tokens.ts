@@ -33,36 +33,49 @@ function pushBare(word: string, out: string[]): void {
   out.push(...tail);
 }
 
-/** Reads a quoted string starting at `i` (a `"`); returns its end index (exclusive). */
-function quotedEnd(text: string, i: number): number {
-  let j = i + 1;
-  while (j < text.length && text.charAt(j) !== '"' && text.charAt(j) !== '\n') j++;
-  return text.charAt(j) === '"' ? j + 1 : j;
+const NL = 10;
+const QUOTE = 34;
+const HASH = 35;
+
+/** Space, tab, carriage return (line ends are words of their own). */
+function isBlank(c: number): boolean {
+  return c === 32 || c === 9 || c === 13;
+}
+
+/** The end of the run starting at `i` that stops at a line end (or `"` too, for bare words). */
+function runEnd(text: string, i: number, bare: boolean): number {
+  let j = i;
+  for (; j < text.length; j++) {
+    const c = text.charCodeAt(j);
+    if (c === NL || (bare && (c === QUOTE || isBlank(c)))) break;
+  }
+  return j;
 }
 
 /** The words of `text`. Never throws: an unterminated quote ends at the line end. */
 export function tokenize(text: string, options: TokenizeOptions = {}): string[] {
   const out: string[] = [];
+  const newlines = options.newlines === true;
   let i = 0;
   while (i < text.length) {
-    const ch = text.charAt(i);
-    if (ch === '\n') {
-      if (options.newlines === true) out.push('\n');
+    const c = text.charCodeAt(i);
+    if (c === NL) {
+      if (newlines) out.push('\n');
       i++;
-    } else if (ch === ' ' || ch === '\t' || ch === '\r') {
+    } else if (isBlank(c)) {
       i++;
-    } else if (ch === '#') {
-      let j = text.indexOf('\n', i);
-      if (j < 0) j = text.length;
+    } else if (c === HASH) {
+      const j = runEnd(text, i, false);
       out.push(text.slice(i, j).trimEnd());
       i = j;
-    } else if (ch === '"') {
-      const j = quotedEnd(text, i);
+    } else if (c === QUOTE) {
+      const close = text.indexOf('"', i + 1);
+      const nl = runEnd(text, i + 1, false);
+      const j = close >= 0 && close < nl ? close + 1 : nl;
       out.push(text.slice(i, j));
       i = j;
     } else {
-      let j = i;
-      while (j < text.length && !/[\s"]/.test(text.charAt(j))) j++;
+      const j = runEnd(text, i, true);
       pushBare(text.slice(i, j), out);
       i = j;
     }

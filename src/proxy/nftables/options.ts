@@ -10,21 +10,18 @@ import {
   DEFAULT_OPTIONS as IPTABLES_DEFAULTS,
   resolveNodePortAddresses,
 } from '../iptables/options.js';
-import type { LocalDetector } from '../iptables/options.js';
+import type { IptablesProxierOptions } from '../iptables/options.js';
 
 export type { LocalDetector } from '../iptables/options.js';
 
-/** Everything besides Services and endpoints that decides one family's nftables rules. */
-export interface NftablesProxierOptions {
-  readonly nodeName: string;
-  /** The node's primary IP of this family ('' when unknown): `primary` and source ranges. */
-  readonly nodeIP: string;
-  /** The node's `topology.kubernetes.io/zone` ('' when unknown). */
-  readonly nodeZone: string;
-  readonly localDetector: LocalDetector;
-  /** e.g. `0x4000` (masqueradeBit 14). */
-  readonly masqueradeMark: string;
-  readonly masqueradeAll: boolean;
+/**
+ * Everything besides Services and endpoints that decides one family's nftables rules. The
+ * node, detector, masquerade and address fields mean what they mean in iptables mode.
+ */
+export interface NftablesProxierOptions extends Pick<
+  IptablesProxierOptions,
+  'nodeName' | 'nodeIP' | 'nodeZone' | 'localDetector' | 'masqueradeMark' | 'masqueradeAll'
+> {
   /**
    * CIDRs and keywords (`primary`, `localhost`, `all`). Empty means `primary`, the nftables
    * default; `all` (or no entry of this family) means every local address (the fib rule).

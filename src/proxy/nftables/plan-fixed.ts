@@ -7,7 +7,7 @@
 // and the service-ips / service-nodeports dispatch in `services`. Partial syncs skip all of
 // it. Pure.
 
-import type { Statement } from '../../netfilter/nftables/model.js';
+import type { NftSet, Statement } from '../../netfilter/nftables/model.js';
 import type { IPFamily } from '../../util/ip.js';
 import {
   BASE_CHAINS,
@@ -77,6 +77,20 @@ export interface FixedPlanInput {
   readonly recreateBaseChains: boolean;
 }
 
+/** A verdict map keyed by `ADDR . inet_proto . inet_service` (or, `byPort`, without ADDR). */
+function verdictMap(
+  t: TableObjects,
+  family: IPFamily,
+  name: string,
+  comment: string,
+  byPort = false,
+): NftSet {
+  const key = byPort
+    ? ['inet_proto', 'inet_service']
+    : [addrType(family), 'inet_proto', 'inet_service'];
+  return t.set('map', name, key, { valueType: ['verdict'], comment });
+}
+
 /** `[fib daddr type local ip daddr != 127.0.0.0/8]` or `[ip daddr @nodeport-ips]`. */
 function nodePortDestination(input: FixedPlanInput): Statement[] {
   const x = ipX(input.family);
@@ -89,9 +103,13 @@ function nodePortDestination(input: FixedPlanInput): Statement[] {
 }
 
 function baseAndJumpChains(t: TableObjects, input: FixedPlanInput, ops: OpList): void {
+  // kube-proxy writes add+delete; the flush between keeps the delete valid where a chain
+  // must be empty to be deleted (the kernel drops a base chain's rules itself; our Fake,
+  // like nft's documentation, asks for an empty chain).
   if (input.recreateBaseChains)
     for (const bc of BASE_CHAINS) {
       ops.add(t.chain(bc.name));
+      ops.flush(t.chain(bc.name));
       ops.delete(t.chain(bc.name));
     }
   for (const bc of BASE_CHAINS) {
@@ -177,18 +195,9 @@ function nodePortIPs(t: TableObjects, input: FixedPlanInput, ops: OpList): void 
 
 function noEndpoints(t: TableObjects, input: FixedPlanInput, ops: OpList): void {
   const x = ipX(input.family);
-  const a = addrType(input.family);
+  ops.add(verdictMap(t, input.family, NO_ENDPOINT_SERVICES_MAP, COMMENT_NO_ENDPOINT_SERVICES));
   ops.add(
-    t.set('map', NO_ENDPOINT_SERVICES_MAP, [a, 'inet_proto', 'inet_service'], {
-      valueType: ['verdict'],
-      comment: COMMENT_NO_ENDPOINT_SERVICES,
-    }),
-  );
-  ops.add(
-    t.set('map', NO_ENDPOINT_NODEPORTS_MAP, ['inet_proto', 'inet_service'], {
-      valueType: ['verdict'],
-      comment: COMMENT_NO_ENDPOINT_NODEPORTS,
-    }),
+    verdictMap(t, input.family, NO_ENDPOINT_NODEPORTS_MAP, COMMENT_NO_ENDPOINT_NODEPORTS, true),
   );
   ops.add(t.rule(REJECT_CHAIN, [verdict({ kind: 'reject' })]));
   ops.add(
@@ -204,27 +213,11 @@ function noEndpoints(t: TableObjects, input: FixedPlanInput, ops: OpList): void 
 
 function firewallAndDispatch(t: TableObjects, input: FixedPlanInput, ops: OpList): void {
   const x = ipX(input.family);
-  const a = addrType(input.family);
   const o = input.options;
-  ops.add(
-    t.set('map', FIREWALL_IPS_MAP, [a, 'inet_proto', 'inet_service'], {
-      valueType: ['verdict'],
-      comment: COMMENT_FIREWALL_IPS,
-    }),
-  );
+  ops.add(verdictMap(t, input.family, FIREWALL_IPS_MAP, COMMENT_FIREWALL_IPS));
   ops.add(t.rule(FIREWALL_CHECK_CHAIN, [dispatchVmap(daddr(x), FIREWALL_IPS_MAP)]));
-  ops.add(
-    t.set('map', SERVICE_IPS_MAP, [a, 'inet_proto', 'inet_service'], {
-      valueType: ['verdict'],
-      comment: COMMENT_SERVICE_IPS,
-    }),
-  );
-  ops.add(
-    t.set('map', SERVICE_NODEPORTS_MAP, ['inet_proto', 'inet_service'], {
-      valueType: ['verdict'],
-      comment: COMMENT_SERVICE_NODEPORTS,
-    }),
-  );
+  ops.add(verdictMap(t, input.family, SERVICE_IPS_MAP, COMMENT_SERVICE_IPS));
+  ops.add(verdictMap(t, input.family, SERVICE_NODEPORTS_MAP, COMMENT_SERVICE_NODEPORTS, true));
   // Masquerade ClusterIP traffic from outside the cluster (or all of it), first in services.
   const notLocal = ifNotLocal(o.localDetector, x);
   if (o.masqueradeAll || notLocal.length > 0)

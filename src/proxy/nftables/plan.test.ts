@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { EndpointSlice, Service } from '../../kube/types.js';
 import type { TableState } from '../../netfilter/nftables/model.js';
+import { NftFake } from '../../netfilter/nftables/fake.js';
 import { renderTransaction } from '../../netfilter/nftables/render.js';
 import { endpoint as ep, service as svc, slice } from '../../kube/testing.js';
 import { EndpointsChangeTracker } from '../model/endpoints-change-tracker.js';
@@ -128,8 +129,9 @@ test('first sync of a process recreates the base chains; nodePortAddresses all u
     'IPv4',
   );
   const text = lines(plan);
-  assert.deepEqual(text.slice(1, 3), [
+  assert.deepEqual(text.slice(1, 4), [
     'add chain ip kube-proxy filter-prerouting-pre-dnat',
+    'flush chain ip kube-proxy filter-prerouting-pre-dnat',
     'delete chain ip kube-proxy filter-prerouting-pre-dnat',
   ]);
   assert.ok(text.includes('delete set ip kube-proxy nodeport-ips'));
@@ -358,4 +360,45 @@ test('IPv6: ip6 table, ip6 matches and ::1 in the fib NodePort rule', () => {
     !text.some((l) => l.includes('masquerade clusterIP traffic')),
     'no detector, no masqueradeAll',
   );
+});
+
+test('affinity lifecycle through the reference-checking Fake: nothing refused, nothing left behind', () => {
+  const sticky = (timeoutSeconds: number) =>
+    svc(
+      'default/web',
+      {
+        clusterIP: '10.96.0.10',
+        type: 'LoadBalancer',
+        ports: [{ name: 'http', port: 80, nodePort: 30080, protocol: 'TCP' }],
+        sessionAffinity: 'ClientIP',
+        sessionAffinityConfig: { clientIP: { timeoutSeconds } },
+        loadBalancerSourceRanges: ['203.0.113.0/25'],
+      },
+      { status: { loadBalancer: { ingress: [{ ip: '5.6.7.8' }] } } },
+    );
+  const fake = new NftFake();
+  const h = new Harness();
+  const run = (p: NftablesPlan) => {
+    fake.run(p.cleanup);
+    fake.run(p.transaction);
+  };
+  run(h.put(sticky(60), webSlice('10.244.0.5', '10.244.0.6')).sync());
+  run(h.put(webSlice('10.244.0.5')).sync());
+  run(h.put(sticky(90)).sync());
+  h.nowMs += 2000;
+  run(h.sync());
+  run(h.remove(sticky(90)).sync());
+  h.nowMs += 2000;
+  run(h.sync());
+  const table = fake.ruleset().tables.get('ip kube-proxy');
+  assert.deepEqual(
+    [...(table?.chains.keys() ?? [])].filter((c) => c.includes('/')),
+    [],
+  );
+  assert.deepEqual(
+    [...(table?.sets.keys() ?? [])].filter((s) => s.startsWith('affinity-')),
+    [],
+  );
+  for (const s of table?.sets.values() ?? [])
+    if (s.set.name !== 'nodeport-ips') assert.equal(s.elements.size, 0, s.set.name);
 });

@@ -98,6 +98,7 @@ export interface NftPlanState {
   readonly elements: BucketMap<ElementSlot>;
   /** Flushed service chains not yet deleted → when they were flushed (ms). */
   readonly staleChains: ReadonlyMap<string, number>;
+  readonly totals: NftPlanTotals;
 }
 
 export interface NftPlanCounts {
@@ -203,7 +204,7 @@ function assembleFull(
   for (const [s, keys] of byService) ports.set(s, keys);
   return {
     written,
-    replaced: previous ? [...previous.fragments.values()] : [],
+    replaced: previous ? previous.fragments.values() : [],
     fragments: fragments.finish(),
     portsByService: ports.finish(),
   };
@@ -270,7 +271,7 @@ function diffElements(
     if (a === undefined) {
       if (b !== undefined) deletes.push({ verb: 'delete', object: keyOnly(b) });
     } else if (b === undefined) adds.push({ verb: 'add', object: a });
-    else if (elementText(a) !== elementText(b)) {
+    else if (a !== b && elementText(a) !== elementText(b)) {
       // nft refuses to change an element's value in place: delete, then add.
       adds.push({ verb: 'delete', object: keyOnly(b) }, { verb: 'add', object: a });
     }
@@ -301,7 +302,8 @@ function elementChanges(
   if (!fullSync) return diffElements(store.touched, (k) => effective(base.get(k)), after);
   if (input.current !== undefined) {
     const kernel = kernelElements(input.current);
-    const keys = new Set([...kernel.keys(), ...[...next.entries()].map(([k]) => k)]);
+    const keys = new Set(kernel.keys());
+    for (const [k] of next.entries()) keys.add(k);
     return diffElements(keys, (k) => kernel.get(k), after);
   }
   const keys = new Set<string>();
@@ -341,7 +343,8 @@ function staleness(
 ): Staleness {
   const now = input.nowMs;
   const kernel = fullSync ? input.current : undefined;
-  const active = chainsOf(fullSync ? a.fragments.values() : a.written);
+  // On a full sync `written` holds every port.
+  const active = chainsOf(a.written);
   const prevStale = previous?.staleChains ?? new Map<string, number>();
   let candidates: Iterable<string>;
   if (kernel) candidates = [...kernel.chains.keys()].filter(isServiceChainName);
@@ -367,7 +370,7 @@ function staleness(
     for (const [name, s] of kernel.sets)
       if (isAffinitySetName(name)) existingAffinity.set(name, s.set);
   } else for (const [n, s] of affinitySetsOf(a.replaced)) existingAffinity.set(n, s);
-  const activeAffinity = affinitySetsOf(fullSync ? a.fragments.values() : a.written);
+  const activeAffinity = affinitySetsOf(a.written);
   const deleteAffinity = [...existingAffinity.keys()].filter((n) => !activeAffinity.has(n));
   return { flush: flush.sort(), delete: del.sort(), staleChains, existingAffinity, deleteAffinity };
 }
@@ -392,15 +395,38 @@ function writeFragment(
   for (const c of f.chains) for (const r of c.rules) ops.add(r);
 }
 
-function sumFragments(fragments: BucketMap<NftPortFragment>) {
-  const t = { numEndpoints: 0, noLocalInternal: 0, noLocalExternal: 0, skipped: 0, chains: 0 };
-  for (const f of fragments.values()) {
-    t.numEndpoints += f.numEndpoints;
-    if (f.noLocalEndpointsInternal) t.noLocalInternal++;
-    if (f.noLocalEndpointsExternal) t.noLocalExternal++;
-    if (f.skipped) t.skipped++;
-    t.chains += f.chains.length;
-  }
+/** Sums over all Service ports, kept in the state so a partial sync only adjusts them. */
+export interface NftPlanTotals {
+  readonly numEndpoints: number;
+  readonly noLocalInternal: number;
+  readonly noLocalExternal: number;
+  readonly skipped: number;
+  readonly chains: number;
+}
+
+const ZERO_TOTALS: NftPlanTotals = {
+  numEndpoints: 0,
+  noLocalInternal: 0,
+  noLocalExternal: 0,
+  skipped: 0,
+  chains: 0,
+};
+
+function adjustTotals(
+  start: NftPlanTotals,
+  minus: readonly NftPortFragment[],
+  plus: readonly NftPortFragment[],
+): NftPlanTotals {
+  const t = { ...start };
+  const add = (f: NftPortFragment, k: number) => {
+    t.numEndpoints += k * f.numEndpoints;
+    if (f.noLocalEndpointsInternal) t.noLocalInternal += k;
+    if (f.noLocalEndpointsExternal) t.noLocalExternal += k;
+    if (f.skipped) t.skipped += k;
+    t.chains += k * f.chains.length;
+  };
+  for (const f of minus) add(f, -1);
+  for (const f of plus) add(f, 1);
   return t;
 }
 
@@ -452,7 +478,10 @@ export function planNftables(input: NftablesPlanInput, previous?: NftPlanState):
   }
   ops.ops.push(...diff.deletes);
   const cleanup = stale.delete.map((c): Operation => ({ verb: 'delete', object: t.chain(c) }));
-  const totals = sumFragments(a.fragments);
+  const totals =
+    fullSync || previous === undefined
+      ? adjustTotals(ZERO_TOTALS, [], a.written)
+      : adjustTotals(previous.totals, a.replaced, a.written);
   return {
     family,
     table: t.ref,
@@ -465,6 +494,7 @@ export function planNftables(input: NftablesPlanInput, previous?: NftPlanState):
       portsByService: a.portsByService,
       elements,
       staleChains: stale.staleChains,
+      totals,
     },
     fullSync,
     counts: {

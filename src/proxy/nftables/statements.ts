@@ -174,13 +174,20 @@ export class TableObjects {
     return { ...this.ref, kind, name, keyType, ...extra };
   }
 
-  element(set: string, key: readonly string[], v?: NftElement['value'], comment?: string) {
-    const e: NftElement = { ...this.ref, kind: 'element', set, key };
-    return {
-      ...e,
-      ...(v !== undefined ? { value: v } : {}),
-      ...(comment !== undefined ? { comment } : {}),
-    } as NftElement;
+  element(
+    set: string,
+    key: readonly string[],
+    v?: NftElement['value'],
+    comment?: string,
+  ): NftElement {
+    const { family, table } = this.ref;
+    if (v === undefined)
+      return comment === undefined
+        ? { family, table, kind: 'element', set, key }
+        : { family, table, kind: 'element', set, key, comment };
+    return comment === undefined
+      ? { family, table, kind: 'element', set, key, value: v }
+      : { family, table, kind: 'element', set, key, value: v, comment };
   }
 }
 
