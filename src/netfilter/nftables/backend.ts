@@ -9,13 +9,18 @@
 // behind both. Errors name the failing operation and the line nft rejected.
 
 import { SvcnetError } from '../../errors.js';
-import type { ExecResult } from '../../os/exec.js';
+import { ExecError } from '../../os/exec.js';
+import type { ExecResult, Execer } from '../../os/exec.js';
 import type { IPFamily } from '../../util/ip.js';
-import type { NftFamily, TableRef, TableState, Transaction } from './model.js';
+import type { NftFamily, NftSet, Ruleset, TableRef, TableState, Transaction } from './model.js';
 import { tableKey } from './model.js';
 import { NftError, NftFake } from './fake.js';
+import { parseRuleset } from './parse.js';
 import { dump, renderOperation, renderTransaction } from './render.js';
-import { withoutRules } from './apply-read.js';
+import { assembleTable, withoutRules } from './apply-read.js';
+import type { Encoded } from './apply-encode.js';
+import { encodeFast, encodePlain, learnDefinitions, operationAt, setKey } from './apply-encode.js';
+import { splitTransaction } from './apply-split.js';
 
 /** The nft family of an IP family's kube-proxy-style table (`ip` / `ip6`). */
 export function nftFamilyOf(family: IPFamily): NftFamily {
@@ -169,4 +174,212 @@ export function locateNftError(stderr: string): NftErrorLocation | undefined {
   const m = LOCATED.exec(stderr);
   if (m === null) return undefined;
   return { line: Number(m[1]), column: Number(m[2]), message: m[3] ?? '' };
+}
+
+export interface RealNftOptions {
+  /** The nft binary (default `nft`). */
+  readonly nft?: string;
+  /**
+   * `fast` (default): the cache-free encoding (apply-encode.ts), falling back to the plain
+   * text once when nft refuses it; `plain`: the renderer's text as is.
+   */
+  readonly encoding?: 'fast' | 'plain';
+  /** Operations per part when apply() may split (default 8000: about 1k Services). */
+  readonly partOps?: number;
+  /** Kill nft after this long (default 10 min: a cold 10k+ Service load takes seconds). */
+  readonly timeoutMs?: number;
+}
+
+const NOT_FOUND = /No such file or directory/;
+
+/** How many listings readTable runs at once. */
+const READ_CONCURRENCY = 4;
+
+async function mapLimit<T, R>(
+  items: readonly T[],
+  n: number,
+  f: (t: T) => Promise<R>,
+): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const k = next++;
+      out[k] = await f(items[k] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, worker));
+  return out;
+}
+
+/** The nft tool for one family, through the Execer (so in the Execer's network namespace). */
+export class RealNftBackend implements NftBackend {
+  readonly family: IPFamily;
+  private readonly execer: Execer;
+  private readonly nft: string;
+  private readonly encoding: 'fast' | 'plain';
+  private readonly partOps: number;
+  private readonly timeoutMs: number;
+  /** Definitions of the named sets this backend applied or read (for the fast encoding). */
+  private readonly known = new Map<string, NftSet>();
+
+  constructor(execer: Execer, family: IPFamily, opts: RealNftOptions = {}) {
+    this.execer = execer;
+    this.family = family;
+    this.nft = opts.nft ?? 'nft';
+    this.encoding = opts.encoding ?? 'fast';
+    this.partOps = opts.partOps ?? 8000;
+    this.timeoutMs = opts.timeoutMs ?? 600_000;
+  }
+
+  private run(args: readonly string[], stdin?: string): Promise<ExecResult> {
+    return this.execer.run({
+      cmd: this.nft,
+      args,
+      ...(stdin !== undefined ? { stdin } : {}),
+      timeoutMs: this.timeoutMs,
+    });
+  }
+
+  private async checked(args: readonly string[]): Promise<string> {
+    const r = await this.run(args);
+    if (r.code !== 0)
+      throw new ExecError(`${this.nft} ${args.join(' ')}: exit ${r.code}: ${r.stderr.trim()}`, r);
+    return r.stdout;
+  }
+
+  async apply(tx: Transaction, opts: ApplyOptions = {}): Promise<number> {
+    const parts =
+      opts.split === true ? splitTransaction(tx, this.partOps) : [{ start: 0, ops: tx }];
+    let bytes = 0;
+    for (const [k, p] of parts.entries()) {
+      const where = parts.length > 1 ? ` (part ${String(k + 1)} of ${String(parts.length)})` : '';
+      bytes += await this.applyPart(tx, p.start, p.ops, where);
+    }
+    return bytes;
+  }
+
+  private async applyPart(
+    whole: Transaction,
+    start: number,
+    ops: Transaction,
+    where: string,
+  ): Promise<number> {
+    let bytes = 0;
+    if (this.encoding === 'fast') {
+      const enc = encodeFast(ops, this.known);
+      const r = await this.run(['-f', '-'], enc.text);
+      bytes += Buffer.byteLength(enc.text);
+      if (r.code === 0) {
+        learnDefinitions(this.known, ops);
+        return bytes;
+      }
+      // Refused as a whole (the kernel is unchanged): the plain form names the operation
+      // exactly, and succeeds where the fast form's re-declared definition differed.
+    }
+    const enc = encodePlain(ops);
+    const r = await this.run(['-f', '-'], enc.text);
+    bytes += Buffer.byteLength(enc.text);
+    if (r.code !== 0) throw this.applyError(whole, start, enc, r, where);
+    learnDefinitions(this.known, ops);
+    return bytes;
+  }
+
+  private applyError(
+    whole: Transaction,
+    start: number,
+    enc: Encoded,
+    r: ExecResult,
+    where: string,
+  ): NftApplyError {
+    const loc = locateNftError(r.stderr);
+    const at = loc === undefined ? undefined : operationAt(enc, loc.line, loc.column);
+    const index = at === undefined ? undefined : start + at;
+    const what = index === undefined ? 'transaction' : describeOperation(whole, index);
+    const why = loc?.message ?? (r.stderr.trim() || `exit ${String(r.code)}`);
+    return new NftApplyError(`${this.nft} -f -${where}: ${what}: ${why}`, {
+      ...(index !== undefined ? { index } : {}),
+      ...(loc !== undefined ? { line: loc.line } : {}),
+      stderr: r.stderr,
+      result: r,
+    });
+  }
+
+  async readTable(ref: TableRef, opts: ReadTableOptions = {}): Promise<TableState | undefined> {
+    if (opts.rules !== false) {
+      const r = await this.run(['list', 'table', ref.family, ref.table]);
+      if (r.code !== 0 && NOT_FOUND.test(r.stderr)) return undefined;
+      if (r.code !== 0)
+        throw new ExecError(
+          `${this.nft} list table ${tableKey(ref)}: exit ${r.code}: ${r.stderr.trim()}`,
+          r,
+        );
+      return this.learnTable(parseRuleset(r.stdout).tables.get(tableKey(ref)));
+    }
+    const [chains, sets, maps] = await Promise.all([
+      this.checked(['list', 'chains', ref.family]),
+      this.checked(['-t', 'list', 'sets', ref.family]),
+      this.checked(['-t', 'list', 'maps', ref.family]),
+    ]);
+    const defs = [parseRuleset(sets), parseRuleset(maps)];
+    const named: NftSet[] = [];
+    for (const rs of defs)
+      for (const s of rs.tables.get(tableKey(ref))?.sets.values() ?? []) named.push(s.set);
+    // Dynamic sets (affinity) are filled by the datapath: their definitions are enough.
+    const filled = named.filter((s) => !(s.flags ?? []).includes('dynamic'));
+    const listed = await mapLimit(filled, READ_CONCURRENCY, async (s): Promise<Ruleset> => {
+      const r = await this.run(['list', s.kind, ref.family, ref.table, s.name]);
+      if (r.code !== 0 && NOT_FOUND.test(r.stderr)) return { tables: new Map() };
+      if (r.code !== 0)
+        throw new ExecError(
+          `${this.nft} list ${s.kind} ${tableKey(ref)} ${s.name}: exit ${r.code}: ${r.stderr.trim()}`,
+          r,
+        );
+      return parseRuleset(r.stdout);
+    });
+    return this.learnTable(assembleTable(ref, parseRuleset(chains), [...defs, ...listed]));
+  }
+
+  private learnTable(t: TableState | undefined): TableState | undefined {
+    if (t !== undefined)
+      for (const [name, s] of t.sets) this.known.set(setKey(t.table, name), s.set);
+    return t;
+  }
+
+  listRuleset(): Promise<string> {
+    return this.checked(['list', 'ruleset']);
+  }
+
+  async deleteTable(ref: TableRef): Promise<boolean> {
+    const r = await this.run(['delete', 'table', ref.family, ref.table]);
+    if (r.code === 0) {
+      learnDefinitions(this.known, [{ verb: 'delete', object: { kind: 'table', ...ref } }]);
+      return true;
+    }
+    if (NOT_FOUND.test(r.stderr)) return false;
+    throw new ExecError(
+      `${this.nft} delete table ${tableKey(ref)}: exit ${r.code}: ${r.stderr.trim()}`,
+      r,
+    );
+  }
+
+  async availability(): Promise<NftAvailability> {
+    let version: string | undefined;
+    try {
+      const v = await this.run(['--version']);
+      if (v.code !== 0)
+        return { ok: false, reason: `${this.nft} --version: exit ${v.code}: ${v.stderr.trim()}` };
+      version = /v(\d+(?:\.\d+)+)/.exec(v.stdout)?.[1];
+      const t = await this.run(['list', 'tables']);
+      if (t.code !== 0)
+        return {
+          ok: false,
+          ...(version !== undefined ? { version } : {}),
+          reason: `${this.nft} list tables: exit ${t.code}: ${t.stderr.trim()}`,
+        };
+    } catch (e) {
+      return { ok: false, reason: e instanceof Error ? e.message : String(e) };
+    }
+    return { ok: true, ...(version !== undefined ? { version } : {}) };
+  }
 }
