@@ -6,10 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { FakeIptables } from '../netfilter/iptables/fake.js';
-import { FakeExecer } from '../os/exec.js';
 import type { CleanupSeams, NftTableCleaner } from './cleanup.js';
 import { cleanupLeftovers, formatCleanup, nftTableCleaner } from './cleanup.js';
-import { ExecProxierNft, FakeProxierNft } from './nftables/proxier.js';
+import { FakeNftBackend } from '../netfilter/nftables/backend.js';
 
 const log = pino({ level: 'silent' });
 
@@ -97,7 +96,7 @@ test('--cleanup removes every mode; an iptables failure then fails it, at start 
 });
 
 test('the nft cleaner deletes the whole table when present, through the backend', async () => {
-  const nft = new FakeProxierNft('IPv4');
+  const nft = new FakeNftBackend('IPv4');
   nft.kernel.load(
     'add table ip kube-proxy\nadd chain ip kube-proxy services\nadd table ip filter\n',
   );
@@ -105,13 +104,4 @@ test('the nft cleaner deletes the whole table when present, through the backend'
   assert.equal(await cleaner.removeTable(), true);
   assert.deepEqual([...nft.kernel.ruleset().tables.keys()], ['ip filter']);
   assert.equal(await cleaner.removeTable(), false);
-
-  // Over the nft tool: a table nft does not know is not an error.
-  const execer = new FakeExecer().expect({
-    cmd: 'nft',
-    args: ['list', 'table', 'ip6', 'kube-proxy'],
-    result: { code: 1, stderr: 'Error: No such file or directory\nlist table ip6 kube-proxy\n' },
-  });
-  assert.equal(await nftTableCleaner(new ExecProxierNft(execer, 'IPv6')).removeTable(), false);
-  execer.verify();
 });

@@ -15,8 +15,8 @@ import { tableKey } from '../netfilter/nftables/model.js';
 import type { IPFamily } from '../util/ip.js';
 import type { DaemonProxyMode } from './config.js';
 import { planCleanup } from './iptables/plan-cleanup.js';
-import { ExecProxierNft } from './nftables/proxier.js';
-import type { ProxierNft } from './nftables/proxier.js';
+import { RealNftBackend } from '../netfilter/nftables/backend.js';
+import type { NftBackend } from '../netfilter/nftables/backend.js';
 import { tableRefOf } from './nftables/plan.js';
 
 /** What one mode's cleanup removed in one family. */
@@ -46,17 +46,9 @@ export interface CleanupSeams {
   readonly nftables: () => Promise<readonly NftTableCleaner[]>;
 }
 
-/** An NftTableCleaner over a ProxierNft (the `nft` tool, or a Fake): read, then delete. */
-export function nftTableCleaner(nft: ProxierNft): NftTableCleaner {
-  const ref = tableRefOf(nft.family);
-  return {
-    family: nft.family,
-    removeTable: async () => {
-      if ((await nft.readTable(ref)) === undefined) return false;
-      await nft.apply([{ verb: 'delete', object: { kind: 'table', ...ref } }]);
-      return true;
-    },
-  };
+/** An NftTableCleaner over an NftBackend (the `nft` tool, or a Fake). */
+export function nftTableCleaner(nft: Pick<NftBackend, 'family' | 'deleteTable'>): NftTableCleaner {
+  return { family: nft.family, removeTable: () => nft.deleteTable(tableRefOf(nft.family)) };
 }
 
 /**
@@ -111,7 +103,7 @@ export function realCleanupSeams(
   return {
     iptables: () => cleanupBackends(execer, families, variantSetting),
     nftables: () =>
-      Promise.resolve(families.map((f) => nftTableCleaner(new ExecProxierNft(execer, f)))),
+      Promise.resolve(families.map((f) => nftTableCleaner(new RealNftBackend(execer, f)))),
   };
 }
 

@@ -18,7 +18,7 @@ import { FakeNfacct } from '../os/nfacct.js';
 import { FakeSysctl } from '../os/sysctl.js';
 import { FakeClock } from '../util/clock.js';
 import { ensureNfacctCounters, startProxyDaemon } from './daemon.js';
-import { FakeProxierNft } from './nftables/proxier.js';
+import { FakeNftBackend } from '../netfilter/nftables/backend.js';
 import {
   NFACCT_CT_STATE_INVALID_DROPPED as CT_INVALID,
   NFACCT_LOCALHOST_NODEPORTS_ACCEPTED as LOCALHOST_NPS,
@@ -242,7 +242,7 @@ function iptablesLeftovers(): BackendFake {
 test('nftables mode: the iptables leftovers go at start, the table is programmed, /proxyMode says nftables', async () => {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
   const ipt = iptablesLeftovers();
-  const nft = new FakeProxierNft('IPv4');
+  const nft = new FakeNftBackend('IPv4');
   const services = new FakeInformer<Service>();
   const slices = new FakeInformer<EndpointSlice>();
   const nodes = new FakeInformer<Node>();
@@ -287,7 +287,7 @@ test('nftables mode: the iptables leftovers go at start, the table is programmed
 });
 
 test('iptables mode: an nftables table left by nftables mode goes at start', async () => {
-  const nft = new FakeProxierNft('IPv4');
+  const nft = new FakeNftBackend('IPv4');
   nft.kernel.load('add table ip kube-proxy\nadd chain ip kube-proxy services\n');
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
   const daemon = await startProxyDaemon(

@@ -19,8 +19,9 @@ import type { ProxyHealth } from './healthz.js';
 import { CanaryMonitor } from './iptables/canary.js';
 import { IptablesProxier } from './iptables/proxier.js';
 import type { ProxyMetrics } from './metrics.js';
-import { ExecProxierNft, NftablesProxier } from './nftables/proxier.js';
-import type { ProxierNft } from './nftables/proxier.js';
+import { RealNftBackend } from '../netfilter/nftables/backend.js';
+import type { NftBackend } from '../netfilter/nftables/backend.js';
+import { NftablesProxier } from './nftables/proxier.js';
 import { NftablesMetrics } from './nftables/sync-metrics.js';
 import type { ProxyHost } from './proxier-options.js';
 import { nftablesProxierOptionsFor, proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
@@ -30,7 +31,7 @@ import type { Proxier } from './proxier.js';
 export type DataplaneVariant = IptablesVariant | 'injected' | 'nftables';
 
 /** Makes a family's nftables backend (tests: Fakes). */
-export type NftBackendFor = (family: IPFamily) => ProxierNft;
+export type NftBackendFor = (family: IPFamily) => NftBackend;
 
 /** Something the mode runs beside its proxier (the iptables canary). */
 export interface Monitor {
@@ -133,7 +134,7 @@ async function iptablesDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): P
 }
 
 function nftablesDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promise<Dataplane> {
-  const make = deps.nftables ?? ((family: IPFamily) => new ExecProxierNft(deps.execer, family));
+  const make = deps.nftables ?? ((family: IPFamily) => new RealNftBackend(deps.execer, family));
   const proxier = new NftablesProxier({
     ...commonDeps(cfg, deps),
     families: cfg.families.map((family) => ({ family, nft: make(family) })),

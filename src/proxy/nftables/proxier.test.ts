@@ -23,21 +23,22 @@ import { ProxyMetrics } from '../metrics.js';
 import type { SyncReport } from '../proxier.js';
 import { DEFAULT_NFTABLES_OPTIONS } from './options.js';
 import { tableRefOf } from './plan.js';
-import { FakeProxierNft, NftablesProxier } from './proxier.js';
+import { NftablesProxier } from './proxier.js';
+import { FakeNftBackend } from '../../netfilter/nftables/backend.js';
 import { NftablesMetrics } from './sync-metrics.js';
 
 const NODE = 'node-a';
 const TABLE = tableRefOf('IPv4');
 
-/** FakeProxierNft whose next applies can be made to fail; every apply is recorded. */
-class FlakyNft extends FakeProxierNft {
-  readonly applied: Transaction[] = [];
+/** FakeNftBackend whose next applies can be made to fail; every attempt is recorded. */
+class FlakyNft extends FakeNftBackend {
+  readonly attempts: Transaction[] = [];
   /** Fail the next N applies (whatever they are), or those that delete a chain. */
   failNext = 0;
   failDeletes = 0;
 
   override apply(tx: Transaction): Promise<number> {
-    this.applied.push(tx);
+    this.attempts.push(tx);
     const deletes = tx.some((op) => op.verb === 'delete' && op.object.kind === 'chain');
     if (this.failNext > 0 || (deletes && this.failDeletes > 0)) {
       if (this.failNext > 0) this.failNext--;
@@ -151,10 +152,10 @@ test('nothing is programmed until both Services and EndpointSlices have synced',
   s.services.upsert(WEB);
   await s.services.start();
   await s.clock.advance(5000);
-  assert.equal(s.nft.applied.length, 0);
+  assert.equal(s.nft.attempts.length, 0);
   await s.slices.start();
   await s.clock.advance(0);
-  assert.equal(s.nft.applied.length, 1);
+  assert.equal(s.nft.attempts.length, 1);
   await s.proxier.stop();
 });
 
@@ -163,7 +164,7 @@ test('a full sync writes the whole table in one transaction; later changes are p
   s.services.upsert(WEB);
   s.slices.upsert(eps('web', 8080, ['10.244.1.5', '10.244.1.6']));
   await startSynced(s);
-  assert.equal(s.nft.applied.length, 1);
+  assert.equal(s.nft.attempts.length, 1);
   assert.equal(s.reports[0]?.[0]?.fullSync, true);
   assert.ok((s.reports.at(0)?.at(0)?.restoreBytes ?? 0) > 1000);
   const chain = serviceChainOf(s, 'web') ?? assert.fail(s.nft.chains().join(' '));
@@ -178,7 +179,7 @@ test('a full sync writes the whole table in one transaction; later changes are p
   s.services.upsert(svc('other', '10.96.0.11', 81));
   await s.clock.advance(1000);
   assert.equal(s.reports.at(-1)?.[0]?.fullSync, false);
-  const partial = renderTransaction(s.nft.applied.at(-1) ?? []);
+  const partial = renderTransaction(s.nft.attempts.at(-1) ?? []);
   assert.doesNotMatch(partial, /add table|chain ip kube-proxy services|web/, partial);
   assert.match(partial, /no-endpoint-services .*10\.96\.0\.11 \. tcp \. 81/);
   assert.deepEqual(s.nft.elements('cluster-ips'), ['10.96.0.10', '10.96.0.11']);
@@ -250,7 +251,7 @@ test("a removed Service's chain is flushed at once and deleted at least 1 s late
   s.services.upsert(svc('other', '10.96.0.11', 82));
   await s.clock.advance(1000);
   assert.ok(!s.nft.chains().includes(chain), 'deleted');
-  const [cleanup] = s.nft.applied.slice(-2);
+  const [cleanup] = s.nft.attempts.slice(-2);
   assert.deepEqual(
     cleanup?.map((op) => `${op.verb} ${op.object.kind}`),
     ['delete chain'],

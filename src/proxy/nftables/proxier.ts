@@ -12,13 +12,7 @@
 // invalid port) is left out by the plan, logged and counted; the others are programmed.
 
 import type { Node } from '../../kube/types.js';
-import type { TableRef, TableState, Transaction } from '../../netfilter/nftables/model.js';
-import { tableKey } from '../../netfilter/nftables/model.js';
-import { NftFake } from '../../netfilter/nftables/fake.js';
-import { parseRuleset } from '../../netfilter/nftables/parse.js';
-import { renderTransaction } from '../../netfilter/nftables/render.js';
-import { ExecError, runChecked } from '../../os/exec.js';
-import type { Execer } from '../../os/exec.js';
+import type { NftBackend } from '../../netfilter/nftables/backend.js';
 import type { IPFamily } from '../../util/ip.js';
 import type { ProxySnapshot } from '../model/snapshot.js';
 import { ProxierBase, newFamilyTrackers } from '../proxier-base.js';
@@ -29,70 +23,8 @@ import { planNftables, tableRefOf } from './plan.js';
 import type { NftPlanState, NftablesPlan } from './plan.js';
 import type { NftablesMetrics } from './sync-metrics.js';
 
-/** The nftables operations a sync uses (one family's backend; real or Fake). */
-export interface ProxierNft {
-  readonly family: IPFamily;
-  /**
-   * Applies one transaction atomically (all or nothing, as `nft -f -` does); resolves with
-   * the size of what was handed to the kernel, in bytes.
-   */
-  apply(tx: Transaction): Promise<number>;
-  /** The table as the kernel holds it now; undefined when it does not exist. */
-  readTable(ref: TableRef): Promise<TableState | undefined>;
-}
-
-/**
- * ProxierNft over the `nft` tool: `nft -f -` with the rendered transaction, and `nft list
- * table` parsed back (a missing table reads as undefined).
- */
-export class ExecProxierNft implements ProxierNft {
-  readonly family: IPFamily;
-  private readonly execer: Execer;
-
-  constructor(execer: Execer, family: IPFamily) {
-    this.execer = execer;
-    this.family = family;
-  }
-
-  async apply(tx: Transaction): Promise<number> {
-    const text = renderTransaction(tx);
-    await runChecked(this.execer, { cmd: 'nft', args: ['-f', '-'], stdin: text });
-    return Buffer.byteLength(text);
-  }
-
-  async readTable(ref: TableRef): Promise<TableState | undefined> {
-    const r = await this.execer.run({ cmd: 'nft', args: ['list', 'table', ref.family, ref.table] });
-    // nft 1.0.6: "Error: No such file or directory" for a table that does not exist.
-    if (r.code !== 0 && /No such file or directory/.test(r.stderr)) return undefined;
-    if (r.code !== 0)
-      throw new ExecError(`nft list table ${tableKey(ref)}: exit ${r.code}: ${r.stderr.trim()}`, r);
-    return parseRuleset(r.stdout).tables.get(tableKey(ref));
-  }
-}
-
-/** ProxierNft over the atomic NftFake (tests, dry runs); bytes are the rendered text's. */
-export class FakeProxierNft implements ProxierNft {
-  readonly family: IPFamily;
-  readonly kernel: NftFake;
-
-  constructor(family: IPFamily = 'IPv4', kernel: NftFake = new NftFake()) {
-    this.family = family;
-    this.kernel = kernel;
-  }
-
-  apply(tx: Transaction): Promise<number> {
-    try {
-      this.kernel.run(tx);
-    } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
-    }
-    return Promise.resolve(Buffer.byteLength(renderTransaction(tx)));
-  }
-
-  readTable(ref: TableRef): Promise<TableState | undefined> {
-    return Promise.resolve(this.kernel.ruleset().tables.get(tableKey(ref)));
-  }
-}
+/** The nftables operations a sync uses (one family's NftBackend; real or Fake). */
+export type ProxierNft = Pick<NftBackend, 'family' | 'apply' | 'readTable'>;
 
 export interface NftablesProxierDeps extends ProxierBaseDeps {
   /** One entry per IP family the node runs (IPv4 first for dual-stack, like kube-proxy). */
@@ -165,7 +97,10 @@ export class NftablesProxier extends ProxierBase<FamilyState> {
     const { log } = this.deps;
     let plan: NftablesPlan;
     try {
-      const current = fullSync ? await f.nft.readTable(tableRefOf(f.family)) : undefined;
+      // Chains and elements are what the diff needs; rules are the costly part to read.
+      const current = fullSync
+        ? await f.nft.readTable(tableRefOf(f.family), { rules: false })
+        : undefined;
       plan = planNftables(
         {
           family: f.family,
