@@ -1,11 +1,10 @@
-// The iptables proxier: the wiring between informers and the kernel. Service, EndpointSlice
-// and Node events go into per-family change trackers; the bounded-frequency runner calls
-// `syncProxyRules`, which (once both caches have synced) takes a snapshot, asks the pure
-// `planIptables` for the restore document, applies it with one `iptables-restore --noflush
-// --counters` per IP family, and then does the bookkeeping: jump rules and canaries (full
-// syncs), metrics, healthz, health-check node ports and stale UDP conntrack entries. A
-// failed sync marks that family for a full sync and goes back to the runner, which retries.
-// Bad objects are skipped, logged and counted; they never stop the daemon.
+// The iptables proxier, on the wiring every proxier shares (../proxier-base.ts: informers →
+// change trackers → bounded-frequency runner, health-check node ports, stale UDP conntrack
+// entries, bad objects skipped, logged and counted). Each sync of a family takes a snapshot,
+// asks the pure `planIptables` for the restore document, applies it with one
+// `iptables-restore --noflush --counters` and records jump rules and canaries (full syncs)
+// and the rule-count metrics. A failed sync marks that family for a full sync and goes back
+// to the runner, which retries.
 
 import type { IptablesBackend } from '../../netfilter/iptables/backend.js';
 import type { IPFamily } from '../../util/ip.js';
