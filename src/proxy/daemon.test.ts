@@ -279,8 +279,12 @@ test('nftables mode: the iptables leftovers go at start, the table is programmed
     assert.ok(table?.sets.get('service-ips')?.elements.has('10.96.0.10 . tcp . 80'));
     assert.ok(table?.sets.get('service-nodeports')?.elements.has('tcp . 30080'));
     assert.doesNotMatch(ipt.saveSync('nat'), /KUBE-/, 'nothing written to iptables');
-    const mode = await fetch(`http://127.0.0.1:${String(daemon.metricsPort)}/proxyMode`);
-    assert.equal(await mode.text(), 'nftables');
+    const base = `http://127.0.0.1:${String(daemon.metricsPort)}`;
+    assert.equal(await (await fetch(`${base}/proxyMode`)).text(), 'nftables');
+    const text = await (await fetch(`${base}/metrics`)).text();
+    assert.match(text, /^kubeproxy_sync_proxy_rules_nftables_sync_failures_total 0$/m);
+    assert.match(text, /^kubeproxy_sync_proxy_rules_last_timestamp_seconds \d/m);
+    assert.doesNotMatch(text, /iptables/, 'no iptables metric in nftables mode');
   } finally {
     await daemon.stop();
   }

@@ -233,7 +233,7 @@ export async function startProxyDaemon(
   const { log, clock } = deps;
   if (cfg.families.length === 0) throw new SvcnetError('INVALID_INPUT', 'no IP family to program');
   const registry = deps.registry ?? new Registry();
-  const metrics = new ProxyMetrics(registry);
+  const metrics = new ProxyMetrics(registry, cfg.mode);
   const health = new ProxyHealth(clock, 2 * cfg.syncPeriodMs, cfg.families);
   const listeners = await bindListeners(cfg, health, metrics, registry);
   const { healthzPort, metricsPort } = listeners;

@@ -26,6 +26,7 @@ import { NftablesMetrics } from './nftables/sync-metrics.js';
 import type { ProxyHost } from './proxier-options.js';
 import { nftablesProxierOptionsFor, proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
 import type { Proxier } from './proxier.js';
+import { SvcnetError } from '../errors.js';
 
 /** The iptables variant programmed, `nftables`, or `injected` (backends given by a test). */
 export type DataplaneVariant = IptablesVariant | 'injected' | 'nftables';
@@ -133,18 +134,25 @@ async function iptablesDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): P
   return { proxier, variant, monitors: [canary] };
 }
 
-function nftablesDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promise<Dataplane> {
+async function nftablesDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promise<Dataplane> {
   const make = deps.nftables ?? ((family: IPFamily) => new RealNftBackend(deps.execer, family));
+  const families = cfg.families.map((family) => ({ family, nft: make(family) }));
+  // As kube-proxy does, refuse to start in nftables mode where nft or nf_tables is missing.
+  for (const { family, nft } of families) {
+    const a = await nft.availability();
+    if (!a.ok)
+      throw new SvcnetError(
+        'UNSUPPORTED',
+        `--proxy-mode nftables: nftables is not usable here (${family}): ${a.reason ?? 'unknown reason'}`,
+      );
+    deps.log.info({ ipFamily: family, version: a.version }, 'Using nftables');
+  }
   const proxier = new NftablesProxier({
     ...commonDeps(cfg, deps),
-    families: cfg.families.map((family) => ({ family, nft: make(family) })),
+    families,
     nftMetrics: new NftablesMetrics(deps.registry),
     optionsFor: (family, node) =>
       nftablesProxierOptionsFor(cfg, proxyNodeOf(cfg.nodeName, node), deps.host(), family),
   });
-  return Promise.resolve({
-    proxier,
-    variant: deps.nftables === undefined ? 'nftables' : 'injected',
-    monitors: [],
-  });
+  return { proxier, variant: deps.nftables === undefined ? 'nftables' : 'injected', monitors: [] };
 }
