@@ -85,10 +85,6 @@ spec:
 
 test('bad input: exit-2 errors naming the object and field', async () => {
   await rejects(
-    runRender({ mode: 'nftables', file: ['examples/nginx.yaml'] }, []),
-    /^--mode: proxy mode "nftables" is not built yet \(svcnet implements iptables only\)$/,
-  );
-  await rejects(
     runRender({ mode: 'ipvs', file: ['examples/nginx.yaml'] }, []),
     /^--mode: proxy mode "ipvs" is not built yet/,
   );
@@ -133,6 +129,60 @@ test('bad input: exit-2 errors naming the object and field', async () => {
   await rejects(
     runRender({ file: ['examples/nginx.yaml'], config: cfg }, []),
     /KubeProxyConfiguration .*kp-bad\.yaml: iptables\.masqueradeBit: must be 0-31/,
+  );
+});
+
+test('--mode nftables: the nft transaction of table ip kube-proxy, kube-proxy v1.37 layout', async () => {
+  const out = await runRender({ mode: 'nftables', file: ['examples/nginx.yaml'] }, []);
+  assert.match(out, /^# svcnet render --mode nftables/);
+  assert.match(out, /# ===== IPv4: transaction for `nft -f -` \(table ip kube-proxy\) =====/);
+  assert.doesNotMatch(out, /IPv6|iptables-restore|KUBE-/);
+  assert.match(out, /^add table ip kube-proxy \{ comment "rules for kube-proxy" ; \}$/m);
+  assert.match(
+    out,
+    /^add element ip kube-proxy service-ips \{ 10\.96\.45\.12 \. tcp \. 3000 : goto service-\w{8}-default\/nginx-svc\/tcp\/ \}$/m,
+  );
+  assert.match(
+    out,
+    /dnat ip addr \. port to numgen random mod 3 map \{ 0 : 10\.244\.\d+\.\d+ \. 80 , 1 : /,
+  );
+  assert.match(
+    out,
+    /ip saddr != 10\.244\.0\.0\/16 mark set mark or 0x4000/,
+    'default cluster CIDR',
+  );
+  // nodePortAddresses defaults to the node's primary IP in this mode.
+  assert.match(out, /^add element ip kube-proxy nodeport-ips \{ 172\.18\.0\.2 \}$/m);
+});
+
+test('--mode nftables: --config honours mode: nftables and the nftables section; IPv6 gets ip6 kube-proxy', async () => {
+  const cfg = file(
+    'kp-nft.yaml',
+    'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: nftables\nnftables: {masqueradeBit: 15, masqueradeAll: true}\niptables: {masqueradeBit: 3}\nnodePortAddresses: [all]\n',
+  );
+  const v6 = file(
+    'v6.yaml',
+    'apiVersion: v1\nkind: Service\nmetadata: {name: web6, namespace: default}\nspec:\n  type: NodePort\n  clusterIP: fd00:10:96::10\n  ipFamilies: [IPv6]\n  ports: [{port: 80, nodePort: 30080}]\n',
+  );
+  const out = await runRender({ file: ['examples/nginx.yaml', v6], config: cfg }, []);
+  assert.match(out, /^# svcnet render --mode nftables/);
+  assert.match(
+    out,
+    /ip daddr @cluster-ips mark set mark or 0x8000 comment "masquerade all clusterIP traffic"/,
+  );
+  assert.match(
+    out,
+    /fib daddr type local ip daddr != 127\.0\.0\.0\/8 meta l4proto \. th dport vmap @service-nodeports/,
+  );
+  assert.match(out, /^delete set ip kube-proxy nodeport-ips$/m);
+  assert.match(out, /# ===== IPv6: transaction for `nft -f -` \(table ip6 kube-proxy\) =====/);
+  assert.match(
+    out,
+    /^add element ip6 kube-proxy no-endpoint-services \{ fd00:10:96::10 \. tcp \. 80 comment "default\/web6" : goto reject-chain \}$/m,
+  );
+  assert.match(
+    out,
+    /fib daddr type local ip6 daddr != ::1 meta l4proto \. th dport vmap @service-nodeports/,
   );
 });
 

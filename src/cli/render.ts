@@ -1,8 +1,10 @@
-// `svcnet render`: prints the iptables-restore input a full kube-proxy sync would apply for
-// the Services and EndpointSlices in manifest files, one section per IP family (IPv6 only
-// when some Service has an IPv6 ClusterIP), followed (as comment lines) by the chains and
-// jump rules kube-proxy ensures outside the restore. A thin edge: reads files, calls the
-// pure model and plan, formats text. Bad input exits 2 with the object and field named.
+// `svcnet render`: prints what a full kube-proxy sync would apply for the Services and
+// EndpointSlices in manifest files, one section per IP family (IPv6 only when some Service
+// has an IPv6 ClusterIP). iptables mode: the iptables-restore input, followed (as comment
+// lines) by the chains and jump rules kube-proxy ensures outside the restore. nftables
+// mode: the `nft -f` transaction of the family's table, as a fresh proxy's first sync
+// writes it. A thin edge: reads files, calls the pure model and plan, formats text. Bad
+// input exits 2 with the object and field named.
 
 import type { Command } from 'commander';
 import { Option } from 'commander';
@@ -27,7 +29,12 @@ import { DEFAULT_OPTIONS } from '../proxy/iptables/options.js';
 import type { IptablesProxierOptions } from '../proxy/iptables/options.js';
 import type { IptablesPlan } from '../proxy/iptables/plan.js';
 import { planFromObjects } from '../proxy/iptables/plan-objects.js';
-import { proxierOptionsFor } from '../proxy/proxier-options.js';
+import type { NftablesPlan } from '../proxy/nftables/plan.js';
+import { planNftablesFromObjects } from '../proxy/nftables/plan-objects.js';
+import { renderTransaction } from '../netfilter/nftables/render.js';
+import { nftablesProxierOptionsFor, proxierOptionsFor } from '../proxy/proxier-options.js';
+import type { ProxierOptionsConfig, ProxyNode } from '../proxy/proxier-options.js';
+import type { ProxyMode } from '../proxy/config.js';
 import { parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import { action, collect, readInput, readSources } from './run.js';
@@ -88,6 +95,49 @@ function clusterCIDRs(opts: RenderOptions, cfg: KubeProxyConfig, notes: string[]
   return DEFAULT_CLUSTER_CIDRS;
 }
 
+/** The config fields the options read, for `mode`'s section of the file. */
+function optionsConfig(
+  cfg: KubeProxyConfig,
+  mode: ProxyMode,
+  node: NodeContext,
+  cidrs: readonly string[],
+): ProxierOptionsConfig {
+  const section = mode === 'nftables' ? cfg.nftables : cfg.iptables;
+  return {
+    ...defaultProxyConfig(node.name),
+    clusterCIDRs: cidrs,
+    detectLocalMode: cfg.detectLocalMode,
+    bridgeInterface: cfg.detectLocal.bridgeInterface,
+    interfaceNamePrefix: cfg.detectLocal.interfaceNamePrefix,
+    masqueradeBit: section.masqueradeBit,
+    masqueradeAll: section.masqueradeAll,
+    nodePortAddresses: cfg.nodePortAddresses,
+    localhostNodePorts: cfg.iptables.localhostNodePorts,
+    syncPeriodMs: cfg.syncPeriodMs,
+  };
+}
+
+function proxyNodeOfContext(node: NodeContext): ProxyNode {
+  return { name: node.name, ips: node.ips, zone: node.zone, podCIDRs: node.podCIDRs };
+}
+
+function localAddresses(family: IPFamily, node: NodeContext): string[] {
+  return [family === 'IPv4' ? '127.0.0.1' : '::1', ...node.ips];
+}
+
+function noteNoDetector(
+  cfg: KubeProxyConfig,
+  family: IPFamily,
+  node: NodeContext,
+  detector: { mode: string },
+  notes: string[],
+): void {
+  if (cfg.detectLocalMode === 'NodeCIDR' && detector.mode === 'None')
+    notes.push(
+      `${family}: detectLocalMode NodeCIDR but Node ${node.name} has no ${family} podCIDR: no local-traffic detection`,
+    );
+}
+
 /** The proxier options of one family, as the daemon would compute them on this node. */
 function optionsFor(
   family: IPFamily,
@@ -96,33 +146,17 @@ function optionsFor(
   cidrs: readonly string[],
   notes: string[],
 ): IptablesProxierOptions {
-  const config = {
-    ...defaultProxyConfig(node.name),
-    clusterCIDRs: cidrs,
-    detectLocalMode: cfg.detectLocalMode,
-    bridgeInterface: cfg.detectLocal.bridgeInterface,
-    interfaceNamePrefix: cfg.detectLocal.interfaceNamePrefix,
-    masqueradeBit: cfg.iptables.masqueradeBit,
-    masqueradeAll: cfg.iptables.masqueradeAll,
-    nodePortAddresses: cfg.nodePortAddresses,
-    localhostNodePorts: cfg.iptables.localhostNodePorts,
-    syncPeriodMs: cfg.syncPeriodMs,
-  };
-  const proxyNode = { name: node.name, ips: node.ips, zone: node.zone, podCIDRs: node.podCIDRs };
   const options = proxierOptionsFor(
-    config,
-    proxyNode,
+    optionsConfig(cfg, 'iptables', node, cidrs),
+    proxyNodeOfContext(node),
     {
-      localAddresses: [family === 'IPv4' ? '127.0.0.1' : '::1', ...node.ips],
+      localAddresses: localAddresses(family, node),
       conntrackTCPLiberal: cfg.conntrack.tcpBeLiberal,
       nfacct: DEFAULT_OPTIONS.nfacct,
     },
     family,
   );
-  if (cfg.detectLocalMode === 'NodeCIDR' && options.localDetector.mode === 'None')
-    notes.push(
-      `${family}: detectLocalMode NodeCIDR but Node ${node.name} has no ${family} podCIDR: no local-traffic detection`,
-    );
+  noteNoDetector(cfg, family, node, options.localDetector, notes);
   return options;
 }
 
@@ -160,6 +194,46 @@ function formatSection(family: IPFamily, plan: IptablesPlan): string {
   return lines.join('\n') + '\n';
 }
 
+function formatNftSection(plan: NftablesPlan): string {
+  const t = `${plan.table.family} ${plan.table.table}`;
+  const lines = [
+    `# ===== ${plan.family}: transaction for \`nft -f -\` (table ${t}) =====`,
+    `# ${plan.numServices} service ports, ${plan.numEndpoints} endpoints; ${plan.counts.operations} operations`,
+    ...(plan.skippedServicePorts > 0
+      ? [`# ${plan.skippedServicePorts} service ports skipped (see the warnings)`]
+      : []),
+    renderTransaction(plan.transaction).trimEnd(),
+  ];
+  return lines.join('\n') + '\n';
+}
+
+/** One family's nftables section. */
+function nftSection(
+  family: IPFamily,
+  cfg: KubeProxyConfig,
+  node: NodeContext,
+  cidrs: readonly string[],
+  set: ManifestSet,
+  warnings: string[],
+): string {
+  const options = nftablesProxierOptionsFor(
+    optionsConfig(cfg, 'nftables', node, cidrs),
+    proxyNodeOfContext(node),
+    { localAddresses: localAddresses(family, node) },
+    family,
+  );
+  noteNoDetector(cfg, family, node, options.localDetector, warnings);
+  const { plan, warnings: tracked } = planNftablesFromObjects(
+    set.services,
+    set.endpointSlices,
+    options,
+    family,
+  );
+  warnings.push(...tracked.map((w) => `${family}: ${w}`));
+  warnings.push(...plan.warnings.map((w) => `${family}: ${w}`));
+  return formatNftSection(plan);
+}
+
 function hasFamily(set: ManifestSet, family: IPFamily): boolean {
   return set.services.some((s) =>
     [s.spec?.clusterIP ?? '', ...(s.spec?.clusterIPs ?? [])].some(
@@ -177,7 +251,7 @@ export async function runRender(opts: RenderOptions, warnings: string[]): Promis
     cfg = parseKubeProxyConfiguration(await readInput(opts.config), opts.config);
   }
   // --mode wins over the file's mode, as kube-proxy's flags do; a mode not built is an error.
-  requireBuiltProxyMode(
+  const mode = requireBuiltProxyMode(
     opts.mode ?? cfg.mode,
     opts.mode !== undefined ? '--mode' : `${opts.config ?? ''}: mode`,
   );
@@ -187,11 +261,12 @@ export async function runRender(opts: RenderOptions, warnings: string[]): Promis
   const cidrs = clusterCIDRs(opts, cfg, notes);
   const families: IPFamily[] = hasFamily(set, 'IPv6') ? ['IPv4', 'IPv6'] : ['IPv4'];
   const header = [
-    `# svcnet render --mode iptables: what a full kube-proxy sync would apply on ${node.name}`,
+    `# svcnet render --mode ${mode}: what a full kube-proxy sync would apply on ${node.name}`,
     `# ${node.line}`,
     `# ${notes.join('; ')}`,
   ];
   const sections = families.map((family) => {
+    if (mode === 'nftables') return nftSection(family, cfg, node, cidrs, set, warnings);
     const options = optionsFor(family, cfg, node, cidrs, warnings);
     const { plan } = planFromObjects(set.services, set.endpointSlices, options, family);
     warnings.push(...plan.warnings.map((w) => `${family}: ${w}`));
@@ -216,12 +291,12 @@ export function registerRenderCommand(program: Command): void {
   program
     .command('render')
     .description(
-      'print the iptables-restore input a full kube-proxy sync would apply for the given manifests',
+      'print the iptables-restore input or nft transaction a full kube-proxy sync would apply for the given manifests',
     )
     .addOption(
       new Option(
         '--mode <mode>',
-        "proxy mode (default: --config's mode, else iptables; the only one built so far)",
+        "proxy mode: iptables or nftables (default: --config's mode, else iptables)",
       ),
     )
     .addOption(new Option('--proxy-mode <mode>', 'the same as --mode (kube-proxy spelling)'))

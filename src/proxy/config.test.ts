@@ -155,7 +155,7 @@ test("kubeadm's and kind's config.conf loads with kube-proxy's defaulting of zer
 test('mode "" means iptables; a mode not built yet is a clear error, never a fallback', () => {
   const empty = KUBEADM_CONFIG.replace('mode: iptables', 'mode: ""');
   assert.equal(parseKubeProxyConfiguration(empty, 'config.conf').mode, 'iptables');
-  for (const mode of ['ipvs', 'nftables']) {
+  for (const mode of ['ipvs']) {
     const c = parseKubeProxyConfiguration(
       KUBEADM_CONFIG.replace('mode: iptables', `mode: ${mode}`),
       'config.conf',
@@ -167,7 +167,7 @@ test('mode "" means iptables; a mode not built yet is a clear error, never a fal
         e instanceof SvcnetError &&
         e.code === 'INVALID_INPUT' &&
         e.message ===
-          `config.conf: mode: proxy mode "${mode}" is not built yet (svcnet implements iptables only)`,
+          `config.conf: mode: proxy mode "${mode}" is not built yet (svcnet implements iptables, nftables only)`,
     );
   }
 });

@@ -423,7 +423,7 @@ function build(raw: Raw): KubeProxyConfig {
 }
 
 /** The proxy modes svcnet implements; the others are valid kube-proxy modes not built yet. */
-export const BUILT_PROXY_MODES: readonly ProxyMode[] = ['iptables'];
+export const BUILT_PROXY_MODES: readonly ProxyMode[] = ['iptables', 'nftables'];
 
 /**
  * Throws INVALID_INPUT (CLI exit 2) when `mode` is a valid kube-proxy mode svcnet does not

@@ -5,7 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { node } from '../kube/testing.js';
 import { defaultProxyConfig } from './config.js';
-import { NO_NFACCT, proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
+import {
+  NO_NFACCT,
+  nftablesProxierOptionsFor,
+  proxierOptionsFor,
+  proxyNodeOf,
+} from './proxier-options.js';
 
 const HOST = { localAddresses: ['127.0.0.1'], conntrackTCPLiberal: false, nfacct: NO_NFACCT };
 
@@ -56,4 +61,31 @@ test('proxierOptionsFor: each family gets its own node IP and detector, None whe
     proxierOptionsFor({ ...cluster, masqueradeBit: 14 }, pn, HOST, 'IPv4').masqueradeMark,
     '0x4000',
   );
+});
+
+test('nftablesProxierOptionsFor: nodePortAddresses defaults to primary; the family node IP, detector, mark and ServiceCIDRs', () => {
+  const n = node('w1', { ip: '172.18.0.3', podCIDR: '10.244.1.0/24' });
+  const pn = proxyNodeOf('w1', n);
+  const cluster = { ...defaultProxyConfig('w1'), clusterCIDRs: ['10.244.0.0/16'] };
+  const v4 = nftablesProxierOptionsFor(cluster, pn, HOST, 'IPv4', ['10.96.0.0/12']);
+  assert.deepEqual(v4, {
+    nodeName: 'w1',
+    nodeIP: '172.18.0.3',
+    nodeZone: '',
+    localDetector: { mode: 'ClusterCIDR', cidr: '10.244.0.0/16' },
+    masqueradeMark: '0x4000',
+    masqueradeAll: false,
+    nodePortAddresses: ['primary'],
+    localAddresses: ['127.0.0.1'],
+    serviceCIDRs: ['10.96.0.0/12'],
+  });
+  const all = nftablesProxierOptionsFor(
+    { ...cluster, nodePortAddresses: ['all'] },
+    pn,
+    HOST,
+    'IPv6',
+  );
+  assert.deepEqual(all.nodePortAddresses, ['all']);
+  assert.equal(all.nodeIP, '');
+  assert.deepEqual(all.localDetector, { mode: 'None' });
 });

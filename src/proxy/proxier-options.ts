@@ -12,6 +12,8 @@ import type { IPFamily } from '../util/ip.js';
 import type { ProxyDaemonConfig } from './config.js';
 import { DEFAULT_OPTIONS, masqueradeMarkFromBit } from './iptables/options.js';
 import type { IptablesProxierOptions, LocalDetector, NfacctCounters } from './iptables/options.js';
+import { DEFAULT_NFTABLES_OPTIONS } from './nftables/options.js';
+import type { NftablesProxierOptions } from './nftables/options.js';
 
 /** The parts of the proxy's Node the rules depend on. */
 export interface ProxyNode {
@@ -127,5 +129,35 @@ export function proxierOptionsFor(
     nfacct: host.nfacct,
     conntrackTCPLiberal: host.conntrackTCPLiberal,
     syncPeriodMs: config.syncPeriodMs,
+  };
+}
+
+/**
+ * The nftables plan options of one family (the iptables ones above stay as they are).
+ * `config` carries the `nftables:` section's masqueradeBit/masqueradeAll when the mode is
+ * nftables; an empty nodePortAddresses means `primary`, this mode's default. `serviceCIDRs`
+ * are the cluster's ServiceCIDRs (any family), when known.
+ */
+export function nftablesProxierOptionsFor(
+  config: ProxierOptionsConfig,
+  node: ProxyNode,
+  host: Pick<ProxyHost, 'localAddresses'>,
+  family: IPFamily,
+  serviceCIDRs: readonly string[] = [],
+): NftablesProxierOptions {
+  return {
+    ...DEFAULT_NFTABLES_OPTIONS,
+    nodeName: node.name,
+    nodeIP: node.ips.find((ip) => parseIPSloppy(ip)?.family === family) ?? '',
+    nodeZone: node.zone,
+    localDetector: localDetectorFor(config, node, family),
+    masqueradeMark: masqueradeMarkFromBit(config.masqueradeBit),
+    masqueradeAll: config.masqueradeAll,
+    nodePortAddresses:
+      config.nodePortAddresses.length === 0
+        ? DEFAULT_NFTABLES_OPTIONS.nodePortAddresses
+        : config.nodePortAddresses,
+    localAddresses: host.localAddresses,
+    serviceCIDRs,
   };
 }

@@ -1,6 +1,6 @@
 // Shared loader for the kube-proxy fixture envelope (../shared/fixtures/kube-proxy): reads a
 // fixture file and profiles.json, applies `proxier.overrides` (or a case's `overrides`) to
-// the named profile, and maps the result onto our iptables proxier options. Steps and cases
+// the named profile, and maps the result onto our iptables or nftables proxier options. Steps and cases
 // are typed loosely (they are data); suites interpret the actions they support. Fixture
 // files are read in place, never copied.
 
@@ -10,6 +10,8 @@ import type { EndpointSlice, Service } from '../../src/kube/types.js';
 import type { IPFamily } from '../../src/util/ip.js';
 import { DEFAULT_OPTIONS } from '../../src/proxy/iptables/options.js';
 import type { IptablesProxierOptions, LocalDetector } from '../../src/proxy/iptables/options.js';
+import { DEFAULT_NFTABLES_OPTIONS } from '../../src/proxy/nftables/options.js';
+import type { NftablesProxierOptions } from '../../src/proxy/nftables/options.js';
 
 /** One proxier construction profile from profiles.json, with overrides applied. */
 export interface FixtureProfile {
@@ -51,6 +53,14 @@ export interface FixtureStep {
   readonly value?: unknown;
   readonly delta?: number;
   readonly tests?: unknown[];
+  /** nft steps: expectMapElement, expectLastTransactionOperations, (expect|age)StaleChains. */
+  readonly map?: string;
+  readonly key?: string[];
+  readonly present?: boolean;
+  readonly count?: number;
+  readonly breakdown?: string;
+  readonly seconds?: number;
+  readonly chains?: string[];
 }
 
 export interface FixtureCase {
@@ -130,6 +140,21 @@ export function iptablesOptions(p: FixtureProfile): IptablesProxierOptions {
       localhostNodePortsAccepted: nfacct.localhost_nps_accepted_pkts === true,
     },
     conntrackTCPLiberal: p.conntrackTCPLiberal ?? false,
+  };
+}
+
+/** Maps a profile onto nftables proxier options (what the nftables NewFakeProxier sets). */
+export function nftablesOptions(p: FixtureProfile): NftablesProxierOptions {
+  return {
+    ...DEFAULT_NFTABLES_OPTIONS,
+    nodeName: p.nodeName,
+    nodeIP: p.nodeIP,
+    localDetector: detectorOf(p),
+    masqueradeMark: p.masqueradeMark,
+    masqueradeAll: p.masqueradeAll,
+    nodePortAddresses: p.nodePortAddresses,
+    localAddresses: p.interfaces.flatMap((i) => i.addresses),
+    serviceCIDRs: p.serviceCIDRs ?? [],
   };
 }
 

@@ -124,6 +124,47 @@ test('chains in use cannot be deleted; flush, unreference, then delete works', (
   assert.ok(!f.listChains(T).includes('service-a'));
 });
 
+test('references made or dropped earlier in the same transaction count', () => {
+  const f = base();
+  f.runText('add chain ip kube-proxy spare-1\nadd chain ip kube-proxy spare-2');
+  // The first delete builds the reference index; later operations must keep it current.
+  assert.match(
+    refusal(
+      [
+        'add chain ip kube-proxy spare-3',
+        'delete chain ip kube-proxy spare-3',
+        'add rule ip kube-proxy services jump reject-chain',
+        'flush chain ip kube-proxy reject-chain',
+        'delete chain ip kube-proxy reject-chain',
+      ].join('\n'),
+    ),
+    /operation 5 .*referenced by a rule in chain services/,
+  );
+  assert.match(
+    refusal(
+      [
+        'add chain ip kube-proxy spare-3',
+        'delete chain ip kube-proxy spare-3',
+        'add element ip kube-proxy service-ips { 172.30.0.9 . udp . 53 : jump reject-chain }',
+        'flush chain ip kube-proxy reject-chain',
+        'delete chain ip kube-proxy reject-chain',
+      ].join('\n'),
+    ),
+    /referenced by an element of map service-ips/,
+  );
+  f.runText(
+    [
+      'delete chain ip kube-proxy spare-1',
+      'add rule ip kube-proxy services jump spare-2',
+      'flush chain ip kube-proxy services',
+      'delete chain ip kube-proxy spare-2',
+      'flush map ip kube-proxy service-ips',
+      'delete chain ip kube-proxy service-a',
+    ].join('\n'),
+  );
+  assert.deepEqual(f.listChains(T), ['nat-prerouting', 'reject-chain', 'services']);
+});
+
 test('elements must fit their set type', () => {
   const cases: readonly (readonly [string, RegExp])[] = [
     [

@@ -71,10 +71,49 @@ const sameList = (a?: readonly string[], b?: readonly string[]): boolean =>
 class Apply {
   readonly rs: Ruleset;
   nextHandle: number;
+  /**
+   * How many rules and map elements name each chain (`table\0chain`), built at the first
+   * chain delete of a transaction and kept current after it, so deleting many chains
+   * costs one scan, not one per chain.
+   */
+  private refs: Map<string, number> | undefined;
 
   constructor(rs: Ruleset, nextHandle: number) {
     this.rs = rs;
     this.nextHandle = nextHandle;
+  }
+
+  private buildRefs(): Map<string, number> {
+    const refs = new Map<string, number>();
+    for (const t of this.rs.tables.values()) {
+      const tk = tableKey(t.table);
+      const add = (chain: string): void => {
+        const k = `${tk}\0${chain}`;
+        refs.set(k, (refs.get(k) ?? 0) + 1);
+      };
+      for (const c of t.chains.values())
+        for (const r of c.rules) ruleReferences(r).chains.forEach(add);
+      for (const st of t.sets.values()) for (const e of st.elements.values()) elementTarget(e, add);
+    }
+    return refs;
+  }
+
+  /** Counts (delta +1/-1) the chains a rule or element names, when the index exists. */
+  private track(t: TableState, what: NftRule | NftElement, delta: number): void {
+    const refs = this.refs;
+    if (refs === undefined) return;
+    const tk = tableKey(t.table);
+    const bump = (chain: string): void => {
+      const k = `${tk}\0${chain}`;
+      refs.set(k, (refs.get(k) ?? 0) + delta);
+    };
+    if (what.kind === 'rule') ruleReferences(what).chains.forEach(bump);
+    else elementTarget(what, bump);
+  }
+
+  private isReferenced(t: TableState, chain: string): boolean {
+    this.refs ??= this.buildRefs();
+    return (this.refs.get(`${tableKey(t.table)}\0${chain}`) ?? 0) > 0;
   }
 
   table(ref: TableRef): TableState {
@@ -122,6 +161,8 @@ class Apply {
       return;
     }
     if (t === undefined) refuse(`no such table ${key}`);
+    // Whole-table changes are rare: rebuild the reference index when next needed.
+    this.refs = undefined;
     if (verb === 'delete') this.rs.tables.delete(key);
     else if (verb === 'flush') {
       for (const c of t.chains.values()) c.rules.length = 0;
@@ -148,17 +189,19 @@ class Apply {
     }
     const state = this.chain(t, o.name);
     if (verb === 'flush') {
+      for (const r of state.rules) this.track(t, r, -1);
       state.rules.length = 0;
     } else if (verb === 'delete') {
       if (state.rules.length > 0) refuse(`chain ${JSON.stringify(o.name)} is not empty`);
-      const by = this.referrer(t, o.name);
-      if (by !== undefined) refuse(`chain ${JSON.stringify(o.name)} is referenced by ${by}`);
+      if (this.isReferenced(t, o.name)) {
+        refuse(`chain ${JSON.stringify(o.name)} is referenced by ${this.referrer(t, o.name)}`);
+      }
       t.chains.delete(o.name);
     } else refuse(`${verb} is not a chain operation`);
   }
 
-  /** Who refers to chain `name` (a rule or a map element), for the error; or undefined. */
-  private referrer(t: TableState, name: string): string | undefined {
+  /** Who refers to chain `name` (a rule or a map element), for the error. */
+  private referrer(t: TableState, name: string): string {
     for (const c of t.chains.values()) {
       for (const r of c.rules) {
         if (ruleReferences(r).chains.includes(name)) return `a rule in chain ${c.chain.name}`;
@@ -173,7 +216,7 @@ class Apply {
         }
       }
     }
-    return undefined;
+    return 'something';
   }
 
   private applySet(verb: Operation['verb'], o: NftSet): void {
@@ -197,6 +240,7 @@ class Apply {
     const state = this.set(t, o.name);
     if (state.set.kind !== o.kind) refuse(`${JSON.stringify(o.name)} is a ${state.set.kind}`);
     if (verb === 'flush') {
+      for (const e of state.elements.values()) this.track(t, e, -1);
       state.elements.clear();
     } else if (verb === 'delete') {
       for (const c of t.chains.values()) {
@@ -208,6 +252,7 @@ class Apply {
           }
         }
       }
+      for (const e of state.elements.values()) this.track(t, e, -1);
       t.sets.delete(o.name);
     } else refuse(`${verb} is not a ${o.kind} operation`);
   }
@@ -219,6 +264,7 @@ class Apply {
     const old = s.elements.get(key);
     if (verb === 'delete') {
       if (old === undefined) refuse(`no element { ${key} } in ${o.set}`);
+      this.track(t, old, -1);
       s.elements.delete(key);
       return;
     }
@@ -237,6 +283,7 @@ class Apply {
       return;
     }
     s.elements.set(key, o);
+    this.track(t, o, 1);
   }
 
   private checkTarget(t: TableState, chain: string): void {
@@ -268,14 +315,18 @@ class Apply {
     const c = this.chain(t, r.chain);
     const rules = c.rules;
     if (verb === 'delete') {
-      rules.splice(this.position(rules, r), 1);
+      const [gone] = rules.splice(this.position(rules, r), 1);
+      if (gone !== undefined) this.track(t, gone, -1);
       return;
     }
     this.checkRule(t, r);
     if (verb === 'replace') {
       const at = this.position(rules, r);
       if (at < 0) refuse('replace rule needs a handle');
+      const old = rules[at];
+      if (old !== undefined) this.track(t, old, -1);
       rules[at] = placed(r, r.handle ?? 0);
+      this.track(t, r, 1);
       return;
     }
     if (verb === 'flush') refuse('flush is not a rule operation');
@@ -292,7 +343,14 @@ class Apply {
       at = insert ? 0 : rules.length;
     }
     rules.splice(at, 0, rule);
+    this.track(t, rule, 1);
   }
+}
+
+/** Calls `f` with the chain an element's verdict names, if any. */
+function elementTarget(e: NftElement, f: (chain: string) => void): void {
+  const v = e.value;
+  if (v !== undefined && (v.kind === 'jump' || v.kind === 'goto')) f(v.chain);
 }
 
 /** The rule as stored: with its kernel handle, without a requested index. */
