@@ -162,12 +162,18 @@ function rules(
   const redeclare: NftSet[] = [];
   for (const k of run) {
     const names = namedSets((tx[k] as Operation).object as NftRule);
-    if (names === undefined) { writePlain(tx, run, w); return; }
+    if (names === undefined) {
+      writePlain(tx, run, w);
+      return;
+    }
     for (const n of names) {
       const key = setKey(first, n);
       if (declared.has(key) || redeclare.some((d) => d.name === n)) continue;
       const def = defs.get(key);
-      if (def === undefined) { writePlain(tx, run, w); return; }
+      if (def === undefined) {
+        writePlain(tx, run, w);
+        return;
+      }
       redeclare.push(def);
     }
   }
