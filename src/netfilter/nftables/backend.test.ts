@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeExecer } from '../../os/exec.js';
-import type { NftChain, NftElement, NftRule, NftSet, Operation, Transaction } from './model.js';
+import type { NftElement, NftRule, NftSet, Operation, Transaction } from './model.js';
 import { parseTransaction } from './parse.js';
 import { renderTransaction } from './render.js';
 import { encodeFast, encodePlain, operationAt, setKey } from './apply-encode.js';
@@ -54,7 +54,7 @@ test('FakeNftBackend applies atomically, reads back with or without rules, delet
   assert.equal(full?.chains.get('services')?.rules.length, 1);
   const light = await b.readTable(T, { rules: false });
   assert.equal(light?.chains.get('services')?.rules.length, 0);
-  assert.equal(light?.sets.get('service-ips')?.elements.size, 2);
+  assert.equal(light.sets.get('service-ips')?.elements.size, 2);
   assert.match(await b.listRuleset(), /add chain ip kube-proxy services/);
   // A bad transaction names its operation and changes nothing.
   const bad: Transaction = [
@@ -175,7 +175,7 @@ test('splitTransaction cuts only before a regular chain once a part is full', ()
       kind: 'chain',
       name,
       ...(hook === true ? { type: 'nat', hook: 'prerouting', priority: -100 } : {}),
-    } as NftChain,
+    },
   });
   const flush = (name: string): Operation => ({
     verb: 'flush',
@@ -289,7 +289,7 @@ test('RealNftBackend: readTable without rules lists chains, named sets, and elem
   const t = await new RealNftBackend(ex, 'IPv4').readTable(T, { rules: false });
   assert.deepEqual([...(t?.chains.keys() ?? [])], ['services', 'service-X-ns/s/tcp/p']);
   assert.equal(t?.sets.get('cluster-ips')?.elements.size, 2);
-  assert.deepEqual(t?.sets.get('affinity-X')?.set.flags, ['dynamic', 'timeout']);
+  assert.deepEqual(t.sets.get('affinity-X')?.set.flags, ['dynamic', 'timeout']);
   ex.verify();
 });
 
