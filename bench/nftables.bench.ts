@@ -184,6 +184,12 @@ async function partials(): Promise<void> {
   await backend.deleteTable(ref);
   const first = w.plan(w.track(), 'all');
   await backend.apply(first.transaction, { split: true });
+  const read = await timeAsync(() => backend.readTable(ref, { rules: false }));
+  say(
+    `read back at 10k without rules (a full sync's diff base): ${read.ms.toFixed(0)} ms, ` +
+      `${String(read.value?.chains.size ?? 0)} chains, ${String(read.value?.sets.get('service-ips')?.elements.size ?? 0)} service-ips elements`,
+  );
+  figure('nftables-kernel-read-table-10k', read.ms, 'ms');
   let state = first.state;
   const measure = async (
     what: string,
