@@ -103,11 +103,20 @@ function groupable(def: NftSet | undefined): def is NftSet {
   return def !== undefined && !(def.flags ?? []).includes('interval');
 }
 
+/** What the encoders of a run share. */
+interface Context {
+  readonly tx: Transaction;
+  readonly defs: SetDefinitions;
+  readonly declared: Set<string>;
+  readonly w: Writer;
+}
+
 /** See the file header. `known` holds definitions of sets that exist before this transaction. */
 export function encodeFast(tx: Transaction, known: ReadonlyMap<string, NftSet>): Encoded {
   const defs: SetDefinitions = new Map(known);
   const declared = new Set<string>();
   const w = new Writer();
+  const ctx: Context = { tx, defs, declared, w };
   const plain = (i: number): void => {
     const op = tx[i];
     if (op !== undefined) w.push(renderOperation(op), [i]);
@@ -122,7 +131,7 @@ export function encodeFast(tx: Transaction, known: ReadonlyMap<string, NftSet>):
         if (!sameChain((tx[j] as Operation).object as NftRule, o as NftRule)) break;
         j++;
       }
-      rules(tx, i, j, defs, declared, w);
+      rules(ctx, i, j);
       i = j;
       continue;
     }
@@ -133,7 +142,7 @@ export function encodeFast(tx: Transaction, known: ReadonlyMap<string, NftSet>):
         if (next.verb !== op.verb || next.object.kind !== 'element') break;
         j++;
       }
-      elements(tx, i, j, defs, declared, w);
+      elements(ctx, i, j);
       i = j;
       continue;
     }
@@ -148,26 +157,26 @@ export function encodeFast(tx: Transaction, known: ReadonlyMap<string, NftSet>):
   return { text: w.out.map((l) => `${l}\n`).join(''), lines: w.lines };
 }
 
-function rules(
-  tx: Transaction,
-  from: number,
-  to: number,
-  defs: SetDefinitions,
-  declared: Set<string>,
-  w: Writer,
-): void {
+function rules(c: Context, from: number, to: number): void {
+  const { tx, defs, declared, w } = c;
   const run: number[] = [];
   for (let k = from; k < to; k++) run.push(k);
   const first = (tx[from] as Operation).object as NftRule;
   const redeclare: NftSet[] = [];
   for (const k of run) {
     const names = namedSets((tx[k] as Operation).object as NftRule);
-    if (names === undefined) { writePlain(tx, run, w); return; }
+    if (names === undefined) {
+      writePlain(tx, run, w);
+      return;
+    }
     for (const n of names) {
       const key = setKey(first, n);
       if (declared.has(key) || redeclare.some((d) => d.name === n)) continue;
       const def = defs.get(key);
-      if (def === undefined) { writePlain(tx, run, w); return; }
+      if (def === undefined) {
+        writePlain(tx, run, w);
+        return;
+      }
       redeclare.push(def);
     }
   }
@@ -184,14 +193,8 @@ function writePlain(tx: Transaction, run: readonly number[], w: Writer): void {
   for (const k of run) w.push(renderOperation(tx[k] as Operation), [k]);
 }
 
-function elements(
-  tx: Transaction,
-  from: number,
-  to: number,
-  defs: SetDefinitions,
-  declared: Set<string>,
-  w: Writer,
-): void {
+function elements(c: Context, from: number, to: number): void {
+  const { tx, defs, declared, w } = c;
   const verb = (tx[from] as Operation).verb;
   // Per set in first-appearance order; within a set the transaction's order. Operations on
   // different sets commute, so regrouping them changes nothing.
