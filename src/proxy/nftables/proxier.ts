@@ -3,12 +3,14 @@
 // ports, UDP conntrack cleanup). Each sync of a family takes a snapshot, asks the pure
 // `planNftables` for the family's transaction (full: the whole `ip|ip6 kube-proxy` table,
 // diffed against the kernel's elements read back first; partial: only the changed Services'
-// chains and elements) and applies it as ONE atomic transaction through the backend. Stale
+// chains and elements) and applies it as ONE atomic transaction through the backend (a full
+// sync of more than ~1k Services in atomic parts at Service boundaries, see
+// netfilter/nftables/README-speed.md). Stale
 // service chains are flushed at once and deleted ≥ 1 s later (the plan ages them on the
 // injected Clock) in a separate transaction run before the sync's own: a failed delete is
 // counted (`…_nftables_cleanup_failures_total`) and forces a full sync, a refused sync is
-// counted (`…_nftables_sync_failures_total`), leaves the kernel as it was and is retried by
-// the runner as a full sync. A Service port the kernel would refuse (a comment too long, an
+// counted (`…_nftables_sync_failures_total`), leaves the kernel as it was (a split one: as
+// its earlier parts left it) and is retried by the runner as a full sync. A Service port the kernel would refuse (a comment too long, an
 // invalid port) is left out by the plan, logged and counted; the others are programmed.
 
 import type { Node } from '../../kube/types.js';
@@ -144,7 +146,13 @@ export class NftablesProxier extends ProxierBase<FamilyState> {
       'Reloading service nftables data',
     );
     try {
-      const bytes = plan.transaction.length > 0 ? await f.nft.apply(plan.transaction) : 0;
+      // A full sync larger than the backend's part (~1k Services) may go in atomic parts cut
+      // at Service boundaries: one transaction is quadratic in nf_tables at 10k (netfilter/nftables/README-speed.md).
+      // A failing part leaves the family marked for a full sync, as any failure does.
+      const bytes =
+        plan.transaction.length > 0
+          ? await f.nft.apply(plan.transaction, { split: plan.fullSync })
+          : 0;
       return { plan, bytes, cleanupFailed };
     } catch (err) {
       this.nftMetrics.syncFailuresTotal.inc();
