@@ -109,3 +109,98 @@ test('svcnet trace: tree, --json, -f manifests, and exit 2 naming the bad field 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/** What `nft list ruleset` prints for one ClusterIP Service with one endpoint. */
+const NFT_LIST = `table ip kube-proxy {
+	comment "rules for kube-proxy"
+	map service-ips {
+		type ipv4_addr . inet_proto . inet_service : verdict
+		elements = { 10.96.0.20 . tcp . 80 : goto service-SUSTUHLJ-default/web/tcp/http }
+	}
+
+	chain nat-prerouting {
+		type nat hook prerouting priority dstnat; policy accept;
+		jump services
+	}
+
+	chain services {
+		ip daddr . meta l4proto . th dport vmap @service-ips
+	}
+
+	chain service-SUSTUHLJ-default/web/tcp/http {
+		meta l4proto tcp dnat ip to numgen random mod 1 map { 0 : 10.244.1.2 . 8080 }
+	}
+}
+`;
+
+test('svcnet trace over nftables: -f --mode nftables, a render and an nft list dump as --rules', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-trace-nft-'));
+  try {
+    const manifests = join(dir, 'web.yaml');
+    writeFileSync(manifests, MANIFESTS);
+    const viaMode = trace(['-f', manifests, '--mode', 'nftables'], '10.244.0.5', '10.96.0.20:80');
+    assert.equal(viaMode.code, 0, viaMode.stderr);
+    assert.match(
+      viaMode.stdout,
+      /\[1\] 50%\s+DNAT to 10\.244\.1\.2:8080 — Service default\/web:http, endpoint 10\.244\.1\.2:8080 \(Pod default\/web-a\)/,
+    );
+    assert.match(
+      viaMode.stdout,
+      /ip kube-proxy services #2: 10\.96\.0\.20 \. tcp \. 80 in @service-ips: goto service-SUSTUHLJ-default\/web\/tcp\/http/,
+    );
+    assert.doesNotMatch(viaMode.stdout, /KUBE-/);
+
+    // `svcnet render --mode nftables` output, read back with the format detected.
+    const render = svcnet(['render', '--mode', 'nftables', '-f', manifests]);
+    assert.equal(render.code, 0, render.stderr);
+    const rendered = join(dir, 'render.nft');
+    writeFileSync(rendered, render.stdout);
+    const fromRender = trace(['--rules', rendered], '10.244.0.5', '10.96.0.20:80', '--json');
+    assert.equal(fromRender.code, 0, fromRender.stderr);
+    const viaProxyMode = trace(
+      ['-f', manifests, '--proxy-mode', 'nftables'],
+      '10.244.0.5',
+      '10.96.0.20:80',
+      '--json',
+      '--from-external',
+    );
+    const outcomes = (out: string) =>
+      (JSON.parse(out) as { outcomes: { dnat: string; probability: number }[] }).outcomes.map(
+        (o) => [o.dnat, o.probability],
+      );
+    assert.deepEqual(outcomes(fromRender.stdout), [
+      ['10.244.1.2:8080', 0.5],
+      ['10.244.2.2:8080', 0.5],
+    ]);
+    assert.deepEqual(outcomes(viaProxyMode.stdout), outcomes(fromRender.stdout));
+
+    const list = join(dir, 'list.nft');
+    writeFileSync(list, NFT_LIST);
+    const fromList = trace(
+      ['--rules', list, '--rules-format', 'nft'],
+      '10.244.0.5',
+      '10.96.0.20:80',
+      '--brief',
+    );
+    assert.equal(fromList.code, 0, fromList.stderr);
+    assert.match(fromList.stdout, /100%\s+DNAT to 10\.244\.1\.2:8080 — Service default\/web:http/);
+
+    // Read as iptables on request, the nft text is refused naming the file and line.
+    const wrong = trace(
+      ['--rules', list, '--rules-format', 'iptables'],
+      '10.244.0.5',
+      '10.96.0.20:80',
+    );
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /list\.nft: line 1/);
+    writeFileSync(list, 'add table ip t\nadd rule ip t missing accept\n');
+    const refused = trace(['--rules', list], '10.244.0.5', '10.96.0.20:80');
+    assert.equal(refused.code, 2);
+    assert.match(
+      refused.stderr,
+      /list\.nft: nft -f would refuse operation 2 \(add rule ip t missing accept\)/,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,8 +1,9 @@
-// `svcnet trace`: explains where one packet goes through a node's iptables rules — every
-// possible outcome with its probability, the rules on each path and the Kubernetes objects
-// behind them. Rules come from a file (`--rules`, our render output or any `iptables-save`,
-// `-` for stdin) or from manifests rendered by our iptables planner (`-f`). Bad input exits 2
-// naming the line or option.
+// `svcnet trace`: explains where one packet goes through a node's iptables or nftables rules
+// — every possible outcome with its probability, the rules on each path and the Kubernetes
+// objects behind them. Rules come from a file (`--rules`: our render output, any
+// `iptables-save`, an `nft list ruleset` dump or `nft -f` input, `-` for stdin; the format is
+// detected unless `--rules-format` says) or from manifests rendered by our iptables or
+// nftables planner (`-f`, `--proxy-mode`). Bad input exits 2 naming the line or option.
 
 import type { Command } from 'commander';
 import { Option } from 'commander';
@@ -23,9 +24,12 @@ import {
   type CtState,
   type Origin,
   type RecentEntry,
-  type TraceMode,
 } from '../trace/packet.js';
 import { nameEndpoints, tracePacket } from '../trace/walk.js';
+import type { Ruleset } from '../netfilter/nftables/model.js';
+import { nftRulesFromManifests } from '../trace/nft/from-manifests.js';
+import { detectRulesFormat, loadNftRules, type RulesFormat } from '../trace/nft/input.js';
+import { traceNftPacket } from '../trace/nft/trace.js';
 import { parseCIDR } from '../util/ip.js';
 import {
   DEFAULT_NODE_IP,
@@ -57,6 +61,8 @@ export interface TraceFlags {
   mark?: string;
   affinity?: string[];
   mode: string;
+  proxyMode?: string;
+  rulesFormat?: string;
   assumeHooks: boolean;
   json?: boolean;
   verbose?: boolean;
@@ -93,9 +99,26 @@ function endpointNames(set: ManifestSet): Map<string, string> {
   return names;
 }
 
-interface LoadedRules {
-  readonly doc: IptablesDocument;
-  readonly names: Map<string, string>;
+type LoadedRules =
+  | {
+      readonly format: 'iptables';
+      readonly doc: IptablesDocument;
+      readonly names: Map<string, string>;
+    }
+  | { readonly format: 'nft'; readonly ruleset: Ruleset; readonly names: Map<string, string> };
+
+/** The dataplane the rules are for: `--proxy-mode`, or `--mode iptables|nftables`. */
+function proxyModeOf(flags: TraceFlags): 'iptables' | 'nftables' | undefined {
+  const m = flags.proxyMode ?? flags.mode;
+  return m === 'iptables' || m === 'nftables' ? m : undefined;
+}
+
+/** `--rules-format`, else what `--proxy-mode` implies, else detected from the text. */
+function rulesFormatOf(flags: TraceFlags, text: string): RulesFormat {
+  if (flags.rulesFormat === 'iptables' || flags.rulesFormat === 'nft') return flags.rulesFormat;
+  const mode = proxyModeOf(flags);
+  if (mode !== undefined) return mode === 'nftables' ? 'nft' : 'iptables';
+  return detectRulesFormat(text);
 }
 
 /** The manifests given with -f and the node their rules are rendered for. */
@@ -119,7 +142,9 @@ async function loadRules(
     const path = flags.rules ?? '-';
     const text = await readInput(path);
     try {
-      return { doc: selectFamily(parseDocument(text), family), names: new Map() };
+      return rulesFormatOf(flags, text) === 'nft'
+        ? { format: 'nft', ruleset: loadNftRules(text), names: new Map() }
+        : { format: 'iptables', doc: selectFamily(parseDocument(text), family), names: new Map() };
     } catch (e) {
       if (e instanceof SvcnetError)
         throw new SvcnetError(e.code, `${path}: ${e.message}`, { cause: e });
@@ -130,15 +155,19 @@ async function loadRules(
   const cidrs = (flags.clusterCidr ?? flags.podCidr?.join(',') ?? DEFAULT_CLUSTER_CIDRS.join(','))
     .split(',')
     .map((c) => c.trim());
-  const rendered = rulesFromManifests(set, {
+  const settings = {
     family,
     nodeName: node.name,
     nodeIP: nodeIPOf(node, family),
     localAddresses: node.nodeIPs,
     clusterCIDR: cidrs.find((c) => parseCIDR(c)?.family === family) ?? '',
-    options: { nodeZone: node.zone },
-  });
-  return { doc: rendered.document, names: endpointNames(set) };
+  };
+  if (proxyModeOf(flags) === 'nftables') {
+    const rendered = nftRulesFromManifests(set, { ...settings, zone: node.zone });
+    return { format: 'nft', ruleset: rendered.ruleset, names: endpointNames(set) };
+  }
+  const rendered = rulesFromManifests(set, { ...settings, options: { nodeZone: node.zone } });
+  return { format: 'iptables', doc: rendered.document, names: endpointNames(set) };
 }
 
 /** Everything `svcnet trace` prints (exported for tests); throws INVALID_INPUT on bad input. */
@@ -231,19 +260,21 @@ export async function runTrace(flags: TraceFlags): Promise<string> {
     });
   if (errors.length > 0 || !packet) throw new ValidationError(errors);
 
-  const { doc, names } = await loadRules(flags, packet.src.family, manifests);
+  const rules = await loadRules(flags, packet.src.family, manifests);
   const origin = origins[0] ?? inferOrigin(packet.src, nodeIPs, podCIDRs);
   const ctx = defaultContext(origin, nodeIPs, {
     ctState: ctState as CtState,
     mark,
     recent,
-    mode: flags.mode as TraceMode,
+    mode: flags.mode === 'fixture-compatible' ? 'fixture-compatible' : 'kernel',
     ...(flags.inIface !== undefined ? { inInterface: flags.inIface } : {}),
     ...(flags.outIface !== undefined ? { outInterface: flags.outIface } : {}),
   });
   const result = nameEndpoints(
-    tracePacket(doc, packet, ctx, { assumeKubeProxyHooks: flags.assumeHooks }),
-    names,
+    rules.format === 'nft'
+      ? traceNftPacket(rules.ruleset, packet, ctx)
+      : tracePacket(rules.doc, packet, ctx, { assumeKubeProxyHooks: flags.assumeHooks }),
+    rules.names,
   );
   const notes = [...(manifests ? [describeNode(manifests.node)] : []), ...result.notes];
   if (nodeIPs.length === 0)
@@ -265,13 +296,27 @@ export function registerTraceCommand(program: Command): void {
   program
     .command('trace')
     .description(
-      "explain a packet's path through a node's iptables rules: every outcome, its probability, the rules and the Service/endpoint behind them",
+      "explain a packet's path through a node's iptables or nftables rules: every outcome, its probability, the rules and the Service/endpoint behind them",
     )
-    .option('--rules <file>', 'iptables-save output or iptables-restore input (- for stdin)')
+    .option(
+      '--rules <file>',
+      'iptables-save output, iptables-restore input, `nft list ruleset` output or `nft -f` input (- for stdin)',
+    )
+    .addOption(
+      new Option('--rules-format <format>', 'how to read --rules (auto: detected from the text)')
+        .choices(['auto', 'iptables', 'nft'])
+        .default('auto'),
+    )
     .option(
       '-f, --filename <file>',
-      'Kubernetes manifests (Services, EndpointSlices, Nodes; file, directory or - for stdin) rendered by the iptables planner (repeatable)',
+      'Kubernetes manifests (Services, EndpointSlices, Nodes; file, directory or - for stdin) rendered by the iptables or nftables planner (repeatable)',
       collect,
+    )
+    .addOption(
+      new Option(
+        '--proxy-mode <mode>',
+        'the dataplane: with -f, which planner renders the manifests; with --rules, the format (default: iptables, or detected)',
+      ).choices(['iptables', 'nftables']),
     )
     .addOption(new Option('--file <file>').hideHelp().argParser(collect))
     .requiredOption('--src <ip>', 'source address of the packet')
@@ -307,20 +352,20 @@ export function registerTraceCommand(program: Command): void {
     .option('--mark <value>', 'initial packet mark, e.g. 0x0')
     .option(
       '--affinity <name[:seconds]>',
-      'existing ClientIP affinity: the source is in this xt_recent list (e.g. KUBE-SEP-…), last seen SECONDS ago (repeatable)',
+      'existing ClientIP affinity: the source is in this xt_recent list (iptables: KUBE-SEP-…) or affinity set (nftables: affinity-…), last seen SECONDS ago (repeatable)',
       collect,
     )
     .addOption(
       new Option(
         '--mode <mode>',
-        'kernel: what netfilter does; fixture-compatible: kube-proxy unit-test tracer semantics',
+        'kernel: what netfilter does; fixture-compatible: kube-proxy unit-test tracer semantics; iptables/nftables: --proxy-mode with kernel semantics',
       )
-        .choices(['kernel', 'fixture-compatible'])
+        .choices(['kernel', 'fixture-compatible', 'iptables', 'nftables'])
         .default('kernel'),
     )
     .option(
       '--no-assume-hooks',
-      "do not add kube-proxy's built-in-chain jumps when the input has none",
+      "iptables: do not add kube-proxy's built-in-chain jumps when the input has none",
     )
     .option('--json', 'print JSON instead of the readable tree')
     .option('--brief', 'print only the outcomes, not the rules on their paths')

@@ -1,8 +1,8 @@
 // Names the Kubernetes objects behind a rule and says in plain words what kube-proxy's chains
-// are for, so a trace reads without knowing kube-proxy's internals. The Service and endpoint
-// come from the rule comment kube-proxy writes (`ns/svc:port cluster IP`,
-// `ns/svc:port -> 10.180.0.1:80`, `masquerade traffic for ns/svc:port external
-// destinations`, ...). Pure.
+// are for (iptables and nftables modes), so a trace reads without knowing kube-proxy's
+// internals. The Service and endpoint come from the rule comment kube-proxy writes
+// (`ns/svc:port cluster IP`, `ns/svc:port -> 10.180.0.1:80`, `masquerade traffic for
+// ns/svc:port external destinations`, ...); nft/explain.ts adds nft chain names. Pure.
 
 /** The Service port (and endpoint) a kube-proxy comment names. */
 export interface CommentObjects {
@@ -74,6 +74,35 @@ const CHAIN_PURPOSES: readonly (readonly [RegExp, string])[] = [
   [/^KUBE-FORWARD$/, 'kube-proxy: accept forwarded Service traffic'],
   [/^KUBE-FIREWALL$/, 'kube-proxy: block outside connections to 127.0.0.0/8'],
   [/^KUBE-PROXY-CANARY$/, 'kube-proxy: canary chain (never has rules)'],
+  // nftables mode (table ip/ip6 kube-proxy, kube-proxy.md §2.2)
+  [/^services$/, 'kube-proxy: look the destination up in the Service IP and NodePort maps'],
+  [/^service-[A-Z2-7]{8}-/, 'kube-proxy: pick one endpoint of a Service port at random'],
+  [
+    /^local-[A-Z2-7]{8}-/,
+    "kube-proxy: pick one of this node's endpoints of a Service port (traffic policy Local)",
+  ],
+  [
+    /^external-[A-Z2-7]{8}-/,
+    'kube-proxy: traffic to a Service from outside the cluster (externalTrafficPolicy)',
+  ],
+  [/^firewall-[A-Z2-7]{8}-/, 'kube-proxy: loadBalancerSourceRanges check'],
+  [/^endpoint-[A-Z2-7]{8}-/, 'kube-proxy: one endpoint — rewrite the destination to it (DNAT)'],
+  [/^masquerading$/, 'kube-proxy: masquerade (SNAT) marked and hairpin connections'],
+  [/^firewall-check$/, 'kube-proxy: look the destination up in the loadBalancerSourceRanges map'],
+  [
+    /^service-endpoints-check$/,
+    'kube-proxy: drop or reject traffic to Services without usable endpoints',
+  ],
+  [
+    /^nodeport-endpoints-check$/,
+    'kube-proxy: drop or reject traffic to NodePorts without usable endpoints',
+  ],
+  [
+    /^cluster-ips-check$/,
+    'kube-proxy: reject unknown ports of ClusterIPs, drop unallocated ClusterIPs',
+  ],
+  [/^reject-chain$/, 'kube-proxy: reject (the Service has no endpoints)'],
+  [/^localhost-nodeport-reject-/, 'kube-proxy: reject NodePort traffic to localhost'],
 ];
 
 /** A one-line description of a chain kube-proxy owns, or undefined for other chains. */

@@ -7,7 +7,7 @@ import { formatIP } from '../util/ip.js';
 import { chainPurpose } from './explain.js';
 import type { TraceContext } from './packet.js';
 import { formatHostPort } from './packet.js';
-import type { Outcome, TraceResult, TraceStep } from './walk.js';
+import type { Outcome, TraceResult, TraceStep } from './result.js';
 
 const ORIGIN_TEXT: Readonly<Record<TraceContext['origin'], string>> = {
   pod: 'from a pod on this node',
@@ -91,7 +91,8 @@ export function formatTraceText(r: TraceResult, detail: Detail = 'normal'): stri
     `${p.protocol.toUpperCase()} ${formatHostPort(p.src, p.srcPort)} -> ${formatHostPort(p.dst, p.dstPort)}, ${ORIGIN_TEXT[ctx.origin]}, connection state ${ctx.ctState}${ctx.mode === 'fixture-compatible' ? ' (fixture-compatible mode)' : ''}`,
   );
   const local = ['127.0.0.0/8', ...ctx.localAddresses.map(formatIP)];
-  lines.push(`node addresses (addrtype LOCAL): ${local.join(', ')}`);
+  const localWord = r.dataplane === 'nftables' ? 'fib type local' : 'addrtype LOCAL';
+  lines.push(`node addresses (${localWord}): ${local.join(', ')}`);
   if (ctx.recent.length > 0)
     lines.push(
       `existing affinity: ${ctx.recent.map((e) => `${e.name} (${e.ageSeconds}s ago)`).join(', ')}`,
@@ -136,6 +137,7 @@ export function traceToJSON(r: TraceResult): unknown {
   const p = r.packet;
   const ctx = r.context;
   return {
+    ...(r.dataplane !== undefined ? { dataplane: r.dataplane } : {}),
     packet: {
       src: formatIP(p.src),
       dst: formatIP(p.dst),

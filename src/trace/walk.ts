@@ -23,95 +23,20 @@ import type { Target } from './eval-target.js';
 import { objectsFromComment } from './explain.js';
 import { buildView, type RulesetView } from './hooks.js';
 import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from './packet.js';
+import type { Hook, StepEffect, TraceResult, UnsupportedRule, Verdict } from './result.js';
+import {
+  cloneState,
+  PathRunner,
+  formatProbability,
+  initialState,
+  toOutcome,
+  type Exit,
+  type State,
+} from './walk-state.js';
 
-export type Hook = 'PREROUTING' | 'INPUT' | 'FORWARD' | 'OUTPUT' | 'POSTROUTING';
-
-export type StepEffect =
-  | 'jump'
-  | 'goto'
-  | 'return'
-  | 'accept'
-  | 'drop'
-  | 'reject'
-  | 'dnat'
-  | 'snat'
-  | 'masquerade'
-  | 'mark'
-  | 'log'
-  | 'match'
-  | 'random-not-taken'
-  | 'policy'
-  | 'unsupported'
-  | 'skip-nat';
-
-/** One thing that happened to the packet. */
-export interface TraceStep {
-  readonly hook: Hook;
-  readonly table: IptablesTableName;
-  readonly chain: string;
-  /** 1-based position of the rule in its chain (absent for policies and notes). */
-  readonly rule?: number;
-  /** `-A CHAIN ...` as it would be saved. */
-  readonly text?: string;
-  /** Line in the input, when the rule came from it. */
-  readonly line?: number;
-  /** The rule is one of kube-proxy's built-in-chain jumps assumed to be installed. */
-  readonly assumed?: boolean;
-  /** Call depth (0 = built-in chain). */
-  readonly depth: number;
-  readonly effect: StepEffect;
-  /** Human text: `jump KUBE-SVC-…`, `DNAT to 10.180.0.1:80`, `chosen with probability 0.33`. */
-  readonly detail: string;
-  readonly comment?: string;
-  readonly servicePort?: string;
-  readonly endpoint?: string;
-  readonly role?: string;
-  /** A jump into a chain where no rule matched (the walk came straight back). */
-  readonly empty?: boolean;
-}
-
-export type Verdict = 'accept' | 'drop' | 'reject';
-
-export interface Outcome {
-  /** Probability of this outcome among all outcomes (they sum to 1). */
-  readonly probability: number;
-  readonly verdict: Verdict;
-  /** How the verdict was reached: a rule, a chain policy, or the end of the path. */
-  readonly verdictBy: 'rule' | 'policy' | 'end';
-  /** The destination after DNAT, when a rule translated it. */
-  readonly dnat?: string;
-  /** The source after SNAT/MASQUERADE (`masquerade` = the outgoing interface's address). */
-  readonly snat?: string;
-  /** Whether the source is rewritten (kernel: SNAT/MASQUERADE applied; fixture: marked). */
-  readonly masquerade: boolean;
-  /** Where an accepted packet goes: a process on the node, or out of the node. */
-  readonly delivery?: 'local' | 'forward';
-  /** The Service port and endpoint the path went through (from rule comments). */
-  readonly servicePort?: string;
-  readonly endpoint?: string;
-  /** The object behind the endpoint (e.g. `Pod default/nginx-…`), when the caller knows it. */
-  readonly endpointObject?: string;
-  readonly path: readonly TraceStep[];
-}
-
-export interface UnsupportedRule {
-  readonly table: IptablesTableName;
-  readonly chain: string;
-  readonly rule: number;
-  readonly text: string;
-  readonly line?: number;
-  readonly reasons: readonly string[];
-}
-
-export interface TraceResult {
-  readonly packet: Packet;
-  readonly context: TraceContext;
-  readonly outcomes: readonly Outcome[];
-  /** Rules met on the way that the walker could not evaluate (assumed not to match). */
-  readonly unsupported: readonly UnsupportedRule[];
-  /** Remarks: assumed hooks, skipped nat, lenient parsing. */
-  readonly notes: readonly string[];
-}
+// Importers of the walker's result types from before result.ts existed.
+export type { Outcome, TraceResult, TraceStep } from './result.js';
+export { nameEndpoints } from './result.js';
 
 export interface TraceOptions {
   /** Add kube-proxy's built-in-chain jumps when the input has none (default true). */
@@ -129,25 +54,6 @@ export function prepareRuleset(doc: IptablesDocument, options: TraceOptions = {}
   return { view: buildView(doc, options.assumeKubeProxyHooks ?? true), compiled: new Map() };
 }
 
-interface State {
-  src: ParsedIP;
-  dst: ParsedIP;
-  srcPort: number;
-  dstPort: number;
-  mark: bigint;
-  markedForMasquerade: boolean;
-  dnat: string | undefined;
-  snat: string | undefined;
-  probability: number;
-  path: TraceStep[];
-  inInterface: string | undefined;
-  outInterface: string | undefined;
-}
-
-type Exit =
-  | { readonly kind: 'return'; readonly state: State }
-  | { readonly kind: 'verdict'; readonly verdict: Verdict | 'nat'; readonly state: State };
-
 const MAX_DEPTH = 64;
 
 /** Where the walker is: the rule being evaluated and its chain. */
@@ -157,10 +63,6 @@ interface At {
   readonly chain: string;
   readonly depth: number;
   readonly ref: { readonly r: Rule; readonly index: number; readonly comment: string | undefined };
-}
-
-function cloneState(s: State): State {
-  return { ...s, path: [...s.path] };
 }
 
 /** The walker over one ruleset view; one instance per trace. */
@@ -338,7 +240,7 @@ class Walker {
         other,
         at,
         'random-not-taken',
-        `not chosen at random (probability ${fmtP(1 - p)})`,
+        `not chosen at random (probability ${formatProbability(1 - p)})`,
       );
       notTaken.push(
         ...this.runChain(at.hook, at.table, at.chain, at.ref.index + 1, other, at.depth),
@@ -346,7 +248,7 @@ class Walker {
     }
     if (p <= 0) return false;
     s.probability *= p;
-    this.pendingPrefix = `chosen at random (probability ${fmtP(p)}): `;
+    this.pendingPrefix = `chosen at random (probability ${formatProbability(p)}): `;
     return true;
   }
 
@@ -461,10 +363,6 @@ class Walker {
   }
 }
 
-function fmtP(p: number): string {
-  return Number(p.toFixed(10)).toString();
-}
-
 function applyMark(mark: bigint, op: string, value: bigint, mask: bigint): bigint {
   const m32 = 0xffffffffn;
   switch (op) {
@@ -492,30 +390,12 @@ type Stage =
   | { readonly kind: 'route'; readonly after: 'prerouting' | 'output' }
   | { readonly kind: 'deliver'; readonly where: 'local' | 'forward' };
 
-interface Done {
-  readonly state: State;
-  readonly verdict: Verdict;
-  readonly by: 'rule' | 'policy' | 'end';
-  readonly delivery?: 'local' | 'forward';
-}
-
 function deliver(where: 'local' | 'forward'): Stage[] {
   return [{ kind: 'deliver', where }];
 }
 
 /** Runs the stages of a packet's path; every way the packet leaves it is one `done`. */
-class Pipeline {
-  readonly done: Done[] = [];
-  private readonly walker: Walker;
-  private readonly ctx: TraceContext;
-  private readonly isNew: boolean;
-
-  constructor(walker: Walker, ctx: TraceContext) {
-    this.walker = walker;
-    this.ctx = ctx;
-    this.isNew = ctx.ctState === 'NEW';
-  }
-
+class Pipeline extends PathRunner<Walker> {
   /** nat tables are consulted only for NEW connections. */
   natTables(tables: IptablesTableName[]): IptablesTableName[] {
     return this.isNew ? tables : tables.filter((t) => t !== 'nat');
@@ -550,11 +430,11 @@ class Pipeline {
   run(stages: readonly Stage[], state: State): void {
     const [stage, ...rest] = stages;
     if (!stage) {
-      this.done.push({ state, verdict: 'accept', by: 'end' });
+      this.accepted(state);
       return;
     }
     if (stage.kind === 'deliver') {
-      this.done.push({ state, verdict: 'accept', by: 'end', delivery: stage.where });
+      this.accepted(state, stage.where);
       return;
     }
     if (stage.kind === 'route') {
@@ -623,44 +503,6 @@ class Pipeline {
       state,
     );
   }
-
-  /**
-   * Goes on with every exit that lets the packet continue; records the others. In a hook,
-   * ACCEPT ends only this table's walk; in fixture-compatible chain stages it is the verdict
-   * (kube-proxy's tracer records it as the output).
-   */
-  private continueWith(exits: Exit[], acceptEnds: boolean, next: (s: State) => void): void {
-    for (const e of exits) {
-      if (e.kind === 'return' || e.verdict === 'nat' || (e.verdict === 'accept' && !acceptEnds)) {
-        // ACCEPT ends this table's chain for this hook; the next table still sees the packet.
-        next(e.state);
-      } else {
-        const last = e.state.path.at(-1);
-        this.done.push({
-          state: e.state,
-          verdict: e.verdict,
-          by: last?.effect === 'policy' ? 'policy' : 'rule',
-        });
-      }
-    }
-  }
-}
-
-function initialState(packet: Packet, ctx: TraceContext): State {
-  return {
-    src: packet.src,
-    dst: packet.dst,
-    srcPort: packet.srcPort,
-    dstPort: packet.dstPort,
-    mark: ctx.mark,
-    markedForMasquerade: (ctx.mark & ctx.masqueradeMark) !== 0n,
-    dnat: undefined,
-    snat: undefined,
-    probability: 1,
-    path: [],
-    inInterface: ctx.origin === 'node' ? undefined : ctx.inInterface,
-    outInterface: undefined,
-  };
 }
 
 function traceNotes(view: RulesetView, ctx: TraceContext): string[] {
@@ -700,47 +542,7 @@ export function tracePacket(
   };
 }
 
-function toOutcome(d: Done, ctx: TraceContext): Outcome {
-  const s = d.state;
-  const named = [...s.path].reverse();
-  const endpoint =
-    named.find((p) => p.endpoint !== undefined)?.endpoint ??
-    (s.dnat !== undefined ? s.dnat : undefined);
-  const servicePort = named.find(
-    (p) => p.servicePort !== undefined && p.effect !== 'random-not-taken',
-  )?.servicePort;
-  const masquerade =
-    ctx.mode === 'fixture-compatible' ? s.markedForMasquerade : s.snat !== undefined;
-  return {
-    probability: Number(s.probability.toFixed(12)),
-    verdict: d.verdict,
-    verdictBy: d.by,
-    ...(s.dnat !== undefined ? { dnat: s.dnat } : {}),
-    ...(s.snat !== undefined ? { snat: s.snat } : {}),
-    masquerade,
-    ...(d.delivery !== undefined ? { delivery: d.delivery } : {}),
-    ...(servicePort !== undefined ? { servicePort } : {}),
-    ...(endpoint !== undefined && s.dnat !== undefined ? { endpoint } : {}),
-    path: s.path,
-  };
-}
-
 /** The address text used in outputs. */
 export function addressText(ip: ParsedIP): string {
   return formatIP(ip);
-}
-
-/**
- * Names the object behind each outcome's endpoint (`ip` → e.g. `Pod default/web-1`), as
- * EndpointSlice targetRefs give them when the rules came from manifests.
- */
-export function nameEndpoints(r: TraceResult, names: ReadonlyMap<string, string>): TraceResult {
-  return {
-    ...r,
-    outcomes: r.outcomes.map((o) => {
-      const host = o.dnat?.replace(/^\[?([^\]]*?)\]?:\d+$/, '$1');
-      const name = host === undefined ? undefined : names.get(host);
-      return name === undefined ? o : { ...o, endpointObject: name };
-    }),
-  };
 }
