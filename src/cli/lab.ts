@@ -21,6 +21,16 @@ async function labModule(): Promise<typeof import('../lab/lab.js')> {
 
 const CNI_CHOICES = ['svcnet', 'reference'] as const;
 type CniChoice = (typeof CNI_CHOICES)[number];
+/** The node proxies' modes (lab/components.ts LAB_PROXY_MODES, without loading the lab). */
+const PROXY_MODE_CHOICES = ['iptables', 'nftables'] as const;
+type ProxyModeChoice = (typeof PROXY_MODE_CHOICES)[number];
+
+/** `--proxy-mode`, for `up` and the supervisor. */
+function proxyModeOption(): Option {
+  return new Option('--proxy-mode <mode>', "every node's kube-proxy mode")
+    .choices(PROXY_MODE_CHOICES)
+    .default('iptables');
+}
 
 /** How this process was started, to start more svcnet processes the same way. */
 function selfArgv(): string[] {
@@ -91,6 +101,7 @@ function addUp(lab: Command): void {
         .choices(CNI_CHOICES)
         .default('svcnet'),
     )
+    .addOption(proxyModeOption())
     .option('--timeout <seconds>', 'give up after this long', positiveInt, 180)
     .action(
       action(
@@ -100,6 +111,7 @@ function addUp(lab: Command): void {
           nodes: number;
           filename: string[];
           cni: CniChoice;
+          proxyMode: ProxyModeChoice;
           timeout: number;
         }) => {
           planLab({ name: o.name, nodes: o.nodes }); // validate before starting anything
@@ -110,6 +122,7 @@ function addUp(lab: Command): void {
             name: o.name,
             nodes: o.nodes,
             cni: o.cni,
+            proxyMode: o.proxyMode,
             objects,
             timeoutMs: o.timeout * 1000,
             progress: (m) => process.stderr.write(`${m}\n`),
@@ -117,7 +130,7 @@ function addUp(lab: Command): void {
           const applied = up.applied.map((a) => `${a.ref} ${a.action}`);
           const first = up.state.plan.nodes[0]?.name ?? '';
           return [
-            `lab ${o.name} is up in ${(up.timings.ready / 1000).toFixed(1)} s (cni ${o.cni}, supervisor pid ${String(up.unsharePid)})`,
+            `lab ${o.name} is up in ${(up.timings.ready / 1000).toFixed(1)} s (cni ${o.cni}, proxy mode ${o.proxyMode}, supervisor pid ${String(up.unsharePid)})`,
             describeNodes(up.state.plan),
             ...(applied.length > 0 ? ['', ...applied] : []),
             '',
@@ -154,7 +167,7 @@ function addStatus(lab: Command): void {
       const st = running.state;
       return Promise.resolve(
         [
-          `lab ${o.name}: ${st.status} since ${st.readyAt ?? st.startedAt} (cni ${st.cni}, supervisor pid ${String(running.unsharePid)})`,
+          `lab ${o.name}: ${st.status} since ${st.readyAt ?? st.startedAt} (cni ${st.cni}, proxy mode ${st.proxyMode ?? 'iptables'}, supervisor pid ${String(running.unsharePid)})`,
           ...(st.apiServer
             ? [`API server ${st.apiServer}, kubeconfig ${st.kubeconfig ?? ''}`]
             : []),
@@ -296,6 +309,7 @@ function addSupervise(lab: Command): void {
     .requiredOption('--run-id <id>', 'the run id `lab up` wrote to run.json in --state-dir')
     .requiredOption('--nodes <n>', 'nodes', positiveInt)
     .addOption(new Option('--cni <plugin>').choices(CNI_CHOICES).default('svcnet'))
+    .addOption(proxyModeOption())
     .requiredOption('--cni-bin-dir <dir>')
     .requiredOption('--state-dir <dir>')
     .option('--lifeline', 'tear down when stdin closes')
@@ -307,6 +321,7 @@ function addSupervise(lab: Command): void {
           runId: string;
           nodes: number;
           cni: CniChoice;
+          proxyMode: ProxyModeChoice;
           cniBinDir: string;
           stateDir: string;
           lifeline?: boolean;
@@ -322,7 +337,7 @@ function addSupervise(lab: Command): void {
             stateDir: o.stateDir,
             execer,
             ip: new RealIp(execer),
-            components: { cni: o.cni, cniBinDir: o.cniBinDir },
+            components: { cni: o.cni, cniBinDir: o.cniBinDir, proxyMode: o.proxyMode },
             self: selfArgv(),
             log: (m) => process.stderr.write(`${new Date().toISOString()} ${m}\n`),
           });

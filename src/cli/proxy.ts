@@ -1,7 +1,8 @@
-// `svcnet proxy`: the kube-proxy-compatible daemon for one node (iptables mode). Flags
-// mirror kube-proxy's; settings come from defaults, then the KubeProxyConfiguration file
-// (`--config`), then flags given explicitly on the command line. `--cleanup` removes every
-// rule and chain the proxy created and exits. Logs go to stderr (text on a terminal, JSON
+// `svcnet proxy`: the kube-proxy-compatible daemon for one node, in iptables or nftables mode
+// (`--proxy-mode`, alias `--mode`, or the file's `mode:`). Flags mirror kube-proxy's; settings
+// come from defaults, then the KubeProxyConfiguration file (`--config`), then flags given
+// explicitly on the command line. `--cleanup` removes every rule, chain and table any mode of
+// the proxy created and exits. Logs go to stderr (text on a terminal, JSON
 // otherwise). A bad flag, config or kubeconfig exits 2 and a listener that cannot bind exits 1,
 // each with one line, before any rule is written.
 
@@ -9,15 +10,18 @@ import { waitForTermination } from '../os/process.js';
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { SvcnetError } from '../errors.js';
 import type { EndpointSlice, Node, Service } from '../kube/types.js';
 import { realClock } from '../util/clock.js';
-import { parseKubeProxyConfiguration, resolveProxyConfig } from '../proxy/config.js';
+import {
+  DAEMON_PROXY_MODES,
+  parseKubeProxyConfiguration,
+  requireBuiltProxyMode,
+  resolveProxyConfig,
+} from '../proxy/config.js';
 import type { ProxyConfigFlags } from '../proxy/config.js';
 import { isHostNetns } from '../proxy/host-netns.js';
 import { parseBindAddress } from '../proxy/listen.js';
 import { holdListenAddresses } from '../util/listen-hold.js';
-import type { IPFamily } from '../util/ip.js';
 import {
   addLogFlags,
   daemonAction,
@@ -39,23 +43,19 @@ interface ProxyFlags extends ProxyConfigFlags {
 }
 
 async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
+  // --proxy-mode (or --mode) wins over the file's mode; ipvs and kernelspace are refused
+  // (exit 2) before anything loads: a configuration that asks for them must never get rules
+  // of another mode silently.
   const flagMode = flags.proxyMode ?? flags.mode;
-  const mode = flagMode ?? 'iptables';
-  if (mode !== 'iptables')
-    throw new SvcnetError(
-      'INVALID_INPUT',
-      `--proxy-mode: only iptables is served by this daemon, got ${JSON.stringify(mode)}`,
-    );
+  if (flagMode !== undefined) requireBuiltProxyMode(flagMode, '--proxy-mode', DAEMON_PROXY_MODES);
   const file =
     flags.config !== undefined
       ? parseKubeProxyConfiguration(await readInput(flags.config), flags.config)
       : undefined;
-  if (file !== undefined && file.mode !== 'iptables' && flagMode === undefined)
-    throw new SvcnetError(
-      'INVALID_INPUT',
-      `${flags.config ?? ''}: mode: only iptables is served by this daemon, got ${JSON.stringify(file.mode)}`,
-    );
-  const cfg = resolveProxyConfig(flags, file, hostname().toLowerCase());
+  const mode =
+    flagMode ??
+    requireBuiltProxyMode(file?.mode ?? '', `${flags.config ?? ''}: mode`, DAEMON_PROXY_MODES);
+  const cfg = resolveProxyConfig({ ...flags, proxyMode: mode }, file, hostname().toLowerCase());
   // Held while the daemon and the client library load (seconds), so a taken port exits 1 at
   // once; released just before the daemon binds them for real (whole or not at all).
   const hold =
@@ -82,37 +82,23 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
             : []),
         ]);
   // The daemon, the kernel seams and the client library load once flags and files are good.
-  const {
-    ENDPOINT_SLICE_LABEL_SELECTOR,
-    SERVICE_LABEL_SELECTOR,
-    cleanupBackends,
-    cleanupIptables,
-    startProxyDaemon,
-  } = await import('../proxy/daemon.js');
+  const { ENDPOINT_SLICE_LABEL_SELECTOR, SERVICE_LABEL_SELECTOR, startProxyDaemon } =
+    await import('../proxy/daemon.js');
+  const { cleanupLeftovers, formatCleanup, realCleanupSeams } = await import('../proxy/cleanup.js');
   const { RealExecer } = await import('../os/exec.js');
   const { RealSysctl } = await import('../os/sysctl.js');
   const log = daemonLogger('proxy', flags);
   const execer = new RealExecer();
 
   if (flags.cleanup === true) {
-    const backends = await cleanupBackends(execer, ['IPv4', 'IPv6'], cfg.iptablesVariant);
-    const removed: { family: IPFamily; chains: number; rules: number }[] = [];
-    for (const b of backends) {
-      try {
-        removed.push(...(await cleanupIptables([b], log)));
-      } catch (err) {
-        if (b.family === 'IPv6')
-          log.warn(
-            { err: err instanceof Error ? err.message : String(err) },
-            'IPv6 cleanup skipped',
-          );
-        else throw err;
-      }
-    }
+    // Every mode's state goes, whatever the mode, as kube-proxy's --cleanup does.
+    const removed = await cleanupLeftovers(
+      'all',
+      realCleanupSeams(execer, cfg.iptablesVariant),
+      log,
+    );
     log.flush();
-    return removed
-      .map((r) => `${r.family}: removed ${r.chains} chains, ${r.rules} rules`)
-      .join('\n');
+    return formatCleanup(removed);
   }
 
   // --kubeconfig, else clientConnection.kubeconfig of --config, else $KUBECONFIG or in-cluster.
@@ -148,14 +134,14 @@ export function registerProxyCommand(program: Command): void {
   const cmd = daemonCommand(
     program,
     'proxy',
-    'kube-proxy-compatible Service proxy for one node (iptables mode)',
+    'kube-proxy-compatible Service proxy for one node (iptables or nftables mode)',
     'kubeconfig of the API server (default: clientConnection.kubeconfig of --config, $KUBECONFIG, else in-cluster)',
   )
-    .option('--proxy-mode <mode>', 'proxy mode (iptables)')
+    .option('--proxy-mode <mode>', 'proxy mode: iptables (default) or nftables')
     .addOption(new Option('--mode <mode>', 'alias of --proxy-mode').hideHelp())
     .option('--hostname-override <node>', 'name of this node (default: the hostname)')
     .option('--config <file>', 'KubeProxyConfiguration file (flags given explicitly win)')
-    .option('--cleanup', 'remove every rule and chain the proxy created, then exit')
+    .option('--cleanup', 'remove every rule, chain and table of every proxy mode, then exit')
     .option('--cluster-cidr <cidrs>', 'pod CIDR(s), comma-separated for dual-stack')
     .option(
       '--detect-local-mode <mode>',

@@ -28,6 +28,19 @@ test('the control plane runs in the first node; every node gets an agent and a p
   assert.ok(proxy.args.join(' ').includes('--cluster-cidr 10.244.0.0/16'));
 });
 
+test('--proxy-mode reaches every node proxy (iptables by default)', () => {
+  const modeOf = (opts: { proxyMode?: 'nftables' }): string[] =>
+    planComponents(planLab({ nodes: 3 }), labPaths('/s'), {
+      cni: 'svcnet',
+      cniBinDir: '/b',
+      ...opts,
+    })
+      .filter((s) => s.name.startsWith('proxy-'))
+      .map((s) => s.args[s.args.indexOf('--proxy-mode') + 1] ?? '');
+  assert.deepEqual(modeOf({}), ['iptables', 'iptables', 'iptables']);
+  assert.deepEqual(modeOf({ proxyMode: 'nftables' }), ['nftables', 'nftables', 'nftables']);
+});
+
 test('--cni reference reaches every agent', () => {
   const specs = planComponents(planLab({ nodes: 3 }), labPaths('/s'), {
     cni: 'reference',

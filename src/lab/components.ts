@@ -1,6 +1,6 @@
 // Which svcnet processes make up the lab and where they run, as data: the API server, its
 // socket bridge and the controllers in the control-plane node; on every node the node agent
-// (the lab's kubelet) and the proxy. The supervisor starts them in this order, each inside
+// (the lab's kubelet) and the proxy, in the lab's proxy mode. The supervisor starts them in this order, each inside
 // its node's network namespace, and waits for each one's readiness signal. Pure.
 
 import { join } from 'node:path';
@@ -34,9 +34,15 @@ export function labPaths(stateDir: string): LabPaths {
   };
 }
 
+/** The proxy modes a lab runs its node proxies in (`svcnet lab up --proxy-mode`). */
+export const LAB_PROXY_MODES = ['iptables', 'nftables'] as const;
+export type LabProxyMode = (typeof LAB_PROXY_MODES)[number];
+
 export interface ComponentOptions {
   /** CNI used by the node agents: our plugin, or Debian's reference plugins. */
   readonly cni: 'svcnet' | 'reference';
+  /** Every node's `svcnet proxy --proxy-mode` (default iptables). */
+  readonly proxyMode?: LabProxyMode;
   /** Directory holding the svcnet-cni plugin binary. */
   readonly cniBinDir: string;
 }
@@ -115,8 +121,8 @@ export function planComponents(
         'proxy',
         '--kubeconfig',
         kc,
-        '--mode',
-        'iptables',
+        '--proxy-mode',
+        opts.proxyMode ?? 'iptables',
         '--hostname-override',
         n.name,
         '--cluster-cidr',

@@ -23,13 +23,13 @@ import { SvcnetError } from '../errors.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { ClientNodeKubeClient } from '../kube/api-client.js';
 import { loadKubeConfig } from '../kube/client.js';
-import type { KubeObject } from '../kube/types.js';
+import type { EndpointSlice, KubeObject, Node, Service } from '../kube/types.js';
 import { RealExecer, type ExecResult, type Execer } from '../os/exec.js';
 import { runAttached, signalPid, spawnDetached } from '../os/process.js';
 import { netnsExecArgv } from '../os/netns.js';
 import { applyObjects, type Applied } from './apply.js';
 import { ensureLabBinaries } from './binaries.js';
-import type { ComponentOptions } from './components.js';
+import type { ComponentOptions, LabProxyMode } from './components.js';
 import { podNetnsName } from './pod-runtime.js';
 import {
   identify,
@@ -52,6 +52,9 @@ import {
 import {
   clusterProblems,
   expectedEndpointRules,
+  expectedNftEndpoints,
+  missingEndpoints,
+  programmedNftEndpoints,
   proxySettled,
   unprogrammedEndpoints,
 } from './wait.js';
@@ -229,6 +232,8 @@ export interface UpOptions {
   readonly name: string;
   readonly nodes: number;
   readonly cni: ComponentOptions['cni'];
+  /** Every node's proxy mode (default iptables). */
+  readonly proxyMode?: LabProxyMode;
   /** Manifests applied once the cluster is up, in order (Namespaces first). */
   readonly objects?: readonly KubeObject[];
   readonly timeoutMs?: number;
@@ -300,6 +305,8 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
     String(opts.nodes),
     '--cni',
     opts.cni,
+    '--proxy-mode',
+    opts.proxyMode ?? 'iptables',
     '--cni-bin-dir',
     bins.cniBinDir,
     '--state-dir',
@@ -364,6 +371,31 @@ const NAT_DUMP =
 /** How often `lab up` looks at the cluster: six lists through the API server each time. */
 const POLL_MS = 500;
 
+/**
+ * What a node's proxy has not programmed of what the API server lists, read from its kernel:
+ * the nat table in iptables mode, the `ip kube-proxy` table in nftables mode.
+ */
+async function unprogrammedOnNode(
+  lab: RunningLab,
+  n: { readonly name: string; readonly netns: string },
+  view: {
+    readonly services: readonly Service[];
+    readonly endpointSlices: readonly EndpointSlice[];
+    readonly node: Node | undefined;
+  },
+): Promise<string[]> {
+  if (lab.state.proxyMode === 'nftables') {
+    const expected = expectedNftEndpoints(view.services, view.endpointSlices, view.node, n.name);
+    if (expected.size === 0) return [];
+    const table = await inLab(lab, n.netns, ['nft', 'list', 'table', 'ip', 'kube-proxy']);
+    return missingEndpoints(expected, programmedNftEndpoints(table.stdout));
+  }
+  const expected = expectedEndpointRules(view.services, view.endpointSlices, view.node, n.name);
+  if (expected.size === 0) return [];
+  const nat = await inLab(lab, n.netns, ['sh', '-c', NAT_DUMP]);
+  return unprogrammedEndpoints(expected, nat.stdout);
+}
+
 /** Polls until clusterProblems() is empty and every node's proxy has programmed all changes. */
 export async function waitForCluster(
   lab: RunningLab,
@@ -407,15 +439,11 @@ export async function waitForCluster(
           }
           // Settled only means nothing its informers delivered is pending: check that every
           // endpoint the API server lists for this node is in its kernel rules.
-          const expected = expectedEndpointRules(
+          const missing = await unprogrammedOnNode(lab, n, {
             services,
             endpointSlices,
-            nodes.find((x) => x.metadata?.name === n.name),
-            n.name,
-          );
-          if (expected.size === 0) continue;
-          const nat = await inLab(lab, n.netns, ['sh', '-c', NAT_DUMP]);
-          const missing = unprogrammedEndpoints(expected, nat.stdout);
+            node: nodes.find((x) => x.metadata?.name === n.name),
+          });
           if (missing.length > 0)
             problems.push(
               `proxy on ${n.name} has not programmed ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ` and ${String(missing.length - 3)} more` : ''}`,

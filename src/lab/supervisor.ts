@@ -22,7 +22,12 @@ import { applyNetworkScript, deleteNamespaces } from './network.js';
 import { mountPrivateDirs } from './sandbox.js';
 import { waitForTermination } from '../os/process.js';
 import { networkScript, type LabPlan } from './topology.js';
-import { labPaths, planComponents, type ComponentOptions } from './components.js';
+import {
+  labPaths,
+  planComponents,
+  type ComponentOptions,
+  type LabProxyMode,
+} from './components.js';
 import { startComponents, stopComponents, type RunningComponent } from './run-components.js';
 import { startForwarder, type Forwarder } from './forward.js';
 import { applyObjects } from './apply.js';
@@ -35,6 +40,8 @@ export interface LabState {
   readonly status: 'starting' | 'ready' | 'failed' | 'stopping';
   readonly plan: LabPlan;
   readonly cni: ComponentOptions['cni'];
+  /** The node proxies' mode (absent in states written before it existed: iptables). */
+  readonly proxyMode?: LabProxyMode;
   readonly startedAt: string;
   readonly readyAt?: string;
   readonly error?: string;
@@ -170,7 +177,13 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
       `lab ${plan.name}: ${stateDir} belongs to run ${run?.runId ?? '(none)'}, not to this run ${runId}`,
     );
   const startedAt = new Date().toISOString();
-  const base = { runId, plan, startedAt, cni: opts.components.cni };
+  const base = {
+    runId,
+    plan,
+    startedAt,
+    cni: opts.components.cni,
+    proxyMode: opts.components.proxyMode ?? 'iptables',
+  };
   writeState(stateDir, { status: 'starting', ...base });
   const script = networkScript(plan);
   const paths = labPaths(stateDir);

@@ -3,8 +3,11 @@ import assert from 'node:assert/strict';
 import {
   clusterProblems,
   expectedEndpointRules,
+  expectedNftEndpoints,
   programmedEndpointRules,
+  programmedNftEndpoints,
   proxySettled,
+  missingEndpoints,
   unprogrammedEndpoints,
   type ClusterView,
 } from './wait.js';
@@ -196,4 +199,55 @@ test('an object the proxy would skip is skipped, not an error that keeps lab up 
   } as unknown as Service;
   const want = expectedEndpointRules([broken, twoPortSvc], [sliceOf('web', EPS)], undefined, 'n1');
   assert.equal(want.size, 3);
+});
+
+// --- nftables mode --------------------------------------------------------------------------
+
+/** `nft list table ip kube-proxy` as nft 1.0.6 prints it (numgen map, direct and affinity DNAT). */
+const NFT_LIST = [
+  'table ip kube-proxy {',
+  '\tcomment "rules for kube-proxy"',
+  '\tchain services {',
+  '\t\tip daddr . meta l4proto . th dport vmap @service-ips',
+  '\t}',
+  '',
+  '\tchain service-ABCD2345-default/web/tcp/http {',
+  '\t\tmeta l4proto tcp dnat ip to numgen random mod 2 map { 0 : 10.244.0.5 . 8080, 1 : 10.244.1.7 . 8080 }',
+  '\t}',
+  '',
+  '\tchain local-QWER2345-default/local/tcp/http {',
+  '\t\tmeta l4proto tcp dnat to 10.244.1.7:8080',
+  '\t}',
+  '',
+  '\tchain endpoint-ZXCV2345-default/web/tcp/http__10.244.2.3/8080 {',
+  '\t\tupdate @affinity-ZXCV2345-default/web/tcp/http__10.244.2.3/8080 { ip saddr }',
+  '\t\tmeta l4proto tcp dnat to 10.244.2.3:8080',
+  '\t}',
+  '}',
+].join('\n');
+
+test('programmedNftEndpoints reads the DNATs of service, local and endpoint chains', () => {
+  assert.deepEqual([...programmedNftEndpoints(NFT_LIST)].sort(), [
+    'default/local/tcp/http 10.244.1.7:8080',
+    'default/web/tcp/http 10.244.0.5:8080',
+    'default/web/tcp/http 10.244.1.7:8080',
+    'default/web/tcp/http 10.244.2.3:8080',
+  ]);
+});
+
+test('nftables mode: every endpoint in the table is done; a missing one is named', () => {
+  const services = [twoPortSvc, localSvc];
+  const slices = [sliceOf('web', EPS), sliceOf('local', EPS)];
+  const want = expectedNftEndpoints(services, slices, undefined, 'n1');
+  assert.deepEqual([...want.keys()].sort(), [
+    'default/local/tcp/http 10.244.1.7:8080',
+    'default/web/tcp/http 10.244.0.5:8080',
+    'default/web/tcp/http 10.244.1.7:8080',
+    'default/web/tcp/http 10.244.2.3:8080',
+  ]);
+  const missing = (text: string) => missingEndpoints(want, programmedNftEndpoints(text));
+  assert.deepEqual(missing(NFT_LIST), []);
+  const behind = NFT_LIST.replace(', 1 : 10.244.1.7 . 8080', '');
+  assert.deepEqual(missing(behind), ['default/web:http -> 10.244.1.7:8080']);
+  assert.deepEqual(missing(''), [...want.values()]);
 });

@@ -10,7 +10,9 @@
 // latest EndpointSlices. A proxy a moment behind reports "settled" with only some endpoints
 // programmed, and curls right after `lab up` all land on the same Pod. So each node's nat
 // table must hold a DNAT to every endpoint the proxy would use for that node, computed by
-// the proxy's own model from what the API server lists.
+// the proxy's own model from what the API server lists. In nftables mode the same holds of
+// its `ip kube-proxy` table: each service chain (or its endpoint chains) must DNAT to every
+// endpoint the proxy would use (`expectedNftEndpoints`, `programmedNftEndpoints`).
 
 import type { Deployment, EndpointSlice, Node, Pod, Service, StatefulSet } from '../kube/types.js';
 import { isPodReady, isPodTerminating, podIPs } from '../controllers/reconcile-util.js';
@@ -18,6 +20,7 @@ import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
 import { endpointChainName } from '../proxy/iptables/names.js';
 import { categorizeEndpoints } from '../proxy/model/categorize.js';
 import { trackObjects } from '../proxy/iptables/plan-objects.js';
+import type { ServicePortInfo } from '../proxy/model/service-port.js';
 import type { IPFamily } from '../util/ip.js';
 
 export interface ClusterView {
@@ -103,9 +106,33 @@ export function proxySettled(metrics: string): boolean {
 }
 
 /**
- * The endpoint chains (`KUBE-SEP-…` with their DNAT target) the proxy of `nodeName` must have
- * programmed for these Services and EndpointSlices, as the proxy's own model decides them
- * (traffic policies, topology, terminating fallback), keyed `CHAIN IP:PORT`.
+ * Every endpoint the proxy of `nodeName` must DNAT to for these Services and EndpointSlices,
+ * as the proxy's own model decides them (traffic policies, topology, terminating fallback):
+ * `key(servicePort, endpoint)` → `ns/svc:port -> IP:PORT`.
+ */
+function expectedEndpoints(
+  services: readonly Service[],
+  endpointSlices: readonly EndpointSlice[],
+  node: Node | undefined,
+  nodeName: string,
+  family: IPFamily,
+  key: (sp: ServicePortInfo, endpoint: string) => string,
+): Map<string, string> {
+  // An object the proxy cannot handle is one it skips: skip it here too.
+  const snap = trackObjects(services, endpointSlices, family, nodeName, true).snapshot;
+  const topology = { nodeName, zone: node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '' };
+  const want = new Map<string, string>();
+  for (const [k, sp] of snap.services) {
+    const cat = categorizeEndpoints(snap.endpoints.get(k) ?? [], sp, topology);
+    for (const ep of cat.allReachableEndpoints)
+      want.set(key(sp, ep.endpoint), `${sp.nameString} -> ${ep.endpoint}`);
+  }
+  return want;
+}
+
+/**
+ * iptables mode: the endpoint chains (`KUBE-SEP-…` with their DNAT target) the proxy of
+ * `nodeName` must have programmed, keyed `CHAIN IP:PORT`.
  */
 export function expectedEndpointRules(
   services: readonly Service[],
@@ -114,18 +141,10 @@ export function expectedEndpointRules(
   nodeName: string,
   family: IPFamily = 'IPv4',
 ): Map<string, string> {
-  // An object the proxy cannot handle is one it skips: skip it here too.
-  const snap = trackObjects(services, endpointSlices, family, nodeName, true).snapshot;
-  const topology = { nodeName, zone: node?.metadata?.labels?.[LABEL_TOPOLOGY_ZONE] ?? '' };
-  const want = new Map<string, string>();
-  for (const [key, sp] of snap.services) {
-    const cat = categorizeEndpoints(snap.endpoints.get(key) ?? [], sp, topology);
-    for (const ep of cat.allReachableEndpoints) {
-      const chain = endpointChainName(sp.nameString, sp.protocol.toLowerCase(), ep.endpoint);
-      want.set(`${chain} ${ep.endpoint}`, `${sp.nameString} -> ${ep.endpoint}`);
-    }
-  }
-  return want;
+  return expectedEndpoints(services, endpointSlices, node, nodeName, family, (sp, ep) => {
+    const chain = endpointChainName(sp.nameString, sp.protocol.toLowerCase(), ep);
+    return `${chain} ${ep}`;
+  });
 }
 
 /** `CHAIN IP:PORT` of every `-A KUBE-SEP-… -j DNAT --to-destination IP:PORT` in a nat dump. */
@@ -145,6 +164,59 @@ export function unprogrammedEndpoints(
   expected: ReadonlyMap<string, string>,
   iptablesSave: string,
 ): string[] {
-  const have = programmedEndpointRules(iptablesSave);
+  return missingEndpoints(expected, programmedEndpointRules(iptablesSave));
+}
+
+/**
+ * nftables mode: the endpoints each service port's chains must DNAT to on `nodeName`, keyed
+ * `ns/svc/proto/portName IP:PORT` (the name kube-proxy's nftables chains end with).
+ */
+export function expectedNftEndpoints(
+  services: readonly Service[],
+  endpointSlices: readonly EndpointSlice[],
+  node: Node | undefined,
+  nodeName: string,
+  family: IPFamily = 'IPv4',
+): Map<string, string> {
+  return expectedEndpoints(services, endpointSlices, node, nodeName, family, (sp, ep) => {
+    const { namespace, name, port } = sp.name;
+    return `${namespace}/${name}/${sp.protocol.toLowerCase()}/${port} ${ep}`;
+  });
+}
+
+/** A service, local or endpoint chain of kube-proxy's nftables table: `service-HASH8-ns/svc/proto/port`. */
+const NFT_CHAIN = /^\s*chain (?:service|local|endpoint)-[A-Z0-9]{8}-(\S+?)(?:__\S+)? \{$/;
+
+/**
+ * `ns/svc/proto/portName IP:PORT` of every DNAT in the service, local and endpoint chains of
+ * a `nft list table ip kube-proxy` dump: the `numgen random mod N map { i : IP . PORT }`
+ * entries and the direct `dnat to IP:PORT`.
+ */
+export function programmedNftEndpoints(nftList: string): Set<string> {
+  const have = new Set<string>();
+  let base: string | undefined;
+  for (const line of nftList.split('\n')) {
+    const chain = NFT_CHAIN.exec(line);
+    if (chain) {
+      base = chain[1];
+      continue;
+    }
+    if (/^\s*}/.test(line)) base = undefined;
+    if (base === undefined || !line.includes('dnat')) continue;
+    for (const m of line.matchAll(/\d+ : ([0-9a-fA-F.:]+) \. (\d+)/g)) {
+      const ip = m[1] ?? '';
+      have.add(`${base} ${ip.includes(':') ? `[${ip}]` : ip}:${m[2] ?? ''}`);
+    }
+    const direct = /dnat (?:ip6? )?to (\S+:\d+)/.exec(line);
+    if (direct) have.add(`${base} ${direct[1] ?? ''}`);
+  }
+  return have;
+}
+
+/** What of `expected` (key → `ns/svc:port -> IP:PORT`) is not in `have`, by description. */
+export function missingEndpoints(
+  expected: ReadonlyMap<string, string>,
+  have: ReadonlySet<string>,
+): string[] {
   return [...expected].filter(([key]) => !have.has(key)).map(([, what]) => what);
 }

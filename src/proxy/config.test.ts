@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcnetError, ValidationError } from '../errors.js';
 import {
+  DAEMON_PROXY_MODES,
   defaultKubeProxyConfig,
   parseDuration,
   parseKubeProxyConfiguration,
@@ -194,4 +195,47 @@ test("the daemon's view of kubeadm's config.conf: default periods, the file's va
   assert.equal(c.masqueradeBit, 14);
   assert.deepEqual(c.clusterCIDRs, ['10.244.0.0/16']);
   assert.equal(c.healthzBindAddress, '0.0.0.0:10256');
+});
+
+test('the daemon mode: --proxy-mode wins over the file; nftables takes the nftables section', () => {
+  const file = parseKubeProxyConfiguration(
+    [
+      'apiVersion: kubeproxy.config.k8s.io/v1alpha1',
+      'kind: KubeProxyConfiguration',
+      'mode: nftables',
+      'iptables:',
+      '  masqueradeBit: 10',
+      'nftables:',
+      '  masqueradeBit: 12',
+      '  masqueradeAll: true',
+      '',
+    ].join('\n'),
+    'kp.yaml',
+  );
+  assert.equal(resolveProxyConfig({}, undefined, 'h').mode, 'iptables');
+  const nft = resolveProxyConfig({}, file, 'h');
+  assert.equal(nft.mode, 'nftables');
+  assert.equal(nft.masqueradeBit, 12);
+  assert.equal(nft.masqueradeAll, true);
+  const ipt = resolveProxyConfig({ proxyMode: 'iptables' }, file, 'h');
+  assert.equal(ipt.mode, 'iptables');
+  assert.equal(ipt.masqueradeBit, 10);
+  assert.equal(ipt.masqueradeAll, false);
+  assert.equal(resolveProxyConfig({ proxyMode: 'nftables' }, undefined, 'h').mode, 'nftables');
+  assert.throws(
+    () => resolveProxyConfig({ proxyMode: 'ipvs' }, undefined, 'h'),
+    (e: unknown) =>
+      e instanceof ValidationError &&
+      e.errors[0]?.field === '--proxy-mode' &&
+      /"ipvs" is not built yet/.test(e.errors[0].message),
+  );
+  assert.equal(requireBuiltProxyMode('nftables', '--proxy-mode', DAEMON_PROXY_MODES), 'nftables');
+  assert.throws(
+    () => requireBuiltProxyMode('ipvs', '--proxy-mode', DAEMON_PROXY_MODES),
+    (e: unknown) =>
+      e instanceof SvcnetError &&
+      e.code === 'INVALID_INPUT' &&
+      e.message ===
+        '--proxy-mode: proxy mode "ipvs" is not built yet (svcnet implements iptables, nftables only)',
+  );
 });

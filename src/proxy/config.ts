@@ -425,18 +425,27 @@ function build(raw: Raw): KubeProxyConfig {
 /** The proxy modes svcnet implements; the others are valid kube-proxy modes not built yet. */
 export const BUILT_PROXY_MODES: readonly ProxyMode[] = ['iptables', 'nftables'];
 
+/** The modes the proxy daemon (`svcnet proxy`) runs. */
+export type DaemonProxyMode = 'iptables' | 'nftables';
+export const DAEMON_PROXY_MODES: readonly DaemonProxyMode[] = ['iptables', 'nftables'];
+
 /**
  * Throws INVALID_INPUT (CLI exit 2) when `mode` is a valid kube-proxy mode svcnet does not
- * implement yet: a configuration that asks for ipvs must never get iptables rules silently.
- * `source` names where the mode came from (`--mode`, or `FILE: mode`).
+ * implement yet (`built`, default BUILT_PROXY_MODES): a configuration that asks for ipvs must
+ * never get iptables rules silently. `source` names where the mode came from (`--mode`, or
+ * `FILE: mode`). An empty mode is iptables, as in kube-proxy.
  */
-export function requireBuiltProxyMode(mode: string, source: string): ProxyMode {
+export function requireBuiltProxyMode<M extends ProxyMode = ProxyMode>(
+  mode: string,
+  source: string,
+  built: readonly M[] = BUILT_PROXY_MODES as readonly M[],
+): M {
   const m = mode === '' ? 'iptables' : mode;
-  if ((BUILT_PROXY_MODES as readonly string[]).includes(m)) return m as ProxyMode;
+  if ((built as readonly string[]).includes(m)) return m as M;
   throw new SvcnetError(
     'INVALID_INPUT',
     MODES.has(m)
-      ? `${source}: proxy mode ${JSON.stringify(m)} is not built yet (svcnet implements ${BUILT_PROXY_MODES.join(', ')} only)`
+      ? `${source}: proxy mode ${JSON.stringify(m)} is not built yet (svcnet implements ${built.join(', ')} only)`
       : `${source}: must be one of iptables, nftables, ipvs, kernelspace, got ${JSON.stringify(m)}`,
   );
 }
@@ -474,6 +483,8 @@ export function parseKubeProxyConfiguration(text: string, path: string): KubePro
 
 /** The effective settings of one proxy (KubeProxyConfiguration after defaults and flags). */
 export interface ProxyDaemonConfig {
+  /** The dataplane programmed (`--proxy-mode`, else the file's `mode`; default iptables). */
+  readonly mode: DaemonProxyMode;
   readonly nodeName: string;
   /** IP families to program; IPv4 first. */
   readonly families: readonly IPFamily[];
@@ -500,6 +511,8 @@ export interface ProxyDaemonConfig {
 
 /** The `svcnet proxy` flags that override the file (as given on the command line). */
 export interface ProxyConfigFlags {
+  /** `--proxy-mode` (or its alias `--mode`). */
+  readonly proxyMode?: string;
   readonly hostnameOverride?: string;
   readonly clusterCidr?: string;
   readonly detectLocalMode?: string;
@@ -645,22 +658,33 @@ export function resolveProxyConfig(
   const variant = flags.iptablesVariant ?? 'auto';
   if (variant !== 'auto' && variant !== 'legacy' && variant !== 'nft')
     bad('--iptables-variant', `must be auto, legacy or nft, got ${JSON.stringify(variant)}`);
+  const proxyMode =
+    flags.proxyMode === undefined || flags.proxyMode === '' ? f.mode : flags.proxyMode;
+  if (!(DAEMON_PROXY_MODES as readonly string[]).includes(proxyMode))
+    bad(
+      '--proxy-mode',
+      `proxy mode ${JSON.stringify(proxyMode)} is not built yet (svcnet implements ${DAEMON_PROXY_MODES.join(', ')} only)`,
+    );
+  // The mode's section of the file (nftables: or iptables:) holds its masquerade settings;
+  // the iptables-named flags set them in either mode, as kube-proxy's flags do.
+  const modeSection = proxyMode === 'nftables' ? f.nftables : f.iptables;
   const masqueradeBit =
     read.int('--iptables-masquerade-bit', flags.iptablesMasqueradeBit, 0, 31) ??
-    f.iptables.masqueradeBit;
+    modeSection.masqueradeBit;
   const syncPeriodMs =
     read.duration('--iptables-sync-period', flags.iptablesSyncPeriod) ?? f.syncPeriodMs;
   const minSyncPeriodMs =
     read.duration('--iptables-min-sync-period', flags.iptablesMinSyncPeriod) ?? f.minSyncPeriodMs;
   if (syncPeriodMs <= 0) bad('--iptables-sync-period', 'must be greater than 0');
   const cfg: ProxyDaemonConfig = {
+    mode: proxyMode as DaemonProxyMode,
     nodeName,
     families: familiesOf(clusterCIDRs),
     clusterCIDRs,
     detectLocalMode: mode as DetectLocalMode,
     bridgeInterface: flags.podBridgeInterface ?? f.detectLocal.bridgeInterface,
     interfaceNamePrefix: flags.podInterfaceNamePrefix ?? f.detectLocal.interfaceNamePrefix,
-    masqueradeAll: flags.masqueradeAll ?? f.iptables.masqueradeAll,
+    masqueradeAll: flags.masqueradeAll ?? modeSection.masqueradeAll,
     masqueradeBit,
     localhostNodePorts:
       read.boolean('--iptables-localhost-nodeports', flags.iptablesLocalhostNodeports) ??

@@ -1,6 +1,8 @@
 // Unit tests of the daemon's nfacct wiring against Fakes: which objects it creates, which
 // rules then count into them, that a host without nfacct keeps the proxy working, and that
-// the two kube-proxy metrics report the objects' packet counts at scrape time.
+// the two kube-proxy metrics report the objects' packet counts at scrape time; and the modes:
+// nftables mode removes iptables leftovers and programs its table, iptables mode removes the
+// nftables table, `/proxyMode` names the mode.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,6 +18,7 @@ import { FakeNfacct } from '../os/nfacct.js';
 import { FakeSysctl } from '../os/sysctl.js';
 import { FakeClock } from '../util/clock.js';
 import { ensureNfacctCounters, startProxyDaemon } from './daemon.js';
+import { FakeNftBackend } from '../netfilter/nftables/backend.js';
 import {
   NFACCT_CT_STATE_INVALID_DROPPED as CT_INVALID,
   NFACCT_LOCALHOST_NODEPORTS_ACCEPTED as LOCALHOST_NPS,
@@ -224,4 +227,90 @@ test('only the objects that could be created are used', async () => {
     assert.equal(await metricValue(s.registry, INVALID_METRIC), undefined);
     assert.equal(await metricValue(s.registry, LOCALHOST_METRIC), 0);
   });
+});
+
+/** iptables mode's leftovers in a FakeIptables: KUBE-SERVICES hooked from OUTPUT. */
+function iptablesLeftovers(): BackendFake {
+  const ipt = new BackendFake('IPv4');
+  const hook = '-A OUTPUT -m comment --comment "kubernetes service portals" -j KUBE-SERVICES';
+  ipt.restoreSync(`*nat\n:OUTPUT ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n${hook}\nCOMMIT\n`, {
+    noflush: true,
+  });
+  return ipt;
+}
+
+test('nftables mode: the iptables leftovers go at start, the table is programmed, /proxyMode says nftables', async () => {
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const ipt = iptablesLeftovers();
+  const nft = new FakeNftBackend('IPv4');
+  const services = new FakeInformer<Service>();
+  const slices = new FakeInformer<EndpointSlice>();
+  const nodes = new FakeInformer<Node>();
+  const nfacct = new FakeNfacct();
+  const daemon = await startProxyDaemon(
+    {
+      ...defaultProxyConfig(NODE),
+      mode: 'nftables',
+      healthzBindAddress: '',
+      metricsBindAddress: '127.0.0.1:0',
+      clusterCIDRs: ['10.244.0.0/16'],
+    },
+    {
+      execer: new FakeExecer(),
+      sysctl: new FakeSysctl(),
+      clock,
+      log: pino({ level: 'silent' }),
+      informers: { services, endpointSlices: slices, nodes },
+      localAddresses: () => ['127.0.0.1/8', '192.0.2.10/24'],
+      iptables: () => ipt,
+      nftables: () => nft,
+      nfacct,
+    },
+  );
+  try {
+    assert.doesNotMatch(ipt.saveSync('nat'), /KUBE-/);
+    assert.equal(nfacct.objects.size, 0, 'no nfacct objects in nftables mode');
+    services.upsert(nodePortService());
+    slices.upsert(slice());
+    await services.start();
+    await slices.start();
+    await clock.advance(0);
+    const table = nft.kernel.ruleset().tables.get('ip kube-proxy');
+    assert.ok(table?.sets.get('service-ips')?.elements.has('10.96.0.10 . tcp . 80'));
+    assert.ok(table?.sets.get('service-nodeports')?.elements.has('tcp . 30080'));
+    assert.doesNotMatch(ipt.saveSync('nat'), /KUBE-/, 'nothing written to iptables');
+    const base = `http://127.0.0.1:${String(daemon.metricsPort)}`;
+    assert.equal(await (await fetch(`${base}/proxyMode`)).text(), 'nftables');
+    const text = await (await fetch(`${base}/metrics`)).text();
+    assert.match(text, /^kubeproxy_sync_proxy_rules_nftables_sync_failures_total 0$/m);
+    assert.match(text, /^kubeproxy_sync_proxy_rules_last_timestamp_seconds \d/m);
+    assert.doesNotMatch(text, /iptables/, 'no iptables metric in nftables mode');
+  } finally {
+    await daemon.stop();
+  }
+});
+
+test('iptables mode: an nftables table left by nftables mode goes at start', async () => {
+  const nft = new FakeNftBackend('IPv4');
+  nft.kernel.load('add table ip kube-proxy\nadd chain ip kube-proxy services\n');
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const daemon = await startProxyDaemon(
+    { ...defaultProxyConfig(NODE), healthzBindAddress: '', metricsBindAddress: '' },
+    {
+      execer: new FakeExecer(),
+      sysctl: new FakeSysctl(),
+      clock,
+      log: pino({ level: 'silent' }),
+      informers: {
+        services: new FakeInformer<Service>(),
+        endpointSlices: new FakeInformer<EndpointSlice>(),
+        nodes: new FakeInformer<Node>(),
+      },
+      iptables: () => new BackendFake('IPv4'),
+      nftables: () => nft,
+      nfacct: new FakeNfacct(),
+    },
+  );
+  await daemon.stop();
+  assert.equal(nft.kernel.ruleset().tables.size, 0);
 });

@@ -1,42 +1,42 @@
 // The proxy daemon (`svcnet proxy`): puts the pieces together for one node the way
-// kube-proxy's server does — detect the iptables variant, make the sysctls, start the
-// healthz and metrics servers, start Service/EndpointSlice/Node informers with kube-proxy's
-// selectors, create the nfacct objects the rules count into (when the host has nfacct),
-// run the proxier's sync loop and the canary monitor — and `cleanupIptables`
-// for `--cleanup`. Everything effectful is injected (Execer, Sysctl, Clock, informer
-// factory, logger) so the same code runs against Fakes in tests and the bench.
+// kube-proxy's server does — start the healthz and metrics servers, remove the other proxy
+// modes' leftovers (cleanup.ts), make the sysctls, build the mode's proxier (dataplane.ts:
+// iptables with its variant detection, nfacct objects and canary monitor, or nftables), start
+// Service/EndpointSlice/Node informers with kube-proxy's selectors and run the proxier's sync
+// loop. Everything effectful is injected (Execer, Sysctl, Clock, informer factory, logger,
+// kernel backends) so the same code runs against Fakes in tests and the bench.
 
 import { cpus, networkInterfaces } from 'node:os';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME } from '../kube/names.js';
-import { RealIptables, commandsFor, detectIptablesVariant } from '../netfilter/iptables/backend.js';
-import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/backend.js';
-import { parseDocument } from '../netfilter/iptables/parse.js';
-import { RealConntrack } from '../os/conntrack.js';
+import type { IptablesBackend } from '../netfilter/iptables/backend.js';
 import type { Execer } from '../os/exec.js';
 import { RealNfacct } from '../os/nfacct.js';
 import type { Nfacct } from '../os/nfacct.js';
 import type { Sysctl } from '../os/sysctl.js';
 import type { IPFamily } from '../util/ip.js';
 import { cidrContains, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
-import { CanaryMonitor } from './iptables/canary.js';
 import type { Clock } from '../util/clock.js';
+import { cleanupLeftovers, nftTableCleaner, realCleanupSeams } from './cleanup.js';
+import type { CleanupSeams } from './cleanup.js';
+import { makeDataplane } from './dataplane.js';
+import type { DataplaneVariant, NftBackendFor } from './dataplane.js';
 import { ServiceHealthServers } from './healthcheck-nodeports.js';
 import { ProxyHealth, healthzHandler } from './healthz.js';
 import type { ProxyDaemonConfig } from './config.js';
 import type { NfacctCounters } from './iptables/options.js';
-import { NO_NFACCT, proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
+import { NO_NFACCT } from './proxier-options.js';
 import { listenHttp, parseBindAddress } from './listen.js';
 import type { Listening } from './listen.js';
 import { listenFailed } from '../util/listen-error.js';
 import { metricsHandler } from './metrics-server.js';
 import { NFACCT_METRICS, ProxyMetrics } from './metrics.js';
 import { applySysctls, planSysctls, readTcpBeLiberal } from './node-setup.js';
-import { planCleanup } from './iptables/plan-cleanup.js';
-import { IptablesProxier } from './iptables/proxier.js';
 import type { Proxier, ProxierInformers } from './proxier.js';
 import { SvcnetError } from '../errors.js';
+
+export { NO_NFACCT };
 
 /** Services the proxy watches: not claimed by another proxy, not headless (kube-proxy's selector). */
 export const SERVICE_LABEL_SELECTOR = `!${LABEL_SERVICE_PROXY_NAME},!${LABEL_HEADLESS}`;
@@ -60,8 +60,15 @@ export interface ProxyDaemonDeps {
   readonly hostNetns?: boolean;
   /** Override the iptables backends (tests: Fakes). */
   readonly iptables?: (family: IPFamily) => IptablesBackend;
-  /** nfacct objects; defaults to the `nfacct` tool run through `execer`. */
+  /** Override the nftables backends (tests: Fakes). */
+  readonly nftables?: NftBackendFor;
+  /** nfacct objects; defaults to the `nfacct` tool run through `execer` (iptables mode). */
   readonly nfacct?: Nfacct;
+  /**
+   * Where the other modes' leftovers are removed at start. Default: the injected backends
+   * when `iptables` is injected (tests), else the real tools through `execer`.
+   */
+  readonly cleanup?: CleanupSeams;
 }
 
 /** A running daemon. */
@@ -70,8 +77,9 @@ export interface ProxyDaemon {
   readonly registry: Registry;
   readonly healthzPort: number | undefined;
   readonly metricsPort: number | undefined;
-  readonly variant: IptablesVariant | 'injected';
-  /** Which nfacct objects exist, so the rules count into them. */
+  /** The iptables variant programmed (iptables mode), `nftables`, or `injected` (tests). */
+  readonly variant: DataplaneVariant;
+  /** Which nfacct objects exist, so the rules count into them (none in nftables mode). */
   readonly nfacct: NfacctCounters;
   stop(): Promise<void>;
 }
@@ -105,28 +113,6 @@ export async function ensureNfacctCounters(nfacct: Nfacct, log: Logger): Promise
       'Cannot create nfacct objects; their rules run without packet counting and their metrics are not exported',
     );
   return result;
-}
-
-async function makeBackends(
-  cfg: ProxyDaemonConfig,
-  deps: Pick<ProxyDaemonDeps, 'execer' | 'iptables' | 'log'>,
-): Promise<{ backends: IptablesBackend[]; variant: IptablesVariant | 'injected' }> {
-  if (deps.iptables !== undefined) {
-    const make = deps.iptables;
-    return { backends: cfg.families.map((f) => make(f)), variant: 'injected' };
-  }
-  let variant: IptablesVariant;
-  let specific = true;
-  if (cfg.iptablesVariant === 'auto') {
-    ({ variant, specific } = await detectIptablesVariant(deps.execer));
-    deps.log.info({ variant }, 'Detected iptables mode');
-  } else variant = cfg.iptablesVariant;
-  return {
-    backends: cfg.families.map(
-      (f) => new RealIptables(deps.execer, f, commandsFor(f, specific ? variant : undefined)),
-    ),
-    variant,
-  };
 }
 
 /** The healthz and metrics listeners, bound (or none when their address is empty). */
@@ -187,7 +173,7 @@ async function bindListeners(
       cfg.metricsBindAddress,
       '/metrics',
       '--metrics-bind-address',
-      metricsHandler({ registry, mode: 'iptables', configz: () => cfg }),
+      metricsHandler({ registry, mode: cfg.mode, configz: () => cfg }),
     );
     return { healthzPort, metricsPort, close };
   } catch (e) {
@@ -210,15 +196,19 @@ async function setUpNode(
   registry: Registry,
 ): Promise<NodeFacts> {
   const { log } = deps;
+  const iptablesMode = cfg.mode === 'iptables';
   const sysctls = planSysctls({
     ipv4: cfg.families.includes('IPv4'),
-    localhostNodePorts: cfg.localhostNodePorts,
+    // route_localnet serves iptables mode's NodePorts on 127.0.0.1; nftables mode has none.
+    localhostNodePorts: iptablesMode && cfg.localhostNodePorts,
     conntrack: cfg.conntrack,
     cpus: cpus().length,
     hostNetns: deps.hostNetns ?? false,
   });
   await applySysctls(deps.sysctl, sysctls, log);
   const conntrackTCPLiberal = await readTcpBeLiberal(deps.sysctl);
+  // nfacct objects count iptables rules; nftables mode's rules use none.
+  if (!iptablesMode) return { conntrackTCPLiberal, nfacctCounters: NO_NFACCT };
   const nfacct = deps.nfacct ?? new RealNfacct(deps.execer);
   const nfacctCounters = await ensureNfacctCounters(nfacct, log);
   metrics.addNfacctCounters(
@@ -235,33 +225,6 @@ async function setUpNode(
   return { conntrackTCPLiberal, nfacctCounters };
 }
 
-/** The canary monitor: a flushed table forces a full resync. */
-function canaryFor(
-  cfg: ProxyDaemonConfig,
-  backends: readonly IptablesBackend[],
-  proxier: IptablesProxier,
-  deps: Pick<ProxyDaemonDeps, 'clock' | 'log'>,
-): CanaryMonitor {
-  const { log } = deps;
-  return new CanaryMonitor({
-    probes: backends,
-    checks: (family) => proxier.canaryChecks(family),
-    intervalMs: cfg.canaryIntervalMs,
-    clock: deps.clock,
-    isBusy: () => proxier.isSyncing(),
-    onLost: (family, missing) => {
-      log.warn(
-        { ipFamily: family, missing },
-        'iptables canary gone: rules were flushed; forcing full resync',
-      );
-      proxier.forceFullSync('canary');
-    },
-    onError: (err) => {
-      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'Canary check failed');
-    },
-  });
-}
-
 /** Starts the proxy (see the file header). Resolves once servers listen and informers started. */
 export async function startProxyDaemon(
   cfg: ProxyDaemonConfig,
@@ -270,12 +233,12 @@ export async function startProxyDaemon(
   const { log, clock } = deps;
   if (cfg.families.length === 0) throw new SvcnetError('INVALID_INPUT', 'no IP family to program');
   const registry = deps.registry ?? new Registry();
-  const metrics = new ProxyMetrics(registry);
+  const metrics = new ProxyMetrics(registry, cfg.mode);
   const health = new ProxyHealth(clock, 2 * cfg.syncPeriodMs, cfg.families);
   const listeners = await bindListeners(cfg, health, metrics, registry);
   const { healthzPort, metricsPort } = listeners;
 
-  const { backends, variant } = await makeBackends(cfg, deps);
+  await cleanupLeftovers(cfg.mode, deps.cleanup ?? defaultCleanupSeams(cfg, deps), log);
   const { conntrackTCPLiberal, nfacctCounters } = await setUpNode(cfg, deps, metrics, registry);
   const localAddresses = deps.localAddresses ?? systemLocalAddresses;
 
@@ -290,30 +253,18 @@ export async function startProxyDaemon(
     },
   });
 
-  const proxier = new IptablesProxier({
-    nodeName: cfg.nodeName,
-    families: backends.map((b) => ({ family: b.family, iptables: b })),
-    optionsFor: (family, node) =>
-      proxierOptionsFor(
-        cfg,
-        proxyNodeOf(cfg.nodeName, node),
-        { localAddresses: localAddresses(), conntrackTCPLiberal, nfacct: nfacctCounters },
-        family,
-      ),
-    clock,
-    log,
+  const { proxier, variant, monitors } = await makeDataplane(cfg, {
+    ...deps,
+    registry,
     metrics,
     health,
     serviceHealth,
-    conntrack: new RealConntrack(deps.execer),
-    minSyncPeriodMs: cfg.minSyncPeriodMs,
-    syncPeriodMs: cfg.syncPeriodMs,
+    host: () => ({ localAddresses: localAddresses(), conntrackTCPLiberal, nfacct: nfacctCounters }),
   });
   proxier.attach(deps.informers);
-  const canary = canaryFor(cfg, backends, proxier, deps);
 
   proxier.start();
-  canary.start();
+  for (const m of monitors) m.start();
   // Informers retry by themselves; the proxier programs nothing until Services and
   // EndpointSlices have both synced.
   const starts = [deps.informers.services, deps.informers.endpointSlices, deps.informers.nodes].map(
@@ -326,6 +277,7 @@ export async function startProxyDaemon(
   log.info(
     {
       node: cfg.nodeName,
+      mode: cfg.mode,
       families: cfg.families,
       variant,
       healthzPort,
@@ -343,7 +295,7 @@ export async function startProxyDaemon(
     variant,
     nfacct: nfacctCounters,
     stop: async () => {
-      await canary.stop();
+      for (const m of monitors) await m.stop();
       await proxier.stop();
       await Promise.all([
         deps.informers.services.stop(),
@@ -377,38 +329,18 @@ export function healthCheckAddresses(
 }
 
 /**
- * `--cleanup`: removes every chain and hook the iptables proxier created, per family, in one
- * restore each. Returns what was removed.
+ * Where the daemon removes the other modes' leftovers: the injected backends in tests (no
+ * nftables cleaner unless `nftables` is injected), the real tools otherwise.
  */
-export async function cleanupIptables(
-  backends: readonly IptablesBackend[],
-  log: Logger,
-): Promise<{ family: IPFamily; chains: number; rules: number }[]> {
-  const out: { family: IPFamily; chains: number; rules: number }[] = [];
-  for (const b of backends) {
-    const dump = await b.save();
-    const plan = planCleanup(parseDocument(dump));
-    if (plan.text !== '') await b.restore(plan.text, { noflush: true });
-    log.info(
-      { ipFamily: b.family, chains: plan.deletedChains, rules: plan.deletedRules },
-      'Cleaned up iptables rules',
-    );
-    out.push({ family: b.family, chains: plan.deletedChains, rules: plan.deletedRules });
-  }
-  return out;
-}
-
-/** Backends for `--cleanup` (variant detected like the daemon). */
-export async function cleanupBackends(
-  execer: Execer,
-  families: readonly IPFamily[],
-  variantSetting: 'auto' | IptablesVariant,
-): Promise<IptablesBackend[]> {
-  let variant: IptablesVariant;
-  let specific = true;
-  if (variantSetting === 'auto') ({ variant, specific } = await detectIptablesVariant(execer));
-  else variant = variantSetting;
-  return families.map(
-    (f) => new RealIptables(execer, f, commandsFor(f, specific ? variant : undefined)),
-  );
+function defaultCleanupSeams(cfg: ProxyDaemonConfig, deps: ProxyDaemonDeps): CleanupSeams {
+  const { iptables, nftables } = deps;
+  if (iptables === undefined && nftables === undefined)
+    return realCleanupSeams(deps.execer, cfg.iptablesVariant);
+  return {
+    iptables: () => Promise.resolve(iptables === undefined ? [] : cfg.families.map(iptables)),
+    nftables: () =>
+      Promise.resolve(
+        nftables === undefined ? [] : cfg.families.map((f) => nftTableCleaner(nftables(f))),
+      ),
+  };
 }

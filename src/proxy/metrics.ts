@@ -49,7 +49,11 @@ export const NFACCT_METRICS: readonly {
   },
 ];
 
-/** Every kube-proxy metric svcnet's iptables proxy records. */
+/**
+ * Every kube-proxy metric svcnet's proxy records. The `…_iptables_*` ones are registered in
+ * iptables mode only, as kube-proxy registers each mode's own (nftables mode's are in
+ * nftables/sync-metrics.ts).
+ */
 export class ProxyMetrics {
   readonly syncProxyRulesDuration: Histogram;
   readonly syncFullProxyRulesDuration: Histogram;
@@ -73,12 +77,14 @@ export class ProxyMetrics {
   /** svcnet's own: objects the proxy skipped because they were invalid. */
   readonly invalidObjectsTotal: Counter<'kind'>;
 
-  constructor(registry: Registry) {
+  constructor(registry: Registry, mode: 'iptables' | 'nftables' = 'iptables') {
     const registers = [registry];
     const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
       new Counter<L>({ name, help, labelNames, registers });
     const gauge = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
       new Gauge<L>({ name, help, labelNames, registers });
+    // Recorded but not exported in another mode (nothing writes them there).
+    const iptablesOnly = mode === 'iptables' ? registers : [];
     const histogram = <L extends string>(
       name: string,
       help: string,
@@ -136,24 +142,28 @@ export class ProxyMetrics {
       'Number of services with a Local traffic policy and no endpoints',
       ['traffic_policy', 'ip_family'],
     );
-    this.iptablesTotal = gauge(
-      'kubeproxy_sync_proxy_rules_iptables_total',
-      'Total number of iptables rules owned by kube-proxy',
-      ['table', 'ip_family'],
-    );
-    this.iptablesLast = gauge(
-      'kubeproxy_sync_proxy_rules_iptables_last',
-      'Number of iptables rules written by kube-proxy in last sync',
-      ['table', 'ip_family'],
-    );
-    this.iptablesRestoreFailuresTotal = counter(
-      'kubeproxy_sync_proxy_rules_iptables_restore_failures_total',
-      'Cumulative proxy iptables restore failures',
-    );
-    this.iptablesPartialRestoreFailuresTotal = counter(
-      'kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total',
-      'Cumulative proxy iptables partial restore failures',
-    );
+    this.iptablesTotal = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_iptables_total',
+      help: 'Total number of iptables rules owned by kube-proxy',
+      labelNames: ['table', 'ip_family'],
+      registers: iptablesOnly,
+    });
+    this.iptablesLast = new Gauge({
+      name: 'kubeproxy_sync_proxy_rules_iptables_last',
+      help: 'Number of iptables rules written by kube-proxy in last sync',
+      labelNames: ['table', 'ip_family'],
+      registers: iptablesOnly,
+    });
+    this.iptablesRestoreFailuresTotal = new Counter({
+      name: 'kubeproxy_sync_proxy_rules_iptables_restore_failures_total',
+      help: 'Cumulative proxy iptables restore failures',
+      registers: iptablesOnly,
+    });
+    this.iptablesPartialRestoreFailuresTotal = new Counter({
+      name: 'kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total',
+      help: 'Cumulative proxy iptables partial restore failures',
+      registers: iptablesOnly,
+    });
     this.conntrackReconcilerSyncDuration = histogram(
       'kubeproxy_conntrack_reconciler_sync_duration_seconds',
       'ReconcileConntrackFlowsLatency latency in seconds',

@@ -4,7 +4,8 @@
 // Kubernetes' sig-network e2e tests (kubernetes/kubernetes test/e2e/network); each works in its
 // own namespace so scenarios do not see each other's Services.
 //
-// SVCNET_E2E_CNI=reference runs the same suite over Debian's reference CNI plugins.
+// SVCNET_E2E_CNI=reference runs the same suite over Debian's reference CNI plugins;
+// SVCNET_E2E_PROXY_MODE=nftables runs it with every node's proxy in nftables mode.
 
 import { parseAllDocuments } from 'yaml';
 import { loadKubeConfig } from '../../../src/kube/client.js';
@@ -28,11 +29,15 @@ import type { ExecResult } from '../../../src/os/exec.js';
 export const E2E_CNI: 'svcnet' | 'reference' =
   process.env.SVCNET_E2E_CNI === 'reference' ? 'reference' : 'svcnet';
 
+export const E2E_PROXY_MODE: 'iptables' | 'nftables' =
+  process.env.SVCNET_E2E_PROXY_MODE === 'nftables' ? 'nftables' : 'iptables';
+
 /** Why the e2e suite cannot run here, or false. */
 export function e2eSkipReason(): string | false {
   if (process.getuid?.() !== 0) return 'needs root (the lab creates network namespaces)';
   const tools = ['unshare', 'nsenter', 'ip', 'iptables-restore', 'curl', 'dig', 'conntrack'];
   if (E2E_CNI === 'reference') tools.push('/usr/lib/cni/ptp', '/usr/lib/cni/host-local');
+  if (E2E_PROXY_MODE === 'nftables') tools.push('nft');
   return missingToolsReason(tools) ?? false;
 }
 
@@ -84,14 +89,24 @@ export class E2eLab {
     this.client = new ClientNodeKubeClient(this.kc);
   }
 
-  /** A 3-node lab (1 control plane + 2 workers) over E2E_CNI, torn down with this process. */
+  /**
+   * A 3-node lab (1 control plane + 2 workers) over E2E_CNI with its proxies in
+   * E2E_PROXY_MODE, torn down with this process.
+   */
   static async up(tag: string, nodes = 3): Promise<E2eLab> {
     const name = `e2e${tag}${String(process.pid)}`.slice(0, 20);
     // A lab of this very name still up is a leftover of an earlier run whose pid was the same:
     // clear it. Labs of other names (other suites, a user's) are never touched. If labUp fails,
     // it kills the supervisor it started, so a failed start leaves no lab either.
     if (findLab(name)) await labDown(name);
-    const up = await labUp({ name, nodes, cni: E2E_CNI, lifeline: true, timeoutMs: 180_000 });
+    const up = await labUp({
+      name,
+      nodes,
+      cni: E2E_CNI,
+      proxyMode: E2E_PROXY_MODE,
+      lifeline: true,
+      timeoutMs: 180_000,
+    });
     return new E2eLab(name, up);
   }
 
@@ -175,6 +190,18 @@ export class E2eLab {
   async exec(target: string, argv: readonly string[]): Promise<ExecResult> {
     const netns = await resolveTarget(this.lab, target);
     return inLab(this.lab, netns, argv);
+  }
+
+  /**
+   * A node's proxy rules in E2E_PROXY_MODE: `iptables-save -t nat`, or
+   * `nft list table ip kube-proxy`.
+   */
+  async proxyRules(node: string): Promise<string> {
+    const argv =
+      E2E_PROXY_MODE === 'nftables'
+        ? ['nft', 'list', 'table', 'ip', 'kube-proxy']
+        : ['iptables-save', '-t', 'nat'];
+    return (await this.exec(node, argv)).stdout;
   }
 
   /** HTTP GET from a node or Pod; connection failures are in `code`, not thrown. */

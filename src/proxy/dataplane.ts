@@ -1,0 +1,158 @@
+// The daemon's proxier factory: from the configured mode to a running dataplane — the
+// `Proxier` the daemon drives generically, the kernel backends it programs through, and the
+// mode's own monitors. iptables mode detects the iptables variant (legacy or nft, as
+// kube-proxy's image does), counts into the nfacct objects the host has and runs the canary
+// monitor (a flushed table forces a full resync); nftables mode owns its tables, so it needs
+// neither (kube-proxy's nftables mode has no canary: the hourly full sync restores state).
+
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { RealIptables, commandsFor, detectIptablesVariant } from '../netfilter/iptables/backend.js';
+import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/backend.js';
+import { RealConntrack } from '../os/conntrack.js';
+import type { Execer } from '../os/exec.js';
+import type { Clock } from '../util/clock.js';
+import type { IPFamily } from '../util/ip.js';
+import type { ProxyDaemonConfig } from './config.js';
+import type { ServiceHealthServers } from './healthcheck-nodeports.js';
+import type { ProxyHealth } from './healthz.js';
+import { CanaryMonitor } from './iptables/canary.js';
+import { IptablesProxier } from './iptables/proxier.js';
+import type { ProxyMetrics } from './metrics.js';
+import { RealNftBackend } from '../netfilter/nftables/backend.js';
+import type { NftBackend } from '../netfilter/nftables/backend.js';
+import { NftablesProxier } from './nftables/proxier.js';
+import { NftablesMetrics } from './nftables/sync-metrics.js';
+import type { ProxyHost } from './proxier-options.js';
+import { nftablesProxierOptionsFor, proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
+import type { Proxier } from './proxier.js';
+import { SvcnetError } from '../errors.js';
+
+/** The iptables variant programmed, `nftables`, or `injected` (backends given by a test). */
+export type DataplaneVariant = IptablesVariant | 'injected' | 'nftables';
+
+/** Makes a family's nftables backend (tests: Fakes). */
+export type NftBackendFor = (family: IPFamily) => NftBackend;
+
+/** Something the mode runs beside its proxier (the iptables canary). */
+export interface Monitor {
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export interface Dataplane {
+  readonly proxier: Proxier;
+  readonly variant: DataplaneVariant;
+  readonly monitors: readonly Monitor[];
+}
+
+export interface DataplaneDeps {
+  readonly execer: Execer;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly registry: Registry;
+  readonly metrics: ProxyMetrics;
+  readonly health: ProxyHealth;
+  readonly serviceHealth: ServiceHealthServers;
+  /** Host facts, read at every sync (local addresses change). */
+  readonly host: () => ProxyHost;
+  readonly iptables?: (family: IPFamily) => IptablesBackend;
+  readonly nftables?: NftBackendFor;
+}
+
+/** Builds the mode's proxier and what it runs beside it (see the file header). */
+export async function makeDataplane(
+  cfg: ProxyDaemonConfig,
+  deps: DataplaneDeps,
+): Promise<Dataplane> {
+  return cfg.mode === 'nftables' ? nftablesDataplane(cfg, deps) : iptablesDataplane(cfg, deps);
+}
+
+async function iptablesBackends(
+  cfg: ProxyDaemonConfig,
+  deps: DataplaneDeps,
+): Promise<{ backends: IptablesBackend[]; variant: IptablesVariant | 'injected' }> {
+  if (deps.iptables !== undefined) {
+    const make = deps.iptables;
+    return { backends: cfg.families.map((f) => make(f)), variant: 'injected' };
+  }
+  let variant: IptablesVariant;
+  let specific = true;
+  if (cfg.iptablesVariant === 'auto') {
+    ({ variant, specific } = await detectIptablesVariant(deps.execer));
+    deps.log.info({ variant }, 'Detected iptables mode');
+  } else variant = cfg.iptablesVariant;
+  return {
+    backends: cfg.families.map(
+      (f) => new RealIptables(deps.execer, f, commandsFor(f, specific ? variant : undefined)),
+    ),
+    variant,
+  };
+}
+
+/** The shared parts of both proxiers' dependencies. */
+function commonDeps(cfg: ProxyDaemonConfig, deps: DataplaneDeps) {
+  return {
+    nodeName: cfg.nodeName,
+    clock: deps.clock,
+    log: deps.log,
+    metrics: deps.metrics,
+    health: deps.health,
+    serviceHealth: deps.serviceHealth,
+    conntrack: new RealConntrack(deps.execer),
+    minSyncPeriodMs: cfg.minSyncPeriodMs,
+    syncPeriodMs: cfg.syncPeriodMs,
+  };
+}
+
+async function iptablesDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promise<Dataplane> {
+  const { backends, variant } = await iptablesBackends(cfg, deps);
+  const proxier = new IptablesProxier({
+    ...commonDeps(cfg, deps),
+    families: backends.map((b) => ({ family: b.family, iptables: b })),
+    optionsFor: (family, node) =>
+      proxierOptionsFor(cfg, proxyNodeOf(cfg.nodeName, node), deps.host(), family),
+  });
+  const { log } = deps;
+  const canary = new CanaryMonitor({
+    probes: backends,
+    checks: (family) => proxier.canaryChecks(family),
+    intervalMs: cfg.canaryIntervalMs,
+    clock: deps.clock,
+    isBusy: () => proxier.isSyncing(),
+    onLost: (family, missing) => {
+      log.warn(
+        { ipFamily: family, missing },
+        'iptables canary gone: rules were flushed; forcing full resync',
+      );
+      proxier.forceFullSync('canary');
+    },
+    onError: (err) => {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'Canary check failed');
+    },
+  });
+  return { proxier, variant, monitors: [canary] };
+}
+
+async function nftablesDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promise<Dataplane> {
+  const make = deps.nftables ?? ((family: IPFamily) => new RealNftBackend(deps.execer, family));
+  const families = cfg.families.map((family) => ({ family, nft: make(family) }));
+  // As kube-proxy does, refuse to start in nftables mode where nft or nf_tables is missing.
+  for (const { family, nft } of families) {
+    const a = await nft.availability();
+    if (!a.ok)
+      throw new SvcnetError(
+        'UNSUPPORTED',
+        `--proxy-mode nftables: nftables is not usable here (${family}): ${a.reason ?? 'unknown reason'}`,
+      );
+    deps.log.info({ ipFamily: family, version: a.version }, 'Using nftables');
+  }
+  const proxier = new NftablesProxier({
+    ...commonDeps(cfg, deps),
+    families,
+    nftMetrics: new NftablesMetrics(deps.registry),
+    optionsFor: (family, node) =>
+      nftablesProxierOptionsFor(cfg, proxyNodeOf(cfg.nodeName, node), deps.host(), family),
+  });
+  return { proxier, variant: deps.nftables === undefined ? 'nftables' : 'injected', monitors: [] };
+}
