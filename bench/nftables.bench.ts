@@ -137,6 +137,11 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)] ?? NaN;
 }
 
+/** Run before every timed step, so no collection of the last step's garbage lands in it. */
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
 const execer = new RealExecer();
 const ref = tableRefOf('IPv4');
 
@@ -157,10 +162,12 @@ async function fullSync(n: number, label: string, target?: number): Promise<Nfta
   const tx = planned.value.transaction;
   const ours = new RealNftBackend(execer, 'IPv4');
   await ours.deleteTable(ref);
+  gc();
   const applied = await timeAsync(() => ours.apply(tx, { split: true }));
   const total = planned.ms + applied.ms;
   const mine = n <= 1000 ? listRuleset() : '';
   await ours.deleteTable(ref);
+  gc();
   const peer = await peerApply(tx);
   const same = n <= 1000 ? (listRuleset() === mine ? 'identical' : 'DIFFERENT') : 'not compared';
   await ours.deleteTable(ref);
@@ -199,6 +206,7 @@ async function partials(): Promise<void> {
     for (let k = 0; k < 2 * REPEATS; k++) {
       const key = change(k);
       const tracked = w.track();
+      gc();
       const p = time(() => w.plan(tracked, new Set([key]), state));
       const applyMs =
         k < REPEATS
@@ -233,10 +241,6 @@ async function partials(): Promise<void> {
   figure('nftables-kernel-change-endpoint-10k', median(change.ours), 'ms');
   figure('nftables-peer-change-endpoint-10k', median(change.peer), 'ms');
   await backend.deleteTable(ref);
-}
-
-function gc(): void {
-  (globalThis as { gc?: () => void }).gc?.();
 }
 
 /**
