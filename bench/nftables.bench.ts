@@ -218,8 +218,8 @@ async function partials(): Promise<void> {
   const measure = async (
     what: string,
     change: (k: number) => void,
-  ): Promise<{ ours: number[]; peer: number[]; plan: number[] }> => {
-    const r = { ours: [] as number[], peer: [] as number[], plan: [] as number[] };
+  ): Promise<{ ours: number[]; peer: number[]; plan: number[]; ops: number }> => {
+    const r = { ours: [] as number[], peer: [] as number[], plan: [] as number[], ops: 0 };
     for (let k = 0; k < 2 * REPEATS; k++) {
       change(k);
       gc();
@@ -233,6 +233,7 @@ async function partials(): Promise<void> {
           : await peerApply(p.value.transaction);
       (k % 2 === 0 ? r.ours : r.peer).push(p.ms + applyMs);
       r.plan.push(p.ms);
+      r.ops = Math.max(r.ops, p.value.transaction.length);
       state = p.value.state;
     }
     say(
@@ -249,6 +250,14 @@ async function partials(): Promise<void> {
   });
   const addMs = median(add.ours);
   const start = spawnCost();
+  const probes: number[] = [];
+  for (let k = 0; k < 3; k++) {
+    const chain = { kind: 'chain' as const, ...ref, name: `bench-probe-${String(k)}` };
+    probes.push((await timeAsync(() => backend.apply([{ verb: 'add', object: chain }]))).ms);
+  }
+  say(
+    `  add one Service: ${String(add.ops)} operations; an nft -f adding one empty chain takes ${median(probes).toFixed(1)} ms now (start + table-list fetch + commit)`,
+  );
   say(
     `  add one Service: ${verdict(addMs, 50, `nf_tables validates the whole table graph on each commit (~20 ms at 10k); starting nft from this process costs ${start.toFixed(1)} ms`)}`,
   );
