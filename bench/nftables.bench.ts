@@ -4,8 +4,9 @@
 // inside its node's), so `nft` is started directly. Workload: Services × 10 endpoints
 // (ClusterIP, every 10th NodePort, 2 of 10 endpoints local), planned by proxy/nftables'
 // planner. Figures: full sync of 1k and 10k Services (plan + apply through RealNftBackend:
-// cache-free encoding, parts of ~1k Services), add one Service at 10k, change one endpoint at
-// 10k (median of 5 partial syncs), RSS with 10k Services planned. The peer in the same run
+// cache-free encoding, parts of ~1k Services), then in a second process, as a proxy: the light
+// read-back, add one Service and change one endpoint at 10k (median of 5 partial syncs, ours
+// and the peer alternating), and that process's RSS at the end. The peer in the same run
 // is what kube-proxy does: the same transactions rendered as plain `nft -f -` text, one
 // transaction. At 1k both rulesets are compared (`nft list ruleset` must be identical).
 // Needs root and nft; otherwise it says so and measures nothing.
@@ -19,6 +20,8 @@ import type { Transaction } from '../src/netfilter/nftables/model.js';
 import { RealExecer } from '../src/os/exec.js';
 import { trackObjects } from '../src/proxy/iptables/plan-objects.js';
 import type { TrackedObjects } from '../src/proxy/iptables/plan-objects.js';
+import { takeSnapshot } from '../src/proxy/model/snapshot.js';
+import type { ProxySnapshot } from '../src/proxy/model/snapshot.js';
 import { DEFAULT_NFTABLES_OPTIONS } from '../src/proxy/nftables/options.js';
 import type { NftablesProxierOptions } from '../src/proxy/nftables/options.js';
 import { planNftables, tableRefOf } from '../src/proxy/nftables/plan.js';
@@ -26,7 +29,7 @@ import type { NftPlanState, NftablesPlan } from '../src/proxy/nftables/plan.js';
 
 const JSON_OUT = process.argv.includes('--json');
 const CHILD_FLAG = '--nftables-bench-child';
-const RSS_FLAG = '--nftables-bench-rss';
+const PARTIALS_FLAG = '--nftables-bench-partials';
 const ENDPOINTS = 10;
 const REPEATS = 5;
 /** The large size (10k; BENCH_NFT_SERVICES overrides it for a quick run). */
@@ -86,31 +89,27 @@ function slice(i: number, salt = 0): EndpointSlice {
   );
 }
 
-/**
- * A workload: Service i's slice carries `salts[i]` (0 unless changed). The change trackers
- * are fed as a proxy's informers feed them (not timed); a sync is the plan + apply.
- */
+/** n Services; the trackers are fed as a proxy's informers feed them (not timed). */
 class Workload {
-  readonly salts = new Map<number, number>();
   n: number;
   constructor(n: number) {
     this.n = n;
   }
   track(): TrackedObjects {
     const services = Array.from({ length: this.n }, (_, i) => service(i));
-    const slices = Array.from({ length: this.n }, (_, i) => slice(i, this.salts.get(i) ?? 0));
+    const slices = Array.from({ length: this.n }, (_, i) => slice(i));
     return trackObjects(services, slices, 'IPv4', OPTIONS.nodeName, true);
   }
   plan(
-    t: TrackedObjects,
+    snap: ProxySnapshot,
     changed: ReadonlySet<string> | 'all',
     previous?: NftPlanState,
   ): NftablesPlan {
     return planNftables(
       {
         family: 'IPv4',
-        services: t.snapshot.services,
-        endpoints: t.snapshot.endpoints,
+        services: snap.services,
+        endpoints: snap.endpoints,
         options: OPTIONS,
         changedServices: changed,
         nowMs: Date.now(),
@@ -137,6 +136,11 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)] ?? NaN;
 }
 
+/** Run before every timed step, so no collection of the last step's garbage lands in it. */
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
 const execer = new RealExecer();
 const ref = tableRefOf('IPv4');
 
@@ -153,14 +157,16 @@ function listRuleset(): string {
 async function fullSync(n: number, label: string, target?: number): Promise<NftablesPlan> {
   const w = new Workload(n);
   const tracked = w.track();
-  const planned = time(() => w.plan(tracked, 'all'));
+  const planned = time(() => w.plan(tracked.snapshot, 'all'));
   const tx = planned.value.transaction;
   const ours = new RealNftBackend(execer, 'IPv4');
   await ours.deleteTable(ref);
+  gc();
   const applied = await timeAsync(() => ours.apply(tx, { split: true }));
   const total = planned.ms + applied.ms;
   const mine = n <= 1000 ? listRuleset() : '';
   await ours.deleteTable(ref);
+  gc();
   const peer = await peerApply(tx);
   const same = n <= 1000 ? (listRuleset() === mine ? 'identical' : 'DIFFERENT') : 'not compared';
   await ours.deleteTable(ref);
@@ -178,34 +184,56 @@ async function fullSync(n: number, label: string, target?: number): Promise<Nfta
   return planned.value;
 }
 
+/** Milliseconds to start `nft --version` from this process (fork + exec grow with RSS). */
+function spawnCost(): number {
+  const xs: number[] = [];
+  for (let k = 0; k < 5; k++) xs.push(time(() => spawnSync('nft', ['--version'])).ms);
+  return median(xs);
+}
+
+/**
+ * A process of its own, as a proxy at 10k Services: the trackers are fed once and then
+ * updated per change (as informers do); each partial sync plans from a snapshot, and ours
+ * and the peer alternate. RSS is read at the end, after GC.
+ */
 async function partials(): Promise<void> {
+  gc();
+  const baseline = process.memoryUsage().rss / 2 ** 20;
   const w = new Workload(LARGE);
+  const t = w.track();
   const backend = new RealNftBackend(execer, 'IPv4');
   await backend.deleteTable(ref);
-  const first = w.plan(w.track(), 'all');
-  await backend.apply(first.transaction, { split: true });
+  let state = await (async (): Promise<NftPlanState> => {
+    const first = w.plan(t.snapshot, 'all');
+    await backend.apply(first.transaction, { split: true });
+    return first.state;
+  })();
+  gc();
   const read = await timeAsync(() => backend.readTable(ref, { rules: false }));
   say(
     `read back at 10k without rules (a full sync's diff base): ${read.ms.toFixed(0)} ms, ` +
       `${String(read.value?.chains.size ?? 0)} chains, ${String(read.value?.sets.get('service-ips')?.elements.size ?? 0)} service-ips elements`,
   );
   figure('nftables-kernel-read-table-10k', read.ms, 'ms');
-  let state = first.state;
   const measure = async (
     what: string,
-    change: (k: number) => string,
-  ): Promise<{ ours: number[]; peer: number[]; plan: number[] }> => {
-    const r = { ours: [] as number[], peer: [] as number[], plan: [] as number[] };
+    change: (k: number) => void,
+  ): Promise<{ ours: number[]; peer: number[]; plan: number[]; ops: number }> => {
+    const r = { ours: [] as number[], peer: [] as number[], plan: [] as number[], ops: 0 };
     for (let k = 0; k < 2 * REPEATS; k++) {
-      const key = change(k);
-      const tracked = w.track();
-      const p = time(() => w.plan(tracked, new Set([key]), state));
+      change(k);
+      gc();
+      const p = time(() => {
+        const snap = takeSnapshot(t.services, t.endpoints);
+        return w.plan(snap, snap.changedServices, state);
+      });
       const applyMs =
-        k < REPEATS
+        k % 2 === 0
           ? (await timeAsync(() => backend.apply(p.value.transaction))).ms
           : await peerApply(p.value.transaction);
-      (k < REPEATS ? r.ours : r.peer).push(p.ms + applyMs);
+      (k % 2 === 0 ? r.ours : r.peer).push(p.ms + applyMs);
       r.plan.push(p.ms);
+      r.ops = Math.max(r.ops, p.value.transaction.length);
       state = p.value.state;
     }
     say(
@@ -216,53 +244,40 @@ async function partials(): Promise<void> {
     return r;
   };
   const add = await measure('add one Service', () => {
-    w.n += 1;
-    return `ns${String((w.n - 1) % 100)}/svc${String(w.n - 1)}`;
+    const i = w.n++;
+    t.services.update(undefined, service(i));
+    t.endpoints.update(undefined, slice(i));
   });
   const addMs = median(add.ours);
+  const start = spawnCost();
+  const probes: number[] = [];
+  for (let k = 0; k < 3; k++) {
+    const chain = { kind: 'chain' as const, ...ref, name: `bench-probe-${String(k)}` };
+    probes.push((await timeAsync(() => backend.apply([{ verb: 'add', object: chain }]))).ms);
+  }
   say(
-    `  add one Service: ${verdict(addMs, 50, 'nf_tables validates the whole table graph on commit (~20 ms at 10k) + nft start')}`,
+    `  add one Service: ${String(add.ops)} operations; an nft -f adding one empty chain takes ${median(probes).toFixed(1)} ms now (start + table-list fetch + commit)`,
+  );
+  say(
+    `  add one Service: ${verdict(addMs, 50, `nf_tables validates the whole table graph on each commit (~20 ms at 10k); starting nft from this process costs ${start.toFixed(1)} ms`)}`,
   );
   figure('nftables-kernel-add-one-10k', addMs, 'ms', 50);
   figure('nftables-peer-add-one-10k', median(add.peer), 'ms');
   const change = await measure('change one endpoint', (k) => {
     const i = 17 + k * 997;
-    w.salts.set(i, 1_000_000 + k);
-    return `ns${String(i % 100)}/svc${String(i)}`;
+    t.endpoints.update(slice(i), slice(i, 1_000_000 + k));
   });
   figure('nftables-kernel-change-endpoint-10k', median(change.ours), 'ms');
   figure('nftables-peer-change-endpoint-10k', median(change.peer), 'ms');
-  await backend.deleteTable(ref);
-}
-
-function gc(): void {
-  (globalThis as { gc?: () => void }).gc?.();
-}
-
-/**
- * A process of its own, as a proxy: trackers fed with 10k Services, one full sync planned
- * and applied, its transaction dropped; RSS after GC is what stays resident.
- */
-async function rssChild(): Promise<void> {
-  gc();
-  const baseline = process.memoryUsage().rss / 2 ** 20;
-  const w = new Workload(LARGE);
-  const tracked = w.track();
-  const backend = new RealNftBackend(execer, 'IPv4');
-  await backend.deleteTable(ref);
-  // The plan (and its transaction) goes out of scope; the state stays, as in the proxier.
-  const state = await (async (): Promise<NftPlanState> => {
-    const plan = w.plan(tracked, 'all');
-    await backend.apply(plan.transaction, { split: true });
-    return plan.state;
-  })();
+  say(
+    '  change one endpoint: dropping its stale hairpin elements takes a `delete element`, for which nft 1.0.6 first downloads every chain and set (README-speed.md)',
+  );
   gc();
   gc();
   const rss = process.memoryUsage().rss / 2 ** 20;
   const heap = process.memoryUsage().heapUsed / 2 ** 20;
   say(
-    `RSS of a process holding ${String(tracked.snapshot.services.size)} Service ports × 10 endpoints ` +
-      `(trackers + plan state of ${String(state.totals.chains)} chains, after a full sync): ` +
+    `RSS of this process holding ${String(w.n)} Services × 10 endpoints (trackers + plan state of ${String(state.totals.chains)} chains, after the syncs): ` +
       `${rss.toFixed(0)} MiB (heap ${heap.toFixed(0)} MiB; ${baseline.toFixed(0)} MiB before any Service: node + tsx + modules)  ` +
       verdict(
         rss,
@@ -279,7 +294,6 @@ async function child(): Promise<void> {
   say(`nft ${v.version ?? '?'} in network namespace ${process.env.SVCNET_NFT_BENCH_NS ?? '?'}`);
   await fullSync(1000, '1k');
   await fullSync(LARGE, '10k', 15_000);
-  await partials();
 }
 
 function usable(): string | undefined {
@@ -306,7 +320,7 @@ export async function run(): Promise<void> {
   process.once('exit', cleanup);
   try {
     const self = fileURLToPath(import.meta.url);
-    for (const flag of [CHILD_FLAG, RSS_FLAG]) {
+    for (const flag of [CHILD_FLAG, PARTIALS_FLAG]) {
       const args = [...process.execArgv, self, flag, ...(JSON_OUT ? ['--json'] : [])];
       const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, ...args], {
         stdio: 'inherit',
@@ -321,4 +335,4 @@ export async function run(): Promise<void> {
 }
 
 if (process.argv.includes(CHILD_FLAG)) await child();
-if (process.argv.includes(RSS_FLAG)) await rssChild();
+if (process.argv.includes(PARTIALS_FLAG)) await partials();

@@ -249,6 +249,7 @@ export class RealNftBackend implements NftBackend {
   }
 
   async apply(tx: Transaction, opts: ApplyOptions = {}): Promise<number> {
+    if (tx.length === 0) return 0;
     const parts =
       opts.split === true ? splitTransaction(tx, this.partOps) : [{ start: 0, ops: tx }];
     let bytes = 0;
