@@ -20,6 +20,7 @@ const SPECS = {
   REPLICA_SETS: client.REPLICA_SETS,
   STATEFUL_SETS: client.STATEFUL_SETS,
   NAMESPACES: client.NAMESPACES,
+  SERVICE_CIDRS: client.SERVICE_CIDRS,
 };
 
 test('each ResourceSpec lists its own path with the selectors and reads items as its model', async () => {

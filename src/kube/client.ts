@@ -10,7 +10,7 @@ import { SvcnetError } from '../errors.js';
 import { hintFor, InformerError, summarizeApiError } from './api-errors.js';
 import type { ApiClientOrigin, ApiFailureReason } from './api-errors.js';
 import { InformerCache, type Informer } from './informer.js';
-import type { EndpointSlice, KubeObject, Node, Pod, Service } from './types.js';
+import type { EndpointSlice, KubeObject, Node, Pod, Service, ServiceCIDR } from './types.js';
 import { objectKey } from './types.js';
 import { toWire } from './wire.js';
 
@@ -185,6 +185,10 @@ interface ApiGroup<A extends k8s.ApiType> {
 
 const CORE: ApiGroup<k8s.CoreV1Api> = { prefix: '/api/v1', api: k8s.CoreV1Api };
 const APPS: ApiGroup<k8s.AppsV1Api> = { prefix: '/apis/apps/v1', api: k8s.AppsV1Api };
+const NETWORKING: ApiGroup<k8s.NetworkingV1Api> = {
+  prefix: '/apis/networking.k8s.io/v1',
+  api: k8s.NetworkingV1Api,
+};
 const DISCOVERY: ApiGroup<k8s.DiscoveryV1Api> = {
   prefix: '/apis/discovery.k8s.io/v1',
   api: k8s.DiscoveryV1Api,
@@ -237,6 +241,8 @@ export const DEPLOYMENTS = resource(APPS, 'deployments', 'Deployment', 'Namespac
 export const REPLICA_SETS = resource(APPS, 'replicasets', 'ReplicaSet', 'Namespaced');
 export const STATEFUL_SETS = resource(APPS, 'statefulsets', 'StatefulSet', 'Namespaced');
 export const NAMESPACES = resource(CORE, 'namespaces', 'Namespace', 'Cluster');
+/** networking.k8s.io/v1 (Kubernetes 1.33+); older servers answer 404 (see service-cidr.ts). */
+export const SERVICE_CIDRS = resource(NETWORKING, 'servicecidrs', 'ServiceCIDR', 'Cluster');
 
 export interface InformerOptions {
   readonly labelSelector?: string;
@@ -377,4 +383,4 @@ export function createInformer<T extends KubeObject>(
   return new ClientNodeInformer<T>(kc, spec, opts);
 }
 
-export type { Service, EndpointSlice, Node, Pod };
+export type { Service, EndpointSlice, Node, Pod, ServiceCIDR };

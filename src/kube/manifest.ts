@@ -6,7 +6,8 @@
 import { parseAllDocuments, parseDocument } from 'yaml';
 import { ValidationError, type FieldError } from '../errors.js';
 import { isPlainObject } from '../util/json.js';
-import type { EndpointSlice, KubeObject, Node, Pod, Service } from './types.js';
+import { validateServiceCIDR } from './service-cidr.js';
+import type { EndpointSlice, KubeObject, Node, Pod, Service, ServiceCIDR } from './types.js';
 import { describeObject } from './types.js';
 import {
   validateEndpointSlice,
@@ -51,6 +52,7 @@ const KNOWN_KINDS: Record<string, { apiVersions: string[]; namespaced: boolean }
   ReplicaSet: { apiVersions: ['apps/v1'], namespaced: true },
   StatefulSet: { apiVersions: ['apps/v1'], namespaced: true },
   DaemonSet: { apiVersions: ['apps/v1'], namespaced: true },
+  ServiceCIDR: { apiVersions: ['networking.k8s.io/v1'], namespaced: false },
 };
 
 export function isKnownKind(kind: string): boolean {
@@ -288,6 +290,10 @@ function addObject(where: string, obj: KubeObject, set: ManifestSet, out: FieldE
     case 'Node':
       out.push(...validateNode(obj as Node));
       set.nodes.push(obj as Node);
+      break;
+    case 'ServiceCIDR':
+      out.push(...validateServiceCIDR(obj as ServiceCIDR));
+      set.others.push(obj);
       break;
     default: {
       const c = new FieldErrorCollector(describeObject(obj));

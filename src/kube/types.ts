@@ -351,6 +351,25 @@ export interface ReplicaSet extends KubeObject {
   status?: ReplicaSetStatus;
 }
 
+/** A condition of a ServiceCIDR (`Ready`), as metav1.Condition. */
+export interface ServiceCIDRCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+
+/**
+ * networking.k8s.io/v1 ServiceCIDR (GA in Kubernetes 1.33): a range ClusterIPs are allocated
+ * from; kube-apiserver creates `kubernetes` from --service-cluster-ip-range. Cluster-scoped.
+ */
+export interface ServiceCIDR extends KubeObject {
+  kind?: 'ServiceCIDR';
+  spec?: { cidrs?: string[] };
+  status?: { conditions?: ServiceCIDRCondition[] };
+}
+
 export interface StatefulSetStatus {
   observedGeneration?: number;
   replicas?: number;
