@@ -10,7 +10,7 @@ import { waitForTermination } from '../os/process.js';
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import type { EndpointSlice, Node, Service } from '../kube/types.js';
+import type { EndpointSlice, Node, Service, ServiceCIDR } from '../kube/types.js';
 import { realClock } from '../util/clock.js';
 import {
   DAEMON_PROXY_MODES,
@@ -105,13 +105,18 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
   const fileKubeconfig = file?.clientConnection.kubeconfig ?? '';
   const kubeconfig = flags.kubeconfig ?? (fileKubeconfig !== '' ? fileKubeconfig : undefined);
   const kc = await daemonKubeConfig(kubeconfig);
-  const { ENDPOINT_SLICES, NODES, SERVICES, createInformer } = await import('../kube/client.js');
+  const { ENDPOINT_SLICES, NODES, SERVICES, SERVICE_CIDRS, createInformer } =
+    await import('../kube/client.js');
   const informers = {
     services: createInformer<Service>(kc, SERVICES, { labelSelector: SERVICE_LABEL_SELECTOR }),
     endpointSlices: createInformer<EndpointSlice>(kc, ENDPOINT_SLICES, {
       labelSelector: ENDPOINT_SLICE_LABEL_SELECTOR,
     }),
     nodes: createInformer<Node>(kc, NODES, { fieldSelector: `metadata.name=${cfg.nodeName}` }),
+    // nftables mode's drop rule for unallocated ClusterIPs; iptables mode reads none.
+    ...(cfg.mode === 'nftables'
+      ? { serviceCIDRs: createInformer<ServiceCIDR>(kc, SERVICE_CIDRS) }
+      : {}),
   };
   await hold?.release();
   const daemon = await startProxyDaemon(cfg, {

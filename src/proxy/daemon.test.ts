@@ -2,7 +2,8 @@
 // rules then count into them, that a host without nfacct keeps the proxy working, and that
 // the two kube-proxy metrics report the objects' packet counts at scrape time; and the modes:
 // nftables mode removes iptables leftovers and programs its table, iptables mode removes the
-// nftables table, `/proxyMode` names the mode.
+// nftables table, `/proxyMode` names the mode; nftables mode follows ServiceCIDRs (and runs on
+// without them when the server answers 404), iptables mode never starts that informer.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,7 +11,7 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { defaultProxyConfig } from './config.js';
 import { FakeInformer } from '../kube/informer.js';
-import type { EndpointSlice, Node, Service } from '../kube/types.js';
+import type { EndpointSlice, Node, Service, ServiceCIDR } from '../kube/types.js';
 import { FakeIptables } from '../netfilter/iptables/fake.js';
 import type { IptablesTableName } from '../netfilter/iptables/model.js';
 import { FakeExecer } from '../os/exec.js';
@@ -313,4 +314,115 @@ test('iptables mode: an nftables table left by nftables mode goes at start', asy
   );
   await daemon.stop();
   assert.equal(nft.kernel.ruleset().tables.size, 0);
+});
+
+/** Starts a daemon in `mode` with Fake informers and backends, ServiceCIDRs included. */
+async function startWithServiceCIDRs(mode: 'iptables' | 'nftables') {
+  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const nft = new FakeNftBackend('IPv4');
+  const lines: { msg: string }[] = [];
+  const log = pino(
+    { level: 'info' },
+    {
+      write(line: string) {
+        lines.push(JSON.parse(line) as { msg: string });
+      },
+    },
+  );
+  let started = 0;
+  let stopped = 0;
+  const serviceCIDRs = new (class extends FakeInformer<ServiceCIDR> {
+    override start(): Promise<void> {
+      started++;
+      return super.start();
+    }
+    override stop(): Promise<void> {
+      stopped++;
+      return super.stop();
+    }
+  })();
+  const services = new FakeInformer<Service>([nodePortService()]);
+  const slices = new FakeInformer<EndpointSlice>([slice()]);
+  const daemon = await startProxyDaemon(
+    {
+      ...defaultProxyConfig(NODE),
+      mode,
+      healthzBindAddress: '',
+      metricsBindAddress: '',
+    },
+    {
+      execer: new FakeExecer(),
+      sysctl: new FakeSysctl(),
+      clock,
+      log,
+      informers: {
+        services,
+        endpointSlices: slices,
+        nodes: new FakeInformer<Node>(),
+        serviceCIDRs,
+      },
+      localAddresses: () => ['127.0.0.1/8', '192.0.2.10/24'],
+      iptables: () => new BackendFake('IPv4'),
+      nftables: () => nft,
+      nfacct: new FakeNfacct(),
+    },
+  );
+  await clock.advance(0);
+  const dropRule = (): string | undefined =>
+    nft.kernel
+      .ruleset()
+      .tables.get('ip kube-proxy')
+      ?.chains.get('cluster-ips-check')
+      ?.rules.map((r) => r.comment)
+      .find((c) => c === 'Drop traffic to unallocated ClusterIPs');
+  return {
+    clock,
+    nft,
+    lines,
+    serviceCIDRs,
+    daemon,
+    dropRule,
+    counts: () => ({ started, stopped }),
+  };
+}
+
+test('nftables mode: the ServiceCIDR informer feeds the drop rule for unallocated ClusterIPs', async () => {
+  const s = await startWithServiceCIDRs('nftables');
+  try {
+    assert.equal(s.counts().started, 1);
+    assert.equal(s.dropRule(), undefined);
+    s.serviceCIDRs.upsert({
+      kind: 'ServiceCIDR',
+      metadata: { name: 'kubernetes' },
+      spec: { cidrs: ['10.96.0.0/12'] },
+    });
+    await s.clock.advance(1000);
+    assert.equal(s.dropRule(), 'Drop traffic to unallocated ClusterIPs');
+  } finally {
+    await s.daemon.stop();
+  }
+});
+
+test('nftables mode: a 404 for ServiceCIDRs is logged once and the informer stopped; the proxy runs on', async () => {
+  const s = await startWithServiceCIDRs('nftables');
+  try {
+    const notFound = Object.assign(new Error('HTTP 404'), { statusCode: 404 });
+    s.serviceCIDRs.fail(notFound);
+    s.serviceCIDRs.fail(notFound);
+    const said = s.lines.filter((l) => /does not serve ServiceCIDRs/.test(l.msg));
+    assert.equal(said.length, 1);
+    assert.equal(s.counts().stopped, 1);
+    assert.ok(s.nft.kernel.ruleset().tables.get('ip kube-proxy')?.chains.has('services'));
+  } finally {
+    await s.daemon.stop();
+  }
+});
+
+test('iptables mode: ServiceCIDRs are not watched', async () => {
+  const s = await startWithServiceCIDRs('iptables');
+  try {
+    assert.equal(s.counts().started, 0);
+  } finally {
+    await s.daemon.stop();
+  }
 });

@@ -2,14 +2,18 @@
 // kube-proxy's server does — start the healthz and metrics servers, remove the other proxy
 // modes' leftovers (cleanup.ts), make the sysctls, build the mode's proxier (dataplane.ts:
 // iptables with its variant detection, nfacct objects and canary monitor, or nftables), start
-// Service/EndpointSlice/Node informers with kube-proxy's selectors and run the proxier's sync
-// loop. Everything effectful is injected (Execer, Sysctl, Clock, informer factory, logger,
-// kernel backends) so the same code runs against Fakes in tests and the bench.
+// Service/EndpointSlice/Node informers with kube-proxy's selectors (and ServiceCIDRs in
+// nftables mode) and run the proxier's sync loop. Everything effectful is injected (Execer,
+// Sysctl, Clock, informer factory, logger, kernel backends) so the same code runs against
+// Fakes in tests and the bench.
 
 import { cpus, networkInterfaces } from 'node:os';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { LABEL_HEADLESS, LABEL_SERVICE_PROXY_NAME } from '../kube/names.js';
+import type { Informer } from '../kube/informer.js';
+import { isResourceNotServed } from '../kube/service-cidr.js';
+import type { KubeObject } from '../kube/types.js';
 import type { IptablesBackend } from '../netfilter/iptables/backend.js';
 import type { Execer } from '../os/exec.js';
 import { RealNfacct } from '../os/nfacct.js';
@@ -43,8 +47,12 @@ export const SERVICE_LABEL_SELECTOR = `!${LABEL_SERVICE_PROXY_NAME},!${LABEL_HEA
 /** EndpointSlices the proxy watches: not those of headless Services. */
 export const ENDPOINT_SLICE_LABEL_SELECTOR = `!${LABEL_HEADLESS}`;
 
-/** The informers the daemon needs (client-node backed in production, Fakes in tests). */
-export type ProxyInformers = Required<ProxierInformers>;
+/**
+ * The informers the daemon needs (client-node backed in production, Fakes in tests); the
+ * ServiceCIDR one is started in nftables mode only (iptables mode ignores ServiceCIDRs).
+ */
+export type ProxyInformers = Required<Omit<ProxierInformers, 'serviceCIDRs'>> &
+  Pick<ProxierInformers, 'serviceCIDRs'>;
 
 export interface ProxyDaemonDeps {
   readonly execer: Execer;
@@ -261,17 +269,23 @@ export async function startProxyDaemon(
     serviceHealth,
     host: () => ({ localAddresses: localAddresses(), conntrackTCPLiberal, nfacct: nfacctCounters }),
   });
-  proxier.attach(deps.informers);
+  const informers = informersOfMode(cfg, deps.informers, log);
+  proxier.attach(informers);
 
   proxier.start();
   for (const m of monitors) m.start();
   // Informers retry by themselves; the proxier programs nothing until Services and
-  // EndpointSlices have both synced.
-  const starts = [deps.informers.services, deps.informers.endpointSlices, deps.informers.nodes].map(
-    (i) =>
-      i.start().catch((err: unknown) => {
-        log.error({ err }, 'Informer failed to start');
-      }),
+  // EndpointSlices have both synced (ServiceCIDRs are not waited for, as in kube-proxy).
+  const all: Pick<Informer<KubeObject>, 'start' | 'stop'>[] = [
+    informers.services,
+    informers.endpointSlices,
+    informers.nodes,
+  ];
+  if (informers.serviceCIDRs !== undefined) all.push(informers.serviceCIDRs);
+  const starts = all.map((i) =>
+    i.start().catch((err: unknown) => {
+      log.error({ err }, 'Informer failed to start');
+    }),
   );
   void Promise.all(starts);
   log.info(
@@ -297,15 +311,43 @@ export async function startProxyDaemon(
     stop: async () => {
       for (const m of monitors) await m.stop();
       await proxier.stop();
-      await Promise.all([
-        deps.informers.services.stop(),
-        deps.informers.endpointSlices.stop(),
-        deps.informers.nodes.stop(),
-      ]);
+      await Promise.all(all.map((i) => i.stop()));
       await serviceHealth.close();
       await listeners.close();
     },
   };
+}
+
+/**
+ * The informers the mode reads: nftables mode follows ServiceCIDRs when given one. A server
+ * that answers 404 for them (before Kubernetes 1.33, or with the API off) is logged once and
+ * the informer stopped: the proxy runs on without the drop rule for unallocated ClusterIPs.
+ * Other failures are retried by the informer.
+ */
+function informersOfMode(
+  cfg: ProxyDaemonConfig,
+  informers: ProxyInformers,
+  log: Logger,
+): ProxyInformers {
+  const { serviceCIDRs, ...rest } = informers;
+  if (cfg.mode !== 'nftables' || serviceCIDRs === undefined) return rest;
+  let notServed = false;
+  serviceCIDRs.addHandlers({
+    onError: (err) => {
+      if (notServed) return;
+      if (isResourceNotServed(err)) {
+        notServed = true;
+        log.info('The API server does not serve ServiceCIDRs; continuing without them');
+        void serviceCIDRs.stop();
+        return;
+      }
+      log.warn(
+        { error: err instanceof Error ? err.message : String(err), resource: 'servicecidrs' },
+        'Watch failed; retrying',
+      );
+    },
+  });
+  return { ...rest, serviceCIDRs };
 }
 
 /** Where health-check node port servers listen: node IPs matched by nodePortAddresses, or all. */

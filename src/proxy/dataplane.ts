@@ -151,8 +151,14 @@ async function nftablesDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): P
     ...commonDeps(cfg, deps),
     families,
     nftMetrics: new NftablesMetrics(deps.registry),
-    optionsFor: (family, node) =>
-      nftablesProxierOptionsFor(cfg, proxyNodeOf(cfg.nodeName, node), deps.host(), family),
+    optionsFor: (family, node, serviceCIDRs) =>
+      nftablesProxierOptionsFor(
+        cfg,
+        proxyNodeOf(cfg.nodeName, node),
+        deps.host(),
+        family,
+        serviceCIDRs,
+      ),
   });
   return { proxier, variant: deps.nftables === undefined ? 'nftables' : 'injected', monitors: [] };
 }

@@ -341,7 +341,8 @@ export abstract class ProxierBase<F extends FamilyTrackers> implements Proxier {
     if (changed) this.queueSync();
   }
 
-  private queueSync(): void {
+  /** Asks the runner for a sync (once both caches have synced). */
+  protected queueSync(): void {
     if (!this.servicesSynced || !this.endpointSlicesSynced) return;
     for (const f of this.families) this.deps.health.queuedUpdate(f.family);
     this.deps.metrics.syncProxyRulesLastQueuedTimestamp.set(this.deps.clock.now() / 1000);

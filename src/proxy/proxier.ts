@@ -7,7 +7,7 @@
 // the dataplane.
 
 import type { Informer } from '../kube/informer.js';
-import type { EndpointSlice, Node, Service } from '../kube/types.js';
+import type { EndpointSlice, Node, Service, ServiceCIDR } from '../kube/types.js';
 import type { IPFamily } from '../util/ip.js';
 
 /** Result of one family's sync, for callers that watch (tests, bench). */
@@ -26,6 +26,8 @@ export interface ProxierInformers {
   readonly services: Informer<Service>;
   readonly endpointSlices: Informer<EndpointSlice>;
   readonly nodes?: Informer<Node>;
+  /** ServiceCIDRs: read by the nftables mode only; absent when the server does not serve them. */
+  readonly serviceCIDRs?: Informer<ServiceCIDR>;
 }
 
 /** A dataplane's proxier (see the file header). */

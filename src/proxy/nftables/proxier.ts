@@ -13,13 +13,14 @@
 // its earlier parts left it) and is retried by the runner as a full sync. A Service port the kernel would refuse (a comment too long, an
 // invalid port) is left out by the plan, logged and counted; the others are programmed.
 
+import { serviceCIDRsOf } from '../../kube/service-cidr.js';
 import type { Node } from '../../kube/types.js';
 import type { NftBackend } from '../../netfilter/nftables/backend.js';
 import type { IPFamily } from '../../util/ip.js';
 import type { ProxySnapshot } from '../model/snapshot.js';
 import { ProxierBase, newFamilyTrackers } from '../proxier-base.js';
 import type { FamilyTrackers, ProxierBaseDeps } from '../proxier-base.js';
-import type { SyncReport } from '../proxier.js';
+import type { ProxierInformers, SyncReport } from '../proxier.js';
 import type { NftablesProxierOptions } from './options.js';
 import { planNftables, tableRefOf } from './plan.js';
 import type { NftPlanState, NftablesPlan } from './plan.js';
@@ -31,8 +32,15 @@ export type ProxierNft = Pick<NftBackend, 'family' | 'apply' | 'readTable'>;
 export interface NftablesProxierDeps extends ProxierBaseDeps {
   /** One entry per IP family the node runs (IPv4 first for dual-stack, like kube-proxy). */
   readonly families: readonly { readonly family: IPFamily; readonly nft: ProxierNft }[];
-  /** Plan options for a family, given the Node as last seen (re-evaluated every sync). */
-  readonly optionsFor: (family: IPFamily, node: Node | undefined) => NftablesProxierOptions;
+  /**
+   * Plan options for a family, given the Node as last seen and the cluster's ServiceCIDRs
+   * (any family; re-evaluated every sync).
+   */
+  readonly optionsFor: (
+    family: IPFamily,
+    node: Node | undefined,
+    serviceCIDRs: readonly string[],
+  ) => NftablesProxierOptions;
   /** The nftables-only counters (registered in nftables mode only). */
   readonly nftMetrics: NftablesMetrics;
 }
@@ -47,6 +55,8 @@ interface FamilyState extends FamilyTrackers {
 export class NftablesProxier extends ProxierBase<FamilyState> {
   private readonly optionsFor: NftablesProxierDeps['optionsFor'];
   private readonly nftMetrics: NftablesMetrics;
+  /** The cluster's ServiceCIDRs, sorted (kube-proxy's OnServiceCIDRsChanged). */
+  private serviceCIDRs: readonly string[] = [];
 
   constructor(deps: NftablesProxierDeps) {
     super(
@@ -61,6 +71,30 @@ export class NftablesProxier extends ProxierBase<FamilyState> {
     );
     this.optionsFor = deps.optionsFor;
     this.nftMetrics = deps.nftMetrics;
+  }
+
+  /** Also follows the ServiceCIDR informer, when there is one. */
+  override attach(informers: ProxierInformers): void {
+    super.attach(informers);
+    const cidrs = informers.serviceCIDRs;
+    if (cidrs === undefined) return;
+    const changed = (): void => {
+      this.onServiceCIDRs(serviceCIDRsOf(cidrs.list()));
+    };
+    cidrs.addHandlers({ onAdd: changed, onUpdate: changed, onDelete: changed });
+  }
+
+  /**
+   * The cluster's ServiceCIDRs changed (any family). An actual change is logged and queues a
+   * sync; the new options make that sync full, so the drop rule is rewritten at once (kube-
+   * proxy waits for its next full sync).
+   */
+  onServiceCIDRs(cidrs: readonly string[]): void {
+    const next = [...new Set(cidrs)].sort();
+    if (next.join(',') === this.serviceCIDRs.join(',')) return;
+    this.serviceCIDRs = next;
+    this.deps.log.info({ serviceCIDRs: next }, 'ServiceCIDRs changed');
+    this.queueSync();
   }
 
   /** The last successful plan of a family (for debugging and tests). */
@@ -108,7 +142,7 @@ export class NftablesProxier extends ProxierBase<FamilyState> {
           family: f.family,
           services: snapshot.services,
           endpoints: snapshot.endpoints,
-          options: this.optionsFor(f.family, this.node),
+          options: this.optionsFor(f.family, this.node, this.serviceCIDRs),
           changedServices: fullSync ? 'all' : snapshot.changedServices,
           nowMs: start,
           ...(current !== undefined ? { current } : {}),
