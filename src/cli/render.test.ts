@@ -186,6 +186,22 @@ test('--mode nftables: --config honours mode: nftables and the nftables section;
   );
 });
 
+test('--mode nftables: a ServiceCIDR in the manifests renders the drop rule for its family only; iptables mode ignores it', async () => {
+  const cidrs = file(
+    'servicecidr.yaml',
+    'apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: kubernetes}\nspec: {cidrs: [10.96.0.0/12, fd00:10:96::/112]}\n',
+  );
+  const drop =
+    /^add rule ip kube-proxy cluster-ips-check ip daddr \{ 10\.96\.0\.0\/12 \} drop comment "Drop traffic to unallocated ClusterIPs"$/m;
+  const without = await runRender({ mode: 'nftables', file: ['examples/nginx.yaml'] }, []);
+  assert.doesNotMatch(without, /Drop traffic to unallocated ClusterIPs/);
+  const out = await runRender({ mode: 'nftables', file: ['examples/nginx.yaml', cidrs] }, []);
+  assert.match(out, drop);
+  assert.doesNotMatch(out, /fd00:10:96::/, 'the IPv6 CIDR belongs to ip6 kube-proxy');
+  const ipt = await runRender({ mode: 'iptables', file: ['examples/nginx.yaml', cidrs] }, []);
+  assert.doesNotMatch(ipt, /unallocated|10\.96\.0\.0\/12/);
+});
+
 test('every example renders', async () => {
   for (const f of ['examples/nginx.yaml', 'examples/nodeport.yaml', 'examples/kube-dns.yaml']) {
     const out = await runRender({ file: [f] }, []);

@@ -1,5 +1,5 @@
 // `svcnet render`: prints what a full kube-proxy sync would apply for the Services and
-// EndpointSlices in manifest files, one section per IP family (IPv6 only when some Service
+// EndpointSlices (nftables mode: and ServiceCIDRs) in manifest files, one section per IP family (IPv6 only when some Service
 // has an IPv6 ClusterIP). iptables mode: the iptables-restore input, followed (as comment
 // lines) by the chains and jump rules kube-proxy ensures outside the restore. nftables
 // mode: the `nft -f` transaction of the family's table, as a fresh proxy's first sync
@@ -33,6 +33,7 @@ import type { NftablesPlan } from '../proxy/nftables/plan.js';
 import { planNftablesFromObjects } from '../proxy/nftables/plan-objects.js';
 import { renderTransaction } from '../netfilter/nftables/render.js';
 import { nftablesProxierOptionsFor, proxierOptionsFor } from '../proxy/proxier-options.js';
+import { isServiceCIDR, serviceCIDRsOf } from '../kube/service-cidr.js';
 import type { ProxierOptionsConfig, ProxyNode } from '../proxy/proxier-options.js';
 import type { ProxyMode } from '../proxy/config.js';
 import { parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
@@ -221,6 +222,7 @@ function nftSection(
     proxyNodeOfContext(node),
     { localAddresses: localAddresses(family, node) },
     family,
+    serviceCIDRsOf(set.others.filter(isServiceCIDR)),
   );
   noteNoDetector(cfg, family, node, options.localDetector, warnings);
   const { plan, warnings: tracked } = planNftablesFromObjects(

@@ -204,3 +204,29 @@ test('svcnet trace over nftables: -f --mode nftables, a render and an nft list d
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('svcnet trace -f --proxy-mode nftables: an unallocated ClusterIP inside a ServiceCIDR of the manifests is dropped', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-trace-nft-cidr-'));
+  try {
+    const manifests = join(dir, 'web.yaml');
+    writeFileSync(
+      manifests,
+      `${MANIFESTS}---\napiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: {name: kubernetes}\nspec: {cidrs: [10.96.0.0/16]}\n`,
+    );
+    const r = trace(['-f', manifests, '--proxy-mode', 'nftables'], '10.244.0.5', '10.96.0.99:80');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /\[1\] 100%\s+DROPPED/);
+    assert.match(r.stdout, /cluster-ips-check #2: DROP/);
+    assert.match(r.stdout, /Drop traffic to unallocated ClusterIPs/);
+    // Outside the ServiceCIDR nothing of kube-proxy's stops it.
+    const outside = trace(
+      ['-f', manifests, '--proxy-mode', 'nftables'],
+      '10.244.0.5',
+      '10.97.0.1:80',
+    );
+    assert.equal(outside.code, 0, outside.stderr);
+    assert.doesNotMatch(outside.stdout, /DROPPED/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

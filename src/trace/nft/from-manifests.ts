@@ -1,9 +1,11 @@
 // `svcnet trace -f FILE... --mode nftables`: the nftables ruleset kube-proxy's nftables mode
 // (our planner, one full sync of a fresh proxy) would program on one node for the Services
-// and EndpointSlices in the manifests — the same table `svcnet render --mode nftables`
-// prints, applied to the atomic Fake. Pure: the caller reads and parses the manifests.
+// and EndpointSlices (and ServiceCIDRs: the drop rule for unallocated ClusterIPs) in the
+// manifests — the same table `svcnet render --mode nftables` prints, applied to the atomic
+// Fake. Pure: the caller reads and parses the manifests.
 
 import type { ManifestSet } from '../../kube/manifest.js';
+import { isServiceCIDR, serviceCIDRsOf } from '../../kube/service-cidr.js';
 import type { Ruleset } from '../../netfilter/nftables/model.js';
 import { NftFake } from '../../netfilter/nftables/fake.js';
 import { defaultProxyConfig } from '../../proxy/config.js';
@@ -19,7 +21,7 @@ export interface ManifestRuleset {
   readonly warnings: readonly string[];
 }
 
-/** Renders the manifests' Services and EndpointSlices as one node's nftables ruleset. */
+/** Renders the manifests' Services, EndpointSlices and ServiceCIDRs as one node's nftables ruleset. */
 export function nftRulesFromManifests(set: ManifestSet, node: NftNodeSettings): ManifestRuleset {
   const config = {
     ...defaultProxyConfig(node.nodeName),
@@ -32,6 +34,7 @@ export function nftRulesFromManifests(set: ManifestSet, node: NftNodeSettings): 
       localAddresses: [node.family === 'IPv4' ? '127.0.0.1/8' : '::1/128', ...node.localAddresses],
     },
     node.family,
+    serviceCIDRsOf(set.others.filter(isServiceCIDR)),
   );
   const { plan, warnings } = planNftablesFromObjects(
     set.services,
