@@ -1,5 +1,5 @@
-// What kube-apiserver creates for itself at start-up: the system namespaces and the
-// `default/kubernetes` Service (first address of the service range, port 443 named https)
+// What kube-apiserver creates for itself at start-up: the system namespaces, the default
+// ServiceCIDR `kubernetes` (the service ranges) and the `default/kubernetes` Service (first address of the service range, port 443 named https)
 // with its Endpoints and EndpointSlice pointing at the API server's advertised address,
 // reconciled on every start so a new address or port replaces the old one, and again every
 // few seconds by `startBootstrapLoop` so a deleted one comes back (as kube-apiserver's
@@ -8,7 +8,15 @@
 import { LABEL_MANAGED_BY, LABEL_SERVICE_NAME } from '../kube/names.js';
 import { clone, deepEqual } from '../util/json.js';
 import type { StoredObject } from './object.js';
-import { ENDPOINTS, ENDPOINTSLICES, NAMESPACES, SERVICES, type ResourceType } from './resources.js';
+import { DEFAULT_SERVICE_CIDR_NAME } from '../kube/service-cidr.js';
+import {
+  ENDPOINTS,
+  ENDPOINTSLICES,
+  NAMESPACES,
+  SERVICECIDRS,
+  SERVICES,
+  type ResourceType,
+} from './resources.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
 import type { Store } from './store.js';
 
@@ -20,6 +28,11 @@ export interface BootstrapConfig {
   readonly port: number;
   /** ClusterIP of the `kubernetes` Service (first address of the primary range). */
   readonly serviceIP: string;
+  /**
+   * The service ranges (--service-cluster-ip-range): the default ServiceCIDR `kubernetes` is
+   * created from them when missing. An existing one is left as it is, as kube-apiserver does.
+   */
+  readonly serviceCIDRs?: readonly string[];
 }
 
 function ensure(
@@ -72,6 +85,15 @@ export function bootstrap(store: Store, cfg: BootstrapConfig): void {
   step(() => {
     ensureKubernetesService(store, cfg);
   });
+  const cidrs = cfg.serviceCIDRs ?? [];
+  if (cidrs.length > 0)
+    step(() => {
+      if (!store.tryGet(SERVICECIDRS, undefined, DEFAULT_SERVICE_CIDR_NAME))
+        store.create(SERVICECIDRS, undefined, {
+          metadata: { name: DEFAULT_SERVICE_CIDR_NAME },
+          spec: { cidrs: [...cidrs] },
+        });
+    });
   const family = cfg.advertiseAddress.includes(':') ? 'IPv6' : 'IPv4';
   step(() => {
     ensure(store, ENDPOINTS, 'default', {

@@ -340,6 +340,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
     advertiseAddress: advertise,
     port: bound.port,
     serviceIP: services.kubernetesServiceIP,
+    serviceCIDRs: services.serviceCIDRs,
   };
   bootstrap(store, boot);
   await store.durable();

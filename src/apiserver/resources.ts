@@ -162,6 +162,13 @@ export const STATEFULSETS = r('apps', 'StatefulSet', 'statefulsets', {
   hasStatus: true,
 });
 
+/** networking.k8s.io/v1 (GA in Kubernetes 1.33): the ranges ClusterIPs come from. */
+export const SERVICECIDRS = r('networking.k8s.io', 'ServiceCIDR', 'servicecidrs', {
+  namespaced: false,
+  subresources: ['status'],
+  hasStatus: true,
+});
+
 /** Every served resource, in discovery order. */
 export const RESOURCES: readonly ResourceType[] = [
   NAMESPACES,
@@ -175,6 +182,7 @@ export const RESOURCES: readonly ResourceType[] = [
   DEPLOYMENTS,
   REPLICASETS,
   STATEFULSETS,
+  SERVICECIDRS,
 ];
 
 /** `apps/v1`, or `v1` for the core group. */

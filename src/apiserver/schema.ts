@@ -16,6 +16,7 @@ import {
   NODES,
   PODS,
   REPLICASETS,
+  SERVICECIDRS,
   SERVICES,
   STATEFULSETS,
   type ResourceType,
@@ -243,6 +244,7 @@ const KINDS = new Map<ResourceType, Record<string, FieldType>>([
   [DEPLOYMENTS, { spec: DEPLOYMENT_SPEC, status: STATUS }],
   [REPLICASETS, { spec: REPLICASET_SPEC, status: STATUS }],
   [STATEFULSETS, { spec: STATEFULSET_SPEC, status: STATUS }],
+  [SERVICECIDRS, { spec: closed({ cidrs: strings }), status: STATUS }],
 ]);
 
 /** The schema of a served kind's object. */

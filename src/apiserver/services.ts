@@ -8,7 +8,7 @@
 
 import type { IPFamilyName, Service, ServicePort, ServiceSpec } from '../kube/types.js';
 import { validateService } from '../kube/validate.js';
-import { parseIPSloppy } from '../util/ip.js';
+import { formatCIDR, parseIPSloppy } from '../util/ip.js';
 import { clone } from '../util/json.js';
 import { ClusterIPAllocator, NodePortAllocator, type AllocateResult } from './allocator.js';
 import type { StoredObject } from './object.js';
@@ -190,6 +190,11 @@ export class ServiceRegistry implements Strategy {
 
   private allocatorFor(family: IPFamilyName): ClusterIPAllocator | undefined {
     return this.ipAllocators.find((a) => a.family === family);
+  }
+
+  /** The configured service ranges, canonical, primary first (the default ServiceCIDR's). */
+  get serviceCIDRs(): string[] {
+    return this.ipAllocators.map((a) => formatCIDR(a.cidr));
   }
 
   /** The address of the `kubernetes` Service: the first of the primary range. */

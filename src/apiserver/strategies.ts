@@ -5,11 +5,13 @@
 
 import type { FieldError } from '../errors.js';
 import { labelSelectorFromObject, matchesLabels } from '../kube/selectors.js';
-import type { EndpointSlice, Node } from '../kube/types.js';
+import { validateServiceCIDR } from '../kube/service-cidr.js';
+import type { EndpointSlice, Node, ServiceCIDR } from '../kube/types.js';
 import { validateEndpointSlice, validateNode } from '../kube/validate.js';
 import { isPlainObject } from '../util/json.js';
 import { MAX_CONFIGMAP_DATA_BYTES, base64Length, checkObjectSize, utf8Length } from './limits.js';
 import type { StoredObject } from './object.js';
+import { formatTime } from './object.js';
 import {
   CONFIGMAPS,
   DEPLOYMENTS,
@@ -21,6 +23,7 @@ import {
   PODS,
   REPLICASETS,
   RESOURCES,
+  SERVICECIDRS,
   SERVICES,
   STATEFULSETS,
   resourceKey,
@@ -430,6 +433,39 @@ const endpointsStrategy: Strategy = {
 };
 
 /**
+ * ServiceCIDRs: validated as kube-apiserver does; spec.cidrs is immutable except that a
+ * single-stack one may gain its second family (kube-apiserver 1.33+). This server has no
+ * ServiceCIDR controller, so a created one is Ready at once (kube-controller-manager's
+ * servicecidrs controller sets that condition in a real cluster).
+ */
+const serviceCIDRStrategy: Strategy = {
+  prepareForCreate(o, ctx) {
+    resetStatus(o, {
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'ServiceCIDRReady',
+          message: 'Kubernetes Service CIDR is ready',
+          lastTransitionTime: formatTime(ctx.now),
+        },
+      ],
+    });
+  },
+  validate(o, old) {
+    const causes = fromFieldErrors(validateServiceCIDR(o as ServiceCIDR));
+    if (old === undefined || causes.length > 0) return causes;
+    const before = (old as ServiceCIDR).spec?.cidrs ?? [];
+    const after = (o as ServiceCIDR).spec?.cidrs ?? [];
+    const same = before.length === after.length && before.every((c, i) => c === after[i]);
+    const upgraded = before.length === 1 && after.length === 2 && after[0] === before[0];
+    if (!same && !upgraded)
+      return [fieldCause('FieldValueInvalid', 'spec.cidrs', 'field is immutable', after)];
+    return [];
+  },
+};
+
+/**
  * ConfigMap data and binaryData together at most 1 MiB, as kube-apiserver's
  * ValidateConfigMap (which names the whole object; we name `data`, as the issue asks).
  */
@@ -485,6 +521,7 @@ export function buildStrategies(services: ServiceRegistry): Map<string, Strategy
     [DEPLOYMENTS, deploymentStrategy],
     [REPLICASETS, replicaSetStrategy],
     [STATEFULSETS, statefulSetStrategy],
+    [SERVICECIDRS, serviceCIDRStrategy],
   ]);
   const out = new Map<string, Strategy>();
   for (const rt of RESOURCES) out.set(resourceKey(rt), withMetadata(rt, table.get(rt) ?? {}));

@@ -1,6 +1,6 @@
 // Server-side printing: `meta.k8s.io/v1` Table conversion with the columns kube-apiserver's
 // printers give each kind (services, pods, endpoints, endpointslices, deployments,
-// replicasets, statefulsets, nodes, namespaces, events, configmaps), `-o wide` columns as
+// replicasets, statefulsets, nodes, namespaces, events, configmaps, servicecidrs), `-o wide` columns as
 // priority 1, and the "human duration" Age format. Pure: the current time is a parameter.
 
 import type { StoredObject } from './object.js';
@@ -394,6 +394,16 @@ const PRINTERS: Record<string, Printer> = {
         s(info.containerRuntimeVersion) || '<unknown>',
       ];
     },
+  },
+  ServiceCIDR: {
+    columns: [NAME, col('CIDRs'), AGE],
+    cells: (sc, now) => [
+      name(sc),
+      arr(o(sc.spec).cidrs)
+        .map((c) => s(c))
+        .join(','),
+      age(sc, now),
+    ],
   },
   Namespace: {
     columns: [NAME, col('Status'), AGE],

@@ -66,6 +66,7 @@ export function newTestApi(
     advertiseAddress: '172.18.0.2',
     port: 6443,
     serviceIP: services.kubernetesServiceIP,
+    serviceCIDRs: services.serviceCIDRs,
   });
   return { store, services, clock, now };
 }
