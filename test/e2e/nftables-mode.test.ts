@@ -1,13 +1,15 @@
 // The lab in nftables mode (SVCNET_E2E_PROXY_MODE=nftables; skipped in the iptables pass): a
 // node's `ip kube-proxy` table holds the Service's chains and map elements and its
 // `iptables-save` holds no KUBE-SVC chain (the proxy removes iptables mode's leftovers at
-// start), `/proxyMode` says nftables, and the Service answers through those rules. The issue's
+// start), cluster-ips-check drops unallocated ClusterIPs of the default ServiceCIDR,
+// `/proxyMode` says nftables, and the Service answers through those rules. The issue's
 // "Must show" for the lab, modelled on sig-network "Services should serve a basic endpoint
 // from pods".
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { service } from '../../src/kube/testing.js';
+import { planLab } from '../../src/lab/topology.js';
 import { E2E_PROXY_MODE, E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
 import { skipOrFail } from '../integration/lib/prereq.js';
 
@@ -54,6 +56,22 @@ describe('the lab in nftables mode', { skip }, () => {
         `${ip.replaceAll('.', '\\.')} \\. tcp \\. 80 : goto service-[A-Z0-9]{8}-nft-mode/web/tcp/http`,
       ),
     );
+    // The default ServiceCIDR `kubernetes` (the lab's service range) reached the proxy: traffic
+    // to an unallocated ClusterIP in it is dropped (nft may print a one-element set bare).
+    const cidr = planLab().serviceCIDR.replaceAll('.', '\\.');
+    await eventually('the ServiceCIDR drop rule', async () => {
+      const t = await lab.exec(worker, [
+        'nft',
+        'list',
+        'chain',
+        'ip',
+        'kube-proxy',
+        'cluster-ips-check',
+      ]);
+      return new RegExp(
+        `ip daddr (\\{ )?${cidr}( \\})? drop comment "Drop traffic to unallocated ClusterIPs"`,
+      ).test(t.stdout);
+    });
     for (const argv of [['iptables-save'], ['iptables-legacy-save']]) {
       const save = await lab.exec(worker, argv);
       assert.doesNotMatch(save.stdout, /KUBE-SVC-/, `${argv[0] ?? ''} has KUBE-SVC chains`);
