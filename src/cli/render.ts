@@ -1,10 +1,10 @@
 // `svcnet render`: prints what a full kube-proxy sync would apply for the Services and
-// EndpointSlices (nftables mode: and ServiceCIDRs) in manifest files, one section per IP family (IPv6 only when some Service
-// has an IPv6 ClusterIP). iptables mode: the iptables-restore input, followed (as comment
-// lines) by the chains and jump rules kube-proxy ensures outside the restore. nftables
-// mode: the `nft -f` transaction of the family's table, as a fresh proxy's first sync
-// writes it. A thin edge: reads files, calls the pure model and plan, formats text. Bad
-// input exits 2 with the object and field named.
+// EndpointSlices (nftables mode: and ServiceCIDRs) in manifest files, one section per IP
+// family (IPv6 only when some Service has an IPv6 ClusterIP). iptables mode: the
+// iptables-restore input, followed (as comment lines) by the chains and jump rules
+// kube-proxy ensures outside the restore. nftables mode: the `nft -f` transaction of the
+// family's table, as a fresh proxy's first sync writes it. A thin edge: reads files, calls
+// the pure model and plan, formats text. Bad input exits 2 with the object and field named.
 
 import type { Command } from 'commander';
 import { Option } from 'commander';
