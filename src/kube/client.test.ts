@@ -1,13 +1,15 @@
 // The resource table of client.ts against a loopback HTTP server: every spec's list method
 // asks for the spec's own watch path (with the selectors), and its model name reads the
-// answer back, so a row whose kind, plural or group disagree fails here.
+// answer back, so a row whose kind, plural or group disagree fails here. A server without
+// ServiceCIDRs (404) gives an informer error that isResourceNotServed recognises.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
 import * as client from './client.js';
+import { isResourceNotServed } from './service-cidr.js';
 import { toWire } from './wire.js';
 
 const SPECS = {
@@ -23,19 +25,8 @@ const SPECS = {
   SERVICE_CIDRS: client.SERVICE_CIDRS,
 };
 
-test('each ResourceSpec lists its own path with the selectors and reads items as its model', async () => {
-  const seen: string[] = [];
-  const server = createServer((req, res) => {
-    seen.push(req.url ?? '');
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        metadata: { resourceVersion: '7' },
-        items: [{ metadata: { name: 'x', creationTimestamp: '2026-01-02T03:04:05.000Z' } }],
-      }),
-    );
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+/** A kubeconfig for the loopback test server (plain HTTP, as client-node allows it). */
+function kubeConfigFor(server: Server): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
   kc.loadFromOptions({
     clusters: [
@@ -49,6 +40,23 @@ test('each ResourceSpec lists its own path with the selectors and reads items as
     contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
     currentContext: 'x',
   });
+  return kc;
+}
+
+test('each ResourceSpec lists its own path with the selectors and reads items as its model', async () => {
+  const seen: string[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.url ?? '');
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        metadata: { resourceVersion: '7' },
+        items: [{ metadata: { name: 'x', creationTimestamp: '2026-01-02T03:04:05.000Z' } }],
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const kc = kubeConfigFor(server);
   try {
     for (const [name, spec] of Object.entries(SPECS)) {
       seen.length = 0;
@@ -66,6 +74,35 @@ test('each ResourceSpec lists its own path with the selectors and reads items as
       );
     }
   } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+test('a 404 for servicecidrs reaches the informer error handler as "not served"', async () => {
+  const server = createServer((_req, res) => {
+    res.writeHead(404, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        kind: 'Status',
+        apiVersion: 'v1',
+        status: 'Failure',
+        message: 'the server could not find the requested resource',
+        reason: 'NotFound',
+        code: 404,
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const kc = kubeConfigFor(server);
+  const informer = client.createInformer(kc, client.SERVICE_CIDRS, { initialBackoffMs: 60_000 });
+  try {
+    const err = await new Promise<unknown>((resolve) => {
+      informer.addHandlers({ onError: resolve });
+      void informer.start();
+    });
+    assert.equal(isResourceNotServed(err), true, String(err));
+  } finally {
+    await informer.stop();
     await new Promise((resolve) => server.close(resolve));
   }
 });
