@@ -97,7 +97,14 @@ describe(
         /spec\.cidrs\[0\]: Invalid value: "10\.201\.0\.1\/16": must be in canonical form/,
       );
 
-      assert.match(await kc.ok(['delete', 'servicecidr', 'extra']), /deleted/);
+      // kubectl create (protobuf on 1.32+; this kind falls back to JSON after a 415).
+      assert.match(
+        await kc.ok(['create', '-f', '-'], {
+          stdin: EXTRA.replace('extra', 'made').replace('10.200.', '10.202.'),
+        }),
+        /servicecidr.networking.k8s.io\/made created/,
+      );
+      assert.match(await kc.ok(['delete', 'servicecidr', 'extra', 'made']), /deleted/);
       await waitFor('the watch delivers the delete', () => informer?.get('extra') === undefined);
     });
   },
