@@ -73,30 +73,6 @@ export class NftablesProxier extends ProxierBase<FamilyState> {
     this.nftMetrics = deps.nftMetrics;
   }
 
-  /** Also follows the ServiceCIDR informer, when there is one. */
-  override attach(informers: ProxierInformers): void {
-    super.attach(informers);
-    const cidrs = informers.serviceCIDRs;
-    if (cidrs === undefined) return;
-    const changed = (): void => {
-      this.onServiceCIDRs(serviceCIDRsOf(cidrs.list()));
-    };
-    cidrs.addHandlers({ onAdd: changed, onUpdate: changed, onDelete: changed });
-  }
-
-  /**
-   * The cluster's ServiceCIDRs changed (any family). An actual change is logged and queues a
-   * sync; the new options make that sync full, so the drop rule is rewritten at once (kube-
-   * proxy waits for its next full sync).
-   */
-  onServiceCIDRs(cidrs: readonly string[]): void {
-    const next = [...new Set(cidrs)].sort();
-    if (next.join(',') === this.serviceCIDRs.join(',')) return;
-    this.serviceCIDRs = next;
-    this.deps.log.info({ serviceCIDRs: next }, 'ServiceCIDRs changed');
-    this.queueSync();
-  }
-
   /** The last successful plan of a family (for debugging and tests). */
   lastPlan(family: IPFamily): NftablesPlan | undefined {
     return this.families.find((f) => f.family === family)?.lastPlan;
@@ -193,5 +169,29 @@ export class NftablesProxier extends ProxierBase<FamilyState> {
       log.error({ err, ipFamily: f.family, fullSync }, 'nftables sync failed');
       throw err;
     }
+  }
+
+  /** Also follows the ServiceCIDR informer, when there is one. */
+  override attach(informers: ProxierInformers): void {
+    super.attach(informers);
+    const cidrs = informers.serviceCIDRs;
+    if (cidrs === undefined) return;
+    const changed = (): void => {
+      this.onServiceCIDRs(serviceCIDRsOf(cidrs.list()));
+    };
+    cidrs.addHandlers({ onAdd: changed, onUpdate: changed, onDelete: changed });
+  }
+
+  /**
+   * The cluster's ServiceCIDRs changed (any family). An actual change is logged and queues a
+   * sync; the new options make that sync full, so the drop rule is rewritten at once (kube-
+   * proxy waits for its next full sync).
+   */
+  onServiceCIDRs(cidrs: readonly string[]): void {
+    const next = [...new Set(cidrs)].sort();
+    if (next.join(',') === this.serviceCIDRs.join(',')) return;
+    this.serviceCIDRs = next;
+    this.deps.log.info({ serviceCIDRs: next }, 'ServiceCIDRs changed');
+    this.queueSync();
   }
 }
