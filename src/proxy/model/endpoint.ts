@@ -97,13 +97,25 @@ export function endpointsFromSlice(
   return out;
 }
 
+function strictlySorted(list: readonly EndpointInfo[]): boolean {
+  for (let i = 1; i < list.length; i++)
+    if (!((list[i - 1] as EndpointInfo).endpoint < (list[i] as EndpointInfo).endpoint))
+      return false;
+  return true;
+}
+
 /**
  * Merges the endpoint lists of several slices for one Service port: deduplicated by
  * `ip:port` (a local copy wins), sorted by that string, as kube-proxy orders them.
  */
-export function mergeEndpoints(lists: Iterable<readonly EndpointInfo[]>): EndpointInfo[] {
+export function mergeEndpoints(lists: Iterable<readonly EndpointInfo[]>): readonly EndpointInfo[] {
+  const all = [...lists];
+  // One slice already sorted without duplicates (the common case) is its own merge: keep
+  // that list rather than a copy of it.
+  const [only] = all;
+  if (all.length === 1 && only !== undefined && strictlySorted(only)) return only;
   const byKey = new Map<string, EndpointInfo>();
-  for (const list of lists)
+  for (const list of all)
     for (const ep of list) {
       if (!byKey.has(ep.endpoint) || ep.isLocal) byKey.set(ep.endpoint, ep);
     }

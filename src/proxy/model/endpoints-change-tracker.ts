@@ -74,7 +74,7 @@ function portsOfService(slices: ReadonlyMap<string, SliceState> | undefined) {
       l.push(eps);
       lists.set(k, l);
     }
-  const out = new Map<string, EndpointInfo[]>();
+  const out = new Map<string, readonly EndpointInfo[]>();
   for (const [k, l] of lists) {
     const merged = mergeEndpoints(l);
     if (merged.length > 0) out.set(k, merged);
