@@ -6,12 +6,22 @@
 // planner. Figures: full sync of 1k and 10k Services (plan + apply through RealNftBackend:
 // cache-free encoding, parts of ~1k Services), then in a second process, as a proxy: the light
 // read-back, add one Service and change one endpoint at 10k (median of 5 partial syncs, ours
-// and the peer alternating), and that process's RSS at the end. The peer in the same run
+// and the peer alternating), and that process's RSS at the end (it keeps every Service and
+// EndpointSlice as informers do; RSS is read right after the syncs and again once idle, when
+// V8's memory reducer has shrunk the heap as it does in a proxy between syncs; the target
+// applies to the idle figure). The peer in the same run
 // is what kube-proxy does: the same transactions rendered as plain `nft -f -` text, one
 // transaction. At 1k both rulesets are compared (`nft list ruleset` must be identical).
+// The second process runs compiled JavaScript, as users run the proxy (an installed package
+// runs tsc's dist/, the lab an esbuild bundle; neither loads tsx): the bench bundles itself
+// with esbuild into a temporary folder and runs that with plain node, so its RSS is a
+// proxy's, not tsx's (the tsx loader alone adds ~45 MiB).
 // Needs root and nft; otherwise it says so and measures nothing.
 
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { endpoint, service as serviceOf, slice as sliceOf } from '../src/kube/testing.js';
 import type { EndpointSlice, Service } from '../src/kube/types.js';
@@ -28,6 +38,10 @@ import { planNftables, tableRefOf } from '../src/proxy/nftables/plan.js';
 import type { NftPlanState, NftablesPlan } from '../src/proxy/nftables/plan.js';
 
 const JSON_OUT = process.argv.includes('--json');
+/** What runs this process: the partials child runs the bundle (see the file header). */
+const RUNTIME = import.meta.url.endsWith('.mjs')
+  ? 'compiled JS bundle, no tsx (as users run it)'
+  : 'TypeScript through tsx';
 const CHILD_FLAG = '--nftables-bench-child';
 const PARTIALS_FLAG = '--nftables-bench-partials';
 const ENDPOINTS = 10;
@@ -92,13 +106,19 @@ function slice(i: number, salt = 0): EndpointSlice {
 /** n Services; the trackers are fed as a proxy's informers feed them (not timed). */
 class Workload {
   n: number;
+  /** What a proxy's informers keep: every Service and EndpointSlice, by key. */
+  readonly cache = new Map<string, Service | EndpointSlice>();
   constructor(n: number) {
     this.n = n;
   }
   track(): TrackedObjects {
     const services = Array.from({ length: this.n }, (_, i) => service(i));
     const slices = Array.from({ length: this.n }, (_, i) => slice(i));
+    for (const o of [...services, ...slices]) this.keep(o);
     return trackObjects(services, slices, 'IPv4', OPTIONS.nodeName, true);
+  }
+  keep(o: Service | EndpointSlice): void {
+    this.cache.set(`${o.kind ?? ''}/${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, o);
   }
   plan(
     snap: ProxySnapshot,
@@ -191,6 +211,46 @@ function spawnCost(): number {
   return median(xs);
 }
 
+interface Memory {
+  readonly rss: number;
+  readonly heapTotal: number;
+  readonly text: string;
+}
+
+function memory(): Memory {
+  const m = process.memoryUsage();
+  const mib = (x: number) => x / 2 ** 20;
+  return {
+    rss: mib(m.rss),
+    heapTotal: mib(m.heapTotal),
+    text: `${mib(m.rss).toFixed(0)} MiB (heap ${mib(m.heapUsed).toFixed(0)} MiB used of ${mib(m.heapTotal).toFixed(0)} MiB)`,
+  };
+}
+
+/**
+ * Waits, idle, until V8's memory reducer has run (it shrinks the heap some seconds after the
+ * last busy GC, as it does in an idle proxy between syncs), at most 30 s.
+ */
+async function settle(busyHeapTotal: number): Promise<Memory & { ms: number }> {
+  const t = performance.now();
+  let m = memory();
+  while (performance.now() - t < 30_000 && m.heapTotal > busyHeapTotal * 0.8) {
+    await new Promise((r) => setTimeout(r, 1000));
+    m = memory();
+  }
+  return { ...m, ms: performance.now() - t };
+}
+
+/** Times the light read-back; what it read is dropped before RSS is measured. */
+async function readBack(backend: RealNftBackend): Promise<void> {
+  const read = await timeAsync(() => backend.readTable(ref, { rules: false }));
+  say(
+    `read back at 10k without rules (a full sync's diff base): ${read.ms.toFixed(0)} ms, ` +
+      `${String(read.value?.chains.size ?? 0)} chains, ${String(read.value?.sets.get('service-ips')?.elements.size ?? 0)} service-ips elements`,
+  );
+  figure('nftables-kernel-read-table-10k', read.ms, 'ms');
+}
+
 /**
  * A process of its own, as a proxy at 10k Services: the trackers are fed once and then
  * updated per change (as informers do); each partial sync plans from a snapshot, and ours
@@ -209,12 +269,7 @@ async function partials(): Promise<void> {
     return first.state;
   })();
   gc();
-  const read = await timeAsync(() => backend.readTable(ref, { rules: false }));
-  say(
-    `read back at 10k without rules (a full sync's diff base): ${read.ms.toFixed(0)} ms, ` +
-      `${String(read.value?.chains.size ?? 0)} chains, ${String(read.value?.sets.get('service-ips')?.elements.size ?? 0)} service-ips elements`,
-  );
-  figure('nftables-kernel-read-table-10k', read.ms, 'ms');
+  await readBack(backend);
   const measure = async (
     what: string,
     change: (k: number) => void,
@@ -245,8 +300,11 @@ async function partials(): Promise<void> {
   };
   const add = await measure('add one Service', () => {
     const i = w.n++;
-    t.services.update(undefined, service(i));
-    t.endpoints.update(undefined, slice(i));
+    const [s, e] = [service(i), slice(i)];
+    w.keep(s);
+    w.keep(e);
+    t.services.update(undefined, s);
+    t.endpoints.update(undefined, e);
   });
   const addMs = median(add.ours);
   const start = spawnCost();
@@ -265,7 +323,9 @@ async function partials(): Promise<void> {
   figure('nftables-peer-add-one-10k', median(add.peer), 'ms');
   const change = await measure('change one endpoint', (k) => {
     const i = 17 + k * 997;
-    t.endpoints.update(slice(i), slice(i, 1_000_000 + k));
+    const e = slice(i, 1_000_000 + k);
+    w.keep(e);
+    t.endpoints.update(slice(i), e);
   });
   figure('nftables-kernel-change-endpoint-10k', median(change.ours), 'ms');
   figure('nftables-peer-change-endpoint-10k', median(change.peer), 'ms');
@@ -274,18 +334,18 @@ async function partials(): Promise<void> {
   );
   gc();
   gc();
-  const rss = process.memoryUsage().rss / 2 ** 20;
-  const heap = process.memoryUsage().heapUsed / 2 ** 20;
+  const held = `${String(w.n)} Services × 10 endpoints (the objects as informers cache them, trackers, plan state of ${String(state.totals.chains)} chains)`;
+  const busy = memory();
   say(
-    `RSS of this process holding ${String(w.n)} Services × 10 endpoints (trackers + plan state of ${String(state.totals.chains)} chains, after the syncs): ` +
-      `${rss.toFixed(0)} MiB (heap ${heap.toFixed(0)} MiB; ${baseline.toFixed(0)} MiB before any Service: node + tsx + modules)  ` +
-      verdict(
-        rss,
-        150,
-        'node with the tsx loader starts at the baseline shown; the rest is the trackers and plan state',
-      ),
+    `RSS right after the syncs, holding ${held}: ${busy.text}; ${baseline.toFixed(0)} MiB before any Service (node + modules, ${RUNTIME})`,
   );
-  figure('nftables-proxy-rss-10k', rss, 'MiB', 150);
+  figure('nftables-proxy-rss-10k-after-syncs', busy.rss, 'MiB');
+  const idle = await settle(busy.heapTotal);
+  say(
+    `RSS of the idle proxy ${(idle.ms / 1000).toFixed(0)} s later (V8's memory reducer has given back the young generation and compacted): ${idle.text}  ` +
+      verdict(idle.rss, 150, 'the informer caches, trackers and plan state on top of the baseline'),
+  );
+  figure('nftables-proxy-rss-10k', idle.rss, 'MiB', 150);
   await backend.deleteTable(ref);
 }
 
@@ -303,6 +363,31 @@ function usable(): string | undefined {
   return undefined;
 }
 
+/** This file bundled to plain JavaScript (as `npm run build` bundles the CLI), in a temp folder. */
+async function compiledSelf(): Promise<{ file: string; remove: () => void }> {
+  const esbuild = await import('esbuild');
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-nftbench-'));
+  const file = join(dir, 'nftables.bench.mjs');
+  await esbuild.build({
+    entryPoints: [fileURLToPath(import.meta.url)],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    outfile: file,
+    logLevel: 'warning',
+    banner: {
+      js: "import { createRequire as __c } from 'node:module'; const require = __c(import.meta.url);",
+    },
+  });
+  return {
+    file,
+    remove: () => {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** Runs the bench in a fresh network namespace (see the file header). */
 export async function run(): Promise<void> {
   const why = usable();
@@ -318,10 +403,13 @@ export async function run(): Promise<void> {
     spawnSync('ip', ['netns', 'del', ns]);
   };
   process.once('exit', cleanup);
+  const compiled = await compiledSelf();
   try {
     const self = fileURLToPath(import.meta.url);
     for (const flag of [CHILD_FLAG, PARTIALS_FLAG]) {
-      const args = [...process.execArgv, self, flag, ...(JSON_OUT ? ['--json'] : [])];
+      const script = flag === PARTIALS_FLAG ? compiled.file : self;
+      const execArgv = flag === PARTIALS_FLAG ? ['--expose-gc'] : process.execArgv;
+      const args = [...execArgv, script, flag, ...(JSON_OUT ? ['--json'] : [])];
       const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, ...args], {
         stdio: 'inherit',
         env: { ...process.env, SVCNET_NFT_BENCH_NS: ns },
@@ -330,6 +418,7 @@ export async function run(): Promise<void> {
     }
   } finally {
     cleanup();
+    compiled.remove();
   }
   return Promise.resolve();
 }

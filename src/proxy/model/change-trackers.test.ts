@@ -144,3 +144,32 @@ test('localReadyEndpoints counts ready local endpoints per Service, not terminat
   );
   assert.deepEqual([...localReadyEndpoints(t.apply().endpoints)], [['ns/lb', 1]]);
 });
+
+test('EndpointsChangeTracker: an update is a no-op exactly when every endpoint field is the same', () => {
+  const t = new EndpointsChangeTracker('IPv4', 'n');
+  const ports = [
+    { name: 'b', port: 81, protocol: 'TCP' as const },
+    { name: 'a', port: 80, protocol: 'TCP' as const },
+  ];
+  const base = slice('ns/web', [endpoint('10.0.0.1', { hints: { forZones: [{ name: 'z1' }] } })], {
+    ports,
+  });
+  t.update(undefined, base);
+  t.apply();
+  const same = slice('ns/web', [endpoint('10.0.0.1', { hints: { forZones: [{ name: 'z1' }] } })], {
+    ports: [...ports].reverse(),
+  });
+  assert.equal(t.update(base, same), false, 'same endpoints, ports listed in another order');
+  const variants = [
+    endpoint('10.0.0.1', { hints: { forZones: [{ name: 'z2' }] } }),
+    endpoint('10.0.0.1', { hints: { forZones: [{ name: 'z1' }], forNodes: [{ name: 'n' }] } }),
+    endpoint('10.0.0.1', { hints: { forZones: [{ name: 'z1' }] }, nodeName: 'n' }),
+    endpoint('10.0.0.1', { hints: { forZones: [{ name: 'z1' }] }, conditions: { serving: false } }),
+  ];
+  for (const v of variants) {
+    assert.equal(t.update(base, slice('ns/web', [v], { ports })), true, JSON.stringify(v));
+    assert.equal(t.update(base, base), false, 'back to the applied state');
+  }
+  const fewerPorts = slice('ns/web', [endpoint('10.0.0.1')], { ports: ports.slice(0, 1) });
+  assert.equal(t.update(base, fewerPorts), true);
+});

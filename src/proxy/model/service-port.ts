@@ -152,6 +152,13 @@ export interface ServicePortsResult {
  * ports for skipped Services (headless, ExternalName, another proxy's, no ClusterIP of the
  * family). Never throws: bad values become warnings.
  */
+/** One shared empty list: most Services have no externalIPs, LB IPs or source ranges. */
+const NONE: readonly string[] = Object.freeze([]);
+
+function orNone(list: readonly string[]): readonly string[] {
+  return list.length === 0 ? NONE : list;
+}
+
 export function servicePortsFor(svc: Service, family: IPFamily): ServicePortsResult {
   const warnings: string[] = [];
   const ns = svc.metadata?.namespace ?? 'default';
@@ -200,9 +207,9 @@ export function servicePortsFor(svc: Service, family: IPFamily): ServicePortsRes
       protocol: spn.protocol,
       nodePort: p.nodePort ?? 0,
       healthCheckNodePort: externalPolicyLocal ? (spec.healthCheckNodePort ?? 0) : 0,
-      externalIPs,
-      loadBalancerVIPs: lbVIPs,
-      loadBalancerSourceRanges: sourceRanges,
+      externalIPs: orNone(externalIPs),
+      loadBalancerVIPs: orNone(lbVIPs),
+      loadBalancerSourceRanges: orNone(sourceRanges),
       sessionAffinity: affinity,
       externalPolicyLocal,
       internalPolicyLocal: spec.internalTrafficPolicy === 'Local',

@@ -108,15 +108,39 @@ export class BucketMapDraft<V> {
   }
 }
 
-/** One element of the kernel as the plan keeps it: who wants it, and what is written. */
-export interface ElementSlot {
-  /** Owners (Service port keys) with what each wants; sorted by port key. */
+/** An element wanted by one Service port (the common case: one small object per element). */
+class OwnedElement {
+  readonly owner: string;
+  readonly element: NftElement;
+  constructor(owner: string, element: NftElement) {
+    this.owner = owner;
+    this.element = element;
+  }
+}
+
+/** An element wanted by several Service ports, with what each wants; sorted by port key. */
+interface SharedElement {
   readonly owners: readonly (readonly [string, NftElement])[];
+}
+
+/** One element of the kernel as the plan keeps it: who wants it, and what is written. */
+export type ElementSlot = OwnedElement | SharedElement;
+
+function ownersOf(slot: ElementSlot): readonly (readonly [string, NftElement])[] {
+  return slot instanceof OwnedElement ? [[slot.owner, slot.element]] : slot.owners;
+}
+
+function slotOf(owners: readonly (readonly [string, NftElement])[]): ElementSlot {
+  const [only] = owners;
+  return owners.length === 1 && only !== undefined
+    ? new OwnedElement(only[0], only[1])
+    : { owners };
 }
 
 /** Store key of an element: `set|k1 . k2`. */
 export function slotKey(e: Pick<NftElement, 'set' | 'key'>): string {
-  return `${e.set}|${elementKey(e.key)}`;
+  // join gives one flat string (a template literal, a chain of pieces: 40k kept keys).
+  return [e.set, elementKey(e.key)].join('|');
 }
 
 /** What an element is written as, beyond its key: value and comment. */
@@ -135,7 +159,8 @@ export function elementText(e: NftElement): string {
 
 /** The element written for a slot (the lowest port key's), or undefined. */
 export function effective(slot: ElementSlot | undefined): NftElement | undefined {
-  return slot?.owners[0]?.[1];
+  if (slot === undefined) return undefined;
+  return slot instanceof OwnedElement ? slot.element : slot.owners[0]?.[1];
 }
 
 /** Adds or removes one owner's element, recording the touched key. */
@@ -154,10 +179,10 @@ export class ElementStoreDraft {
     const slot = this.draft.get(k);
     if (slot === undefined) {
       // The common case: one owner, nothing to sort or compare.
-      this.draft.set(k, { owners: [[owner, e]] });
+      this.draft.set(k, new OwnedElement(owner, e));
       return;
     }
-    const owners = [...slot.owners.filter(([o]) => o !== owner), [owner, e] as const];
+    const owners = [...ownersOf(slot).filter(([o]) => o !== owner), [owner, e] as const];
     owners.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     const first = owners[0]?.[1];
     const text = first === undefined ? '' : elementText(first);
@@ -165,7 +190,7 @@ export class ElementStoreDraft {
       this.conflicts.push(
         `${e.set} element ${elementKey(e.key)} is wanted by ${owners.map(([o]) => o).join(', ')} with different values: ${owners[0]?.[0] ?? ''} wins`,
       );
-    this.draft.set(k, { owners });
+    this.draft.set(k, slotOf(owners));
   }
 
   remove(owner: string, e: NftElement): void {
@@ -173,8 +198,8 @@ export class ElementStoreDraft {
     const slot = this.draft.get(k);
     if (!slot) return;
     this.touched.add(k);
-    const owners = slot.owners.filter(([o]) => o !== owner);
+    const owners = ownersOf(slot).filter(([o]) => o !== owner);
     if (owners.length === 0) this.draft.delete(k);
-    else this.draft.set(k, { owners });
+    else this.draft.set(k, slotOf(owners));
   }
 }

@@ -90,8 +90,8 @@ export interface NftablesPlanInput {
 export interface NftPlanState {
   readonly family: IPFamily;
   readonly optionsText: string;
-  /** Per Service port key, what it contributed. */
-  readonly fragments: BucketMap<NftPortFragment>;
+  /** Per Service port key, what it contributed (names and elements, not its rules). */
+  readonly fragments: BucketMap<NftPortRecord>;
   /** `namespace/name` → the keys of its ports in `fragments`. */
   readonly portsByService: BucketMap<readonly string[]>;
   /** Elements of the shared sets/maps as written, with their owners. */
@@ -155,33 +155,57 @@ function isFullSync(
 
 const NO_ENDPOINTS: readonly EndpointInfo[] = [];
 
+/**
+ * What the state keeps of a written Service port: what a later sync needs to replace or
+ * remove it (chain names, affinity sets, elements, counts). Its rules are dropped once
+ * written (they were most of the state: ~3 kB per port at 10 endpoints); a port is
+ * re-planned whenever it is written again.
+ */
+export interface NftPortRecord {
+  readonly key: string;
+  readonly serviceKey: string;
+  readonly chains: readonly string[];
+  readonly affinitySets: readonly NftSet[];
+  readonly elements: readonly NftElement[];
+  readonly numEndpoints: number;
+  readonly noLocalEndpointsInternal: boolean;
+  readonly noLocalEndpointsExternal: boolean;
+  readonly skipped: boolean;
+}
+
+function recordOf(f: NftPortFragment): NftPortRecord {
+  return {
+    key: f.key,
+    serviceKey: f.serviceKey,
+    chains: f.chains.map((c) => c.chain.name),
+    affinitySets: f.affinitySets,
+    elements: f.elements,
+    numEndpoints: f.numEndpoints,
+    noLocalEndpointsInternal: f.noLocalEndpointsInternal,
+    noLocalEndpointsExternal: f.noLocalEndpointsExternal,
+    skipped: f.skipped,
+  };
+}
+
 /** The fragments a sync writes and how the state changes. */
 interface Assembly {
   readonly written: NftPortFragment[];
-  /** Fragments replaced or removed (partial: of changed Services; full: all previous). */
-  readonly replaced: NftPortFragment[];
-  readonly fragments: BucketMap<NftPortFragment>;
+  /** Records of `written`, in the same order. */
+  readonly writtenRecords: NftPortRecord[];
+  /** Ports replaced or removed (partial: of changed Services; full: all previous). */
+  readonly replaced: NftPortRecord[];
+  readonly fragments: BucketMap<NftPortRecord>;
   readonly portsByService: BucketMap<readonly string[]>;
 }
 
-function fragmentPlanner(
-  input: NftablesPlanInput,
-  previous: NftPlanState | undefined,
-  optionsText: string,
-) {
+function fragmentPlanner(input: NftablesPlanInput) {
   const ctx: NftServiceContext = {
     family: input.family,
     options: input.options,
     table: new TableObjects(tableRefOf(input.family)),
   };
-  const reuse = previous?.optionsText === optionsText && previous.family === input.family;
-  return (key: string, sp: ServicePortInfo): NftPortFragment => {
-    const endpoints = input.endpoints.get(key) ?? NO_ENDPOINTS;
-    const prev = reuse ? previous.fragments.get(key) : undefined;
-    // Same inputs give the same objects: reuse them.
-    if (prev?.source.sp === sp && prev.source.endpoints === endpoints) return prev;
-    return planServicePort(sp, endpoints, ctx);
-  };
+  return (key: string, sp: ServicePortInfo): NftPortFragment =>
+    planServicePort(sp, input.endpoints.get(key) ?? NO_ENDPOINTS, ctx);
 }
 
 function assembleFull(
@@ -189,13 +213,16 @@ function assembleFull(
   previous: NftPlanState | undefined,
   plan: (key: string, sp: ServicePortInfo) => NftPortFragment,
 ): Assembly {
-  const fragments = BucketMap.empty<NftPortFragment>().draft();
+  const fragments = BucketMap.empty<NftPortRecord>().draft();
   const byService = new Map<string, string[]>();
   const written: NftPortFragment[] = [];
+  const writtenRecords: NftPortRecord[] = [];
   for (const [key, sp] of input.services) {
     const f = plan(key, sp);
+    const r = recordOf(f);
     written.push(f);
-    fragments.set(key, f);
+    writtenRecords.push(r);
+    fragments.set(key, r);
     const list = byService.get(sp.serviceKey);
     if (list) list.push(key);
     else byService.set(sp.serviceKey, [key]);
@@ -204,6 +231,7 @@ function assembleFull(
   for (const [s, keys] of byService) ports.set(s, keys);
   return {
     written,
+    writtenRecords,
     replaced: previous ? previous.fragments.values() : [],
     fragments: fragments.finish(),
     portsByService: ports.finish(),
@@ -218,7 +246,7 @@ function assemblePartial(
 ): Assembly {
   const fragments = previous.fragments.draft();
   const ports = previous.portsByService.draft();
-  const replaced: NftPortFragment[] = [];
+  const replaced: NftPortRecord[] = [];
   for (const s of changed)
     for (const key of previous.portsByService.get(s) ?? []) {
       const f = previous.fragments.get(key);
@@ -227,15 +255,24 @@ function assemblePartial(
     }
   for (const s of changed) ports.delete(s);
   const written: NftPortFragment[] = [];
+  const writtenRecords: NftPortRecord[] = [];
   if (changed.size > 0)
     for (const [key, sp] of input.services) {
       if (!changed.has(sp.serviceKey)) continue;
       const f = plan(key, sp);
+      const r = recordOf(f);
       written.push(f);
-      fragments.set(key, f);
+      writtenRecords.push(r);
+      fragments.set(key, r);
       ports.set(sp.serviceKey, [...(ports.get(sp.serviceKey) ?? []), key]);
     }
-  return { written, replaced, fragments: fragments.finish(), portsByService: ports.finish() };
+  return {
+    written,
+    writtenRecords,
+    replaced,
+    fragments: fragments.finish(),
+    portsByService: ports.finish(),
+  };
 }
 
 /** Elements of the kernel's Service sets (the full-sync diff base on a restart). */
@@ -312,15 +349,15 @@ function elementChanges(
   return diffElements(keys, (k) => effective(base.get(k)), after);
 }
 
-function chainsOf(fragments: Iterable<NftPortFragment>): Set<string> {
+function chainsOf(records: Iterable<NftPortRecord>): Set<string> {
   const out = new Set<string>();
-  for (const f of fragments) for (const c of f.chains) out.add(c.chain.name);
+  for (const f of records) for (const c of f.chains) out.add(c);
   return out;
 }
 
-function affinitySetsOf(fragments: Iterable<NftPortFragment>): Map<string, NftSet> {
+function affinitySetsOf(records: Iterable<NftPortRecord>): Map<string, NftSet> {
   const out = new Map<string, NftSet>();
-  for (const f of fragments) for (const s of f.affinitySets) out.set(s.name, s);
+  for (const f of records) for (const s of f.affinitySets) out.set(s.name, s);
   return out;
 }
 
@@ -344,7 +381,7 @@ function staleness(
   const now = input.nowMs;
   const kernel = fullSync ? input.current : undefined;
   // On a full sync `written` holds every port.
-  const active = chainsOf(a.written);
+  const active = chainsOf(a.writtenRecords);
   const prevStale = previous?.staleChains ?? new Map<string, number>();
   let candidates: Iterable<string>;
   if (kernel) candidates = [...kernel.chains.keys()].filter(isServiceChainName);
@@ -370,7 +407,7 @@ function staleness(
     for (const [name, s] of kernel.sets)
       if (isAffinitySetName(name)) existingAffinity.set(name, s.set);
   } else for (const [n, s] of affinitySetsOf(a.replaced)) existingAffinity.set(n, s);
-  const activeAffinity = affinitySetsOf(a.written);
+  const activeAffinity = affinitySetsOf(a.writtenRecords);
   const deleteAffinity = [...existingAffinity.keys()].filter((n) => !activeAffinity.has(n));
   return { flush: flush.sort(), delete: del.sort(), staleChains, existingAffinity, deleteAffinity };
 }
@@ -414,11 +451,11 @@ const ZERO_TOTALS: NftPlanTotals = {
 
 function adjustTotals(
   start: NftPlanTotals,
-  minus: readonly NftPortFragment[],
-  plus: readonly NftPortFragment[],
+  minus: readonly NftPortRecord[],
+  plus: readonly NftPortRecord[],
 ): NftPlanTotals {
   const t = { ...start };
-  const add = (f: NftPortFragment, k: number) => {
+  const add = (f: NftPortRecord, k: number) => {
     t.numEndpoints += k * f.numEndpoints;
     if (f.noLocalEndpointsInternal) t.noLocalInternal += k;
     if (f.noLocalEndpointsExternal) t.noLocalExternal += k;
@@ -438,7 +475,7 @@ export function planNftables(input: NftablesPlanInput, previous?: NftPlanState):
   const { family, options } = input;
   const optionsText = JSON.stringify(options);
   const fullSync = isFullSync(input, previous, optionsText);
-  const plan = fragmentPlanner(input, previous, optionsText);
+  const plan = fragmentPlanner(input);
   const a =
     fullSync || previous === undefined || !(input.changedServices instanceof Set)
       ? assembleFull(input, previous, plan)
@@ -480,8 +517,8 @@ export function planNftables(input: NftablesPlanInput, previous?: NftPlanState):
   const cleanup = stale.delete.map((c): Operation => ({ verb: 'delete', object: t.chain(c) }));
   const totals =
     fullSync || previous === undefined
-      ? adjustTotals(ZERO_TOTALS, [], a.written)
-      : adjustTotals(previous.totals, a.replaced, a.written);
+      ? adjustTotals(ZERO_TOTALS, [], a.writtenRecords)
+      : adjustTotals(previous.totals, a.replaced, a.writtenRecords);
   return {
     family,
     table: t.ref,
