@@ -7,7 +7,11 @@
 
 import type { EndpointInfo } from '../model/endpoint.js';
 import type { ServicePortInfo } from '../model/service-port.js';
-import { decideTrafficPolicy, sourceRangesAllowNode } from '../model/traffic-policy.js';
+import {
+  decideTrafficPolicy,
+  policyChains,
+  sourceRangesAllowNode,
+} from '../model/traffic-policy.js';
 import type { TrafficPolicyDecision } from '../model/traffic-policy.js';
 import type { IPFamily } from '../../util/ip.js';
 import {
@@ -95,18 +99,14 @@ function decide(
   ctx: ServicePlanContext,
 ): PortPlan {
   const chains = servicePortChains(sp.nameString, sp.protocol);
-  const d = decideTrafficPolicy(sp, endpoints, {
-    nodeName: ctx.options.nodeName,
-    zone: ctx.options.nodeZone,
-  });
+  const d = decideTrafficPolicy(sp, endpoints, ctx.options);
   return {
     ...d,
+    ...policyChains(sp, chains.svc, chains.svl),
     sp,
     ctx,
     chains,
     proto: sp.protocol.toLowerCase() as Lowercase<ServicePortInfo['protocol']>,
-    internalChain: sp.internalPolicyLocal ? chains.svl : chains.svc,
-    externalPolicyChain: sp.externalPolicyLocal ? chains.svl : chains.svc,
     usesFWChain: d.hasEndpoints && d.hasSourceRanges,
     noEndpoints:
       d.noEndpointsAction === 'drop'

@@ -6,7 +6,7 @@
 
 import { cidrContains, parseCIDRSloppy, parseIPSloppy } from '../../util/ip.js';
 import { categorizeEndpoints } from './categorize.js';
-import type { CategorizedEndpoints, NodeTopology } from './categorize.js';
+import type { CategorizedEndpoints } from './categorize.js';
 import type { EndpointInfo } from './endpoint.js';
 import {
   isExternallyAccessible,
@@ -39,13 +39,20 @@ export interface TrafficPolicyDecision {
   readonly noLocalEndpointsExternal: boolean;
 }
 
-/** Decides `sp` on the node `node` from its merged endpoints (possibly empty). Never fails. */
+/** This node, as both dataplanes' proxier options name it. */
+export interface PolicyNode {
+  readonly nodeName: string;
+  /** `topology.kubernetes.io/zone` of the node ('' when unknown). */
+  readonly nodeZone: string;
+}
+
+/** Decides `sp` on `node` from its merged endpoints (possibly empty). Never fails. */
 export function decideTrafficPolicy(
   sp: ServicePortInfo,
   endpoints: readonly EndpointInfo[],
-  node: NodeTopology,
+  node: PolicyNode,
 ): TrafficPolicyDecision {
-  const cat = categorizeEndpoints(endpoints, sp, node);
+  const cat = categorizeEndpoints(endpoints, sp, { nodeName: node.nodeName, zone: node.nodeZone });
   const hasEndpoints = cat.hasAnyEndpoints;
   const noLocal = cat.localEndpoints.length === 0;
   const hasInternalEndpoints = hasEndpoints && !(sp.internalPolicyLocal && noLocal);
@@ -77,4 +84,19 @@ export function sourceRangesAllowNode(sp: ServicePortInfo, nodeIP: string): bool
     const parsed = parseCIDRSloppy(c);
     return parsed !== undefined && cidrContains(parsed, ip);
   });
+}
+
+/**
+ * Which of a port's two load-balancing chains (`cluster`: every endpoint; `local`: this
+ * node's) internal and external traffic go to: the local one under a Local policy.
+ */
+export function policyChains(
+  sp: ServicePortInfo,
+  cluster: string,
+  local: string,
+): { readonly internalChain: string; readonly externalPolicyChain: string } {
+  return {
+    internalChain: sp.internalPolicyLocal ? local : cluster,
+    externalPolicyChain: sp.externalPolicyLocal ? local : cluster,
+  };
 }

@@ -16,7 +16,11 @@ import type {
 import type { IPFamily } from '../../util/ip.js';
 import type { EndpointInfo } from '../model/endpoint.js';
 import type { ServicePortInfo } from '../model/service-port.js';
-import { decideTrafficPolicy, sourceRangesAllowNode } from '../model/traffic-policy.js';
+import {
+  decideTrafficPolicy,
+  policyChains,
+  sourceRangesAllowNode,
+} from '../model/traffic-policy.js';
 import type { TrafficPolicyDecision } from '../model/traffic-policy.js';
 import {
   CLUSTER_IPS_SET,
@@ -124,6 +128,8 @@ interface PortPlan extends TrafficPolicyDecision {
   readonly x: IpX;
   readonly proto: string;
   readonly spn: string;
+  /** servicePortName(): `ns/svc/proto/port`, the hashed part of the port's object names. */
+  readonly nftName: string;
   readonly names: ServicePortChainNames;
   readonly internalChain: string;
   readonly externalPolicyChain: string;
@@ -137,23 +143,19 @@ function decide(
   endpoints: readonly EndpointInfo[],
   ctx: NftServiceContext,
 ): PortPlan {
-  const names = servicePortChainNames(
-    servicePortName(sp.name.namespace, sp.name.name, sp.protocol, sp.name.port),
-  );
-  const d = decideTrafficPolicy(sp, endpoints, {
-    nodeName: ctx.options.nodeName,
-    zone: ctx.options.nodeZone,
-  });
+  const nftName = servicePortName(sp.name.namespace, sp.name.name, sp.protocol, sp.name.port);
+  const names = servicePortChainNames(nftName);
+  const d = decideTrafficPolicy(sp, endpoints, ctx.options);
   return {
     ...d,
+    ...policyChains(sp, names.service, names.local),
     sp,
     ctx,
     x: ipX(ctx.family),
     proto: sp.protocol.toLowerCase(),
     spn: sp.nameString,
+    nftName,
     names,
-    internalChain: sp.internalPolicyLocal ? names.local : names.service,
-    externalPolicyChain: sp.externalPolicyLocal ? names.local : names.service,
     noEndpoints: d.noEndpointsAction === 'drop' ? { kind: 'drop' } : goto(REJECT_CHAIN),
     affinity: sp.sessionAffinity.type === 'ClientIP',
   };
@@ -259,11 +261,7 @@ function policyChain(
   const rules: Statement[][] = [];
   const targets: string[] = [];
   for (const ep of endpoints) {
-    const n = endpointNames(
-      servicePortName(p.sp.name.namespace, p.sp.name.name, p.sp.protocol, p.sp.name.port),
-      ep.ip,
-      ep.port,
-    );
+    const n = endpointNames(p.nftName, ep.ip, ep.port);
     rules.push([match(saddr(p.x), setref(n.affinitySet)), verdict(goto(n.chain))]);
     targets.push(n.chain);
   }
@@ -275,9 +273,8 @@ function endpointChains(p: PortPlan, chains: Chains, sets: NftSet[]): void {
   if (!p.affinity || p.sp.sessionAffinity.type !== 'ClientIP') return;
   const t = p.ctx.table;
   const timeout = p.sp.sessionAffinity.timeoutSeconds;
-  const spn = servicePortName(p.sp.name.namespace, p.sp.name.name, p.sp.protocol, p.sp.name.port);
   for (const ep of p.cat.allReachableEndpoints) {
-    const n = endpointNames(spn, ep.ip, ep.port);
+    const n = endpointNames(p.nftName, ep.ip, ep.port);
     sets.push(
       t.set('set', n.affinitySet, [addrType(p.ctx.family)], {
         flags: ['dynamic', 'timeout'],
