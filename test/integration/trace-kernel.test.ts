@@ -22,6 +22,10 @@ import type { IptablesDocument } from '../../src/netfilter/iptables/model.js';
 import { parseIP, type ParsedIP } from '../../src/util/ip.js';
 import {
   CLIENT_ORIGIN,
+  LOCAL,
+  REMOTE,
+  SVC2_TO_SVC5,
+  SVC7_SVC8,
   Client,
   EXTERNAL_CLIENT,
   NODE_FILES,
@@ -52,10 +56,6 @@ import { missingToolsReason, skipOrFail } from './lib/prereq.js';
 
 const skip = skipOrFail(missingPrerequisite());
 
-const TCP80 = '[{name: p80, port: 80, protocol: TCP}]';
-const LOCAL = 'test-node';
-const REMOTE = 'remote';
-
 const MANIFESTS = [
   svc(
     'svc1',
@@ -65,49 +65,12 @@ const MANIFESTS = [
     ['10.180.0.1', LOCAL],
     ['10.180.1.1', REMOTE],
   ]),
-  svc(
-    'svc2',
-    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.42\n  externalIPs: [192.168.99.22]\n  healthCheckNodePort: 30000\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\nstatus: {loadBalancer: {ingress: [{ip: 1.2.3.4}]}}\n`,
-  ),
-  slice('svc2', TCP80, [
-    ['10.180.0.2', LOCAL],
-    ['10.180.1.2', REMOTE],
-  ]),
-  svc(
-    'svc3',
-    `  type: NodePort\n  clusterIP: 172.30.0.43\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3003}]\n`,
-  ),
-  slice('svc3', TCP80, [['10.180.0.3', LOCAL]]),
-  svc(
-    'svc4',
-    `  clusterIP: 172.30.0.44\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
-  ),
-  slice('svc4', TCP80, [
-    ['10.180.0.4', LOCAL],
-    ['10.180.1.4', REMOTE],
-  ]),
-  svc(
-    'svc5',
-    `  type: LoadBalancer\n  clusterIP: 172.30.0.45\n  loadBalancerSourceRanges: [203.0.113.0/25]\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 10800}}\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3002}]\nstatus: {loadBalancer: {ingress: [{ip: 5.6.7.8}]}}\n`,
-  ),
-  slice('svc5', TCP80, [
-    ['10.180.0.5', LOCAL],
-    ['10.180.1.5', REMOTE],
-  ]),
+  ...SVC2_TO_SVC5,
   svc(
     'svc6',
     `  clusterIP: 172.30.0.46\n  ports: [{name: p80, port: 80, protocol: TCP}, {name: dns, port: 53, protocol: UDP}]\n`,
   ),
-  svc(
-    'svc7',
-    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.47\n  healthCheckNodePort: 30007\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3007}]\nstatus: {loadBalancer: {ingress: [{ip: 9.10.11.12}]}}\n`,
-  ),
-  slice('svc7', TCP80, [['10.180.1.7', REMOTE]]),
-  svc(
-    'svc8',
-    `  clusterIP: 172.30.0.48\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
-  ),
-  slice('svc8', TCP80, [['10.180.1.8', REMOTE]]),
+  ...SVC7_SVC8,
 ].join('\n---\n');
 
 const BACKENDS: { ip: string; udp: number[] }[] = [

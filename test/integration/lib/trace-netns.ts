@@ -415,6 +415,63 @@ export function fixtureNode(): { node: string; ext: string; pod: string } {
   return { node, ext, pod };
 }
 
+// ---- The fixture-like Services both kernel-agreement tests load ----
+
+export const TCP80 = '[{name: p80, port: 80, protocol: TCP}]';
+/** The node under test, and another node (its endpoints are remote). */
+export const LOCAL = 'test-node';
+export const REMOTE = 'remote';
+
+/**
+ * svc2-svc5 (LoadBalancer eTP=Local with an externalIP, NodePort, iTP=Local, LoadBalancer
+ * with source ranges and ClientIP affinity) with their slices, in manifest order.
+ */
+export const SVC2_TO_SVC5: readonly string[] = [
+  svcManifest(
+    'svc2',
+    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.42\n  externalIPs: [192.168.99.22]\n  healthCheckNodePort: 30000\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\nstatus: {loadBalancer: {ingress: [{ip: 1.2.3.4}]}}\n`,
+  ),
+  sliceManifest('svc2', TCP80, [
+    ['10.180.0.2', LOCAL],
+    ['10.180.1.2', REMOTE],
+  ]),
+  svcManifest(
+    'svc3',
+    `  type: NodePort\n  clusterIP: 172.30.0.43\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3003}]\n`,
+  ),
+  sliceManifest('svc3', TCP80, [['10.180.0.3', LOCAL]]),
+  svcManifest(
+    'svc4',
+    `  clusterIP: 172.30.0.44\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
+  ),
+  sliceManifest('svc4', TCP80, [
+    ['10.180.0.4', LOCAL],
+    ['10.180.1.4', REMOTE],
+  ]),
+  svcManifest(
+    'svc5',
+    `  type: LoadBalancer\n  clusterIP: 172.30.0.45\n  loadBalancerSourceRanges: [203.0.113.0/25]\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 10800}}\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3002}]\nstatus: {loadBalancer: {ingress: [{ip: 5.6.7.8}]}}\n`,
+  ),
+  sliceManifest('svc5', TCP80, [
+    ['10.180.0.5', LOCAL],
+    ['10.180.1.5', REMOTE],
+  ]),
+];
+
+/** svc7 (LoadBalancer eTP=Local, remote endpoint only) and svc8 (iTP=Local, remote only). */
+export const SVC7_SVC8: readonly string[] = [
+  svcManifest(
+    'svc7',
+    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.47\n  healthCheckNodePort: 30007\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3007}]\nstatus: {loadBalancer: {ingress: [{ip: 9.10.11.12}]}}\n`,
+  ),
+  sliceManifest('svc7', TCP80, [['10.180.1.7', REMOTE]]),
+  svcManifest(
+    'svc8',
+    `  clusterIP: 172.30.0.48\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
+  ),
+  sliceManifest('svc8', TCP80, [['10.180.1.8', REMOTE]]),
+];
+
 // ---- The three-node manifest of examples/, checked per node through the CLI ----
 
 export const NODE_FILES = [
