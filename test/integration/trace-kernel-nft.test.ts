@@ -28,11 +28,10 @@ import { planNftablesFromObjects } from '../../src/proxy/nftables/plan-objects.j
 import { nftablesProxierOptionsFor } from '../../src/proxy/proxier-options.js';
 import { loadNftRules } from '../../src/trace/nft/input.js';
 import { traceNftPacket } from '../../src/trace/nft/trace.js';
-import { defaultContext, parsePacketSpec, type RecentEntry } from '../../src/trace/packet.js';
+import type { RecentEntry } from '../../src/trace/packet.js';
 import type { Outcome, TraceResult } from '../../src/trace/result.js';
-import { parseIP, type ParsedIP } from '../../src/util/ip.js';
 import {
-  CLIENT_ORIGIN,
+  Clients,
   LOCAL,
   REMOTE,
   SVC2_TO_SVC5,
@@ -44,6 +43,7 @@ import {
   PER_NODE,
   addNs,
   agrees,
+  checkScenario,
   describeObservation,
   describeOutcomes,
   dnats,
@@ -56,12 +56,12 @@ import {
   observe,
   only,
   removeAll,
+  scenarioPacket,
   sliceManifest as slice,
   startServer,
   stopAgents,
   svcManifest as svc,
   sweepStale,
-  type ClientName,
   type Scenario,
 } from './lib/trace-netns.js';
 import { skipOrFail } from './lib/prereq.js';
@@ -115,8 +115,6 @@ const ENDPOINTS = [
 ];
 /** UDP answers come from a socket bound to the endpoint address: one server per address. */
 const UDP_ENDPOINTS = ['10.180.0.1', '10.180.1.1'];
-
-const NODE_IPS = ['192.168.0.2', '203.0.113.1', '169.254.1.1'];
 
 const POD = { client: 'pod', src: '10.0.0.2' } as const;
 const NODE = { client: 'node', src: '192.168.0.2' } as const;
@@ -391,19 +389,7 @@ const SCENARIOS: Scenario[] = [
 /** The render (its `nft -f` text read back) and the kernel's `nft list ruleset` dump. */
 let rendered: Ruleset | undefined;
 let kernel: Ruleset | undefined;
-const clients = new Map<ClientName, Client>();
-
-function clientOf(name: ClientName): Client {
-  const c = clients.get(name);
-  if (!c) throw new Error(`no client ${name}`);
-  return c;
-}
-
-function ip(s: string): ParsedIP {
-  const p = parseIP(s);
-  if (!p) throw new Error(s);
-  return p;
-}
+const clients = new Clients();
 
 function traceIn(
   rules: Ruleset | undefined,
@@ -411,12 +397,8 @@ function traceIn(
   recent: RecentEntry[] = [],
 ): TraceResult {
   if (!rules) throw new Error('rules not loaded');
-  const packet = parsePacketSpec({ src: s.src, dst: `${s.dst}/${s.proto}` });
-  return traceNftPacket(
-    rules,
-    packet,
-    defaultContext(CLIENT_ORIGIN[s.client], NODE_IPS.map(ip), { recent }),
-  );
+  const { packet, ctx } = scenarioPacket(s, recent);
+  return traceNftPacket(rules, packet, ctx);
 }
 
 /** What a trace predicts, without the paths (whose rule texts differ between the forms). */
@@ -519,22 +501,8 @@ test(
     const failures: string[] = [];
     for (const s of SCENARIOS) {
       const trace = traceIn(kernel, s);
-      try {
-        s.expect(trace.outcomes);
-      } catch (e) {
-        failures.push(`${s.name}: tracer: ${e instanceof Error ? e.message : String(e)}`);
-        continue;
-      }
-      const seen = new Set<string>();
-      for (let i = 0; i < s.attempts; i++) {
-        const ob = await observe(clientOf(s.client), s, trace.outcomes);
-        seen.add(describeObservation(ob));
-        if (!trace.outcomes.some((o) => agrees(o, ob, s.src)))
-          failures.push(
-            `${s.name}: kernel: ${describeObservation(ob)}; traced: ${describeOutcomes(trace.outcomes)}`,
-          );
-      }
-      process.stdout.write(`# ${s.name}: ${[...seen].join('; ')}\n`);
+      const seen = await checkScenario(s, trace.outcomes, clients.of(s.client), failures);
+      if (seen) process.stdout.write(`# ${s.name}: ${[...seen].join('; ')}\n`);
     }
     assert.deepEqual(failures, []);
   },
@@ -554,7 +522,7 @@ test(
     };
     const fresh = traceIn(kernel, s);
     masq(false, '10.180.0.5:80', '10.180.1.5:80')(fresh.outcomes);
-    const first = await observe(clientOf(s.client), s, fresh.outcomes);
+    const first = await observe(clients.of(s.client), s, fresh.outcomes);
     const chosen = fresh.outcomes.find((o) => agrees(o, first, s.src));
     assert.ok(chosen, `first connection: ${describeObservation(first)}`);
     // The endpoint chain records the source in its affinity set (same suffix).
@@ -567,7 +535,7 @@ test(
     }
     const sticky = traceIn(kernel, s, [{ name: affinitySet, ageSeconds: 1 }]);
     for (let i = 0; i < s.attempts; i++) {
-      const ob = await observe(clientOf(s.client), s, sticky.outcomes);
+      const ob = await observe(clients.of(s.client), s, sticky.outcomes);
       assert.ok(
         sticky.outcomes.some((o) => agrees(o, ob, s.src)),
         `later connection: ${describeObservation(ob)}`,

@@ -16,12 +16,11 @@ import { parseManifests } from '../../src/kube/manifest.js';
 import { parseDocument } from '../../src/netfilter/iptables/parse.js';
 import { renderDocument } from '../../src/netfilter/iptables/render.js';
 import { rulesFromManifests } from '../../src/trace/from-manifests.js';
-import { defaultContext, parsePacketSpec, type RecentEntry } from '../../src/trace/packet.js';
+import type { RecentEntry } from '../../src/trace/packet.js';
 import { tracePacket, type Outcome, type TraceResult } from '../../src/trace/walk.js';
 import type { IptablesDocument } from '../../src/netfilter/iptables/model.js';
-import { parseIP, type ParsedIP } from '../../src/util/ip.js';
 import {
-  CLIENT_ORIGIN,
+  Clients,
   LOCAL,
   REMOTE,
   SVC2_TO_SVC5,
@@ -32,6 +31,7 @@ import {
   PER_NODE,
   addNs,
   agrees,
+  checkScenario,
   describeObservation,
   describeOutcomes,
   dnats,
@@ -44,12 +44,12 @@ import {
   observe,
   only,
   removeAll,
+  scenarioPacket,
   sliceManifest as slice,
   startServer,
   stopAgents,
   svcManifest as svc,
   sweepStale,
-  type ClientName,
   type Scenario,
 } from './lib/trace-netns.js';
 import { missingToolsReason, skipOrFail } from './lib/prereq.js';
@@ -86,8 +86,6 @@ const BACKENDS: { ip: string; udp: number[] }[] = [
   { ip: '10.180.1.7', udp: [] },
   { ip: '10.180.1.8', udp: [] },
 ];
-
-const NODE_IPS = ['192.168.0.2', '203.0.113.1', '169.254.1.1'];
 
 const SCENARIOS: Scenario[] = [
   {
@@ -311,31 +309,15 @@ const SCENARIOS: Scenario[] = [
 ];
 
 let rules: IptablesDocument | undefined;
-const clients = new Map<ClientName, Client>();
-
-function clientOf(name: ClientName): Client {
-  const c = clients.get(name);
-  if (!c) throw new Error(`no client ${name}`);
-  return c;
-}
-
-function ip(s: string): ParsedIP {
-  const p = parseIP(s);
-  if (!p) throw new Error(s);
-  return p;
-}
+const clients = new Clients();
 
 function traceScenario(
   s: Pick<Scenario, 'src' | 'dst' | 'proto' | 'client'>,
   recent: RecentEntry[] = [],
 ): TraceResult {
   if (!rules) throw new Error('rules not loaded');
-  const packet = parsePacketSpec({ src: s.src, dst: `${s.dst}/${s.proto}` });
-  return tracePacket(
-    rules,
-    packet,
-    defaultContext(CLIENT_ORIGIN[s.client], NODE_IPS.map(ip), { recent }),
-  );
+  const { packet, ctx } = scenarioPacket(s, recent);
+  return tracePacket(rules, packet, ctx);
 }
 
 before(async () => {
@@ -396,22 +378,8 @@ test(
   async () => {
     assert.ok(SCENARIOS.length >= 20);
     const failures: string[] = [];
-    for (const s of SCENARIOS) {
-      const trace = traceScenario(s);
-      try {
-        s.expect(trace.outcomes);
-      } catch (e) {
-        failures.push(`${s.name}: tracer: ${e instanceof Error ? e.message : String(e)}`);
-        continue;
-      }
-      for (let i = 0; i < s.attempts; i++) {
-        const ob = await observe(clientOf(s.client), s, trace.outcomes);
-        if (!trace.outcomes.some((o) => agrees(o, ob, s.src)))
-          failures.push(
-            `${s.name}: kernel: ${describeObservation(ob)}; traced: ${describeOutcomes(trace.outcomes)}`,
-          );
-      }
-    }
+    for (const s of SCENARIOS)
+      await checkScenario(s, traceScenario(s).outcomes, clients.of(s.client), failures);
     assert.deepEqual(failures, []);
   },
 );
@@ -431,7 +399,7 @@ test(
     };
     const fresh = traceScenario(s);
     assert.equal(fresh.outcomes.length, 2);
-    const first = await observe(clientOf(s.client), s, fresh.outcomes);
+    const first = await observe(clients.of(s.client), s, fresh.outcomes);
     const chosen = fresh.outcomes.find((o) => agrees(o, first, s.src));
     assert.ok(chosen, `first connection: ${describeObservation(first)}`);
     const sep = chosen.path.find((p) => p.effect === 'dnat')?.chain ?? '';
@@ -439,7 +407,7 @@ test(
     const sticky = traceScenario(s, [{ name: sep, ageSeconds: 1 }]);
     assert.deepEqual(dnats(sticky.outcomes), [chosen.dnat]);
     for (let i = 0; i < s.attempts; i++) {
-      const ob = await observe(clientOf(s.client), s, sticky.outcomes);
+      const ob = await observe(clients.of(s.client), s, sticky.outcomes);
       assert.ok(
         sticky.outcomes.some((o) => agrees(o, ob, s.src)),
         `later connection: ${describeObservation(ob)}`,

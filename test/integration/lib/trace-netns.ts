@@ -11,8 +11,16 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import type { Origin } from '../../../src/trace/packet.js';
+import {
+  defaultContext,
+  parsePacketSpec,
+  type Origin,
+  type Packet,
+  type RecentEntry,
+  type TraceContext,
+} from '../../../src/trace/packet.js';
 import type { Outcome } from '../../../src/trace/result.js';
+import { parseIP, type ParsedIP } from '../../../src/util/ip.js';
 import { missingToolsReason } from './prereq.js';
 
 export const PREFIX = `svcnet-tr${process.pid}-`;
@@ -314,6 +322,76 @@ export interface Scenario {
   readonly attempts: number;
   /** What the scenario is about, checked besides agreement (e.g. `drop`, `masq`). */
   readonly expect: (o: readonly Outcome[]) => void;
+}
+
+/** A test's clients by name. */
+export class Clients {
+  private readonly byName = new Map<ClientName, Client>();
+
+  set(name: ClientName, client: Client): void {
+    this.byName.set(name, client);
+  }
+
+  /** The client called `name`; throws when the test made none. */
+  of(name: ClientName): Client {
+    const c = this.byName.get(name);
+    if (!c) throw new Error(`no client ${name}`);
+    return c;
+  }
+}
+
+function mustParseIP(s: string): ParsedIP {
+  const p = parseIP(s);
+  if (!p) throw new Error(s);
+  return p;
+}
+
+/** The addresses of fixtureNode()'s node: its two uplink addresses and the pod gateway. */
+export const FIXTURE_NODE_IPS: readonly ParsedIP[] = [
+  '192.168.0.2',
+  '203.0.113.1',
+  '169.254.1.1',
+].map(mustParseIP);
+
+/** The packet of `s` and its context on fixtureNode()'s node (`recent`: affinity entries). */
+export function scenarioPacket(
+  s: Pick<Scenario, 'src' | 'dst' | 'proto' | 'client'>,
+  recent: RecentEntry[] = [],
+): { readonly packet: Packet; readonly ctx: TraceContext } {
+  return {
+    packet: parsePacketSpec({ src: s.src, dst: `${s.dst}/${s.proto}` }),
+    ctx: defaultContext(CLIENT_ORIGIN[s.client], FIXTURE_NODE_IPS, { recent }),
+  };
+}
+
+/**
+ * One scenario against the kernel: the traced outcomes must be what it is about (`expect`),
+ * and each of its connections from `client` one of them. Adds what went wrong to `failures`;
+ * returns what the kernel did (each observation once), or undefined when the trace itself
+ * failed `expect` (then nothing was sent).
+ */
+export async function checkScenario(
+  s: Scenario,
+  outcomes: readonly Outcome[],
+  client: Client,
+  failures: string[],
+): Promise<Set<string> | undefined> {
+  try {
+    s.expect(outcomes);
+  } catch (e) {
+    failures.push(`${s.name}: tracer: ${e instanceof Error ? e.message : String(e)}`);
+    return undefined;
+  }
+  const seen = new Set<string>();
+  for (let i = 0; i < s.attempts; i++) {
+    const ob = await observe(client, s, outcomes);
+    seen.add(describeObservation(ob));
+    if (!outcomes.some((o) => agrees(o, ob, s.src)))
+      failures.push(
+        `${s.name}: kernel: ${describeObservation(ob)}; traced: ${describeOutcomes(outcomes)}`,
+      );
+  }
+  return seen;
 }
 
 /** Each outcome's DNAT destination, or its verdict when there is none; sorted. */
