@@ -10,9 +10,6 @@ import { join } from 'node:path';
 import type { CaseResult, ConformanceSuite } from './harness.js';
 import { fixturesPresent } from './harness.js';
 import {
-  asEndpointSlices,
-  asRefs,
-  asServices,
   loadFixtures,
   loadProfiles,
   nftablesOptions,
@@ -79,19 +76,8 @@ function runFixture(
   let synced = false;
   let flowStep = 0;
   for (const s of steps) {
+    if (proxier.applyObjectStep(s)) continue;
     switch (s.action) {
-      case 'upsertServices':
-        proxier.upsertServices(asServices(s));
-        break;
-      case 'upsertEndpointSlices':
-        proxier.upsertSlices(asEndpointSlices(s));
-        break;
-      case 'deleteServices':
-        proxier.deleteServices(asRefs(s));
-        break;
-      case 'deleteEndpointSlices':
-        proxier.deleteSlices(asRefs(s));
-        break;
       case 'sync':
         proxier.sync();
         synced = true;
