@@ -1,11 +1,12 @@
 // The state both walkers (iptables walk.ts, nftables nft/walk.ts) carry along one path —
 // the packet's addresses and ports as rewritten so far, mark, NAT done, probability, the
 // steps taken — how a chain is left (a return or a verdict), how a path ends, and the
-// Outcome (result.ts) each ended path becomes. Pure.
+// Outcome (result.ts) each ended path becomes; also what both walkers keep for one trace
+// (WalkerBase). Pure.
 
 import type { ParsedIP } from '../util/ip.js';
 import type { Packet, TraceContext } from './packet.js';
-import type { Outcome, TraceStep, Verdict } from './result.js';
+import type { Outcome, TraceStep, UnsupportedRule, Verdict } from './result.js';
 
 /** One path's state; cloned where the walk forks. */
 export interface State {
@@ -150,4 +151,49 @@ export function toOutcome(d: Done, ctx: TraceContext): Outcome {
     ...(endpoint !== undefined && s.dnat !== undefined ? { endpoint } : {}),
     path: s.path,
   };
+}
+
+/**
+ * What both walkers keep for one trace besides their ruleset: the packet and its context,
+ * notes, the rules they could not evaluate (each listed once, as first reported), and the
+ * text a random branch leaves for the step it leads to. `R` is the walker's rule type.
+ */
+export abstract class WalkerBase<R> {
+  readonly notes = new Set<string>();
+  protected readonly packet: Packet;
+  protected readonly ctx: TraceContext;
+  private readonly unsupported = new Map<R, UnsupportedRule>();
+  /** Text for the next step: set when a random branch was taken, consumed by its target step. */
+  private pendingPrefix = '';
+
+  constructor(packet: Packet, ctx: TraceContext) {
+    this.packet = packet;
+    this.ctx = ctx;
+  }
+
+  unsupportedRules(): UnsupportedRule[] {
+    return [...this.unsupported.values()];
+  }
+
+  /** Lists `rule` as not evaluable, unless it already is. */
+  protected listUnsupported(rule: R, entry: () => UnsupportedRule): void {
+    if (!this.unsupported.has(rule)) this.unsupported.set(rule, entry());
+  }
+
+  /** The next step was reached by a random choice of probability `p` (0 < p ≤ 1). */
+  protected chosenAtRandom(p: number): void {
+    this.pendingPrefix = `chosen at random (probability ${formatProbability(p)}): `;
+  }
+
+  /** No random choice leads to the next step. */
+  protected clearPrefix(): void {
+    this.pendingPrefix = '';
+  }
+
+  /** The prefix of this step's detail ('' unless a random choice led here); consumed. */
+  protected takePrefix(): string {
+    const prefix = this.pendingPrefix;
+    this.pendingPrefix = '';
+    return prefix;
+  }
 }

@@ -23,7 +23,7 @@ import type { Target } from './eval-target.js';
 import { objectsFromComment } from './explain.js';
 import { buildView, type RulesetView } from './hooks.js';
 import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from './packet.js';
-import type { Hook, StepEffect, TraceResult, UnsupportedRule, Verdict } from './result.js';
+import type { Hook, StepEffect, TraceResult, Verdict } from './result.js';
 import {
   cloneState,
   PathRunner,
@@ -32,6 +32,7 @@ import {
   toOutcome,
   type Exit,
   type State,
+  WalkerBase,
 } from './walk-state.js';
 
 // Importers of the walker's result types from before result.ts existed.
@@ -66,26 +67,14 @@ interface At {
 }
 
 /** The walker over one ruleset view; one instance per trace. */
-class Walker {
+class Walker extends WalkerBase<Rule> {
   private readonly compiled: Map<Rule, CompiledRule>;
-  private readonly unsupported = new Map<Rule, UnsupportedRule>();
-  readonly notes = new Set<string>();
-  /** Text for the next step: set when a random rule was taken, consumed by its target step. */
-  private pendingPrefix = '';
-
   private readonly view: RulesetView;
-  private readonly packet: Packet;
-  private readonly ctx: TraceContext;
 
   constructor(rules: PreparedRuleset, packet: Packet, ctx: TraceContext) {
+    super(packet, ctx);
     this.view = rules.view;
     this.compiled = rules.compiled;
-    this.packet = packet;
-    this.ctx = ctx;
-  }
-
-  unsupportedRules(): UnsupportedRule[] {
-    return [...this.unsupported.values()];
   }
 
   private compile(r: Rule): CompiledRule {
@@ -134,8 +123,7 @@ class Walker {
     rule?: { r: Rule; index: number; comment: string | undefined },
   ): void {
     const objects = objectsFromComment(rule?.comment);
-    const prefix = this.pendingPrefix;
-    this.pendingPrefix = '';
+    const prefix = this.takePrefix();
     s.path.push({
       hook,
       table,
@@ -210,15 +198,14 @@ class Walker {
       reasons.push(`target ${t.chain} is neither a chain of table ${table} nor a supported target`);
     if (t.kind === 'chain' && depth >= MAX_DEPTH) reasons.push('jumps nested too deep (a loop?)');
     if (reasons.length === 0) return false;
-    if (!this.unsupported.has(r))
-      this.unsupported.set(r, {
-        table,
-        chain,
-        rule: index + 1,
-        text: renderRule({ chain: r.chain, args: r.args }),
-        ...(r.line !== undefined ? { line: r.line } : {}),
-        reasons,
-      });
+    this.listUnsupported(r, () => ({
+      table,
+      chain,
+      rule: index + 1,
+      text: renderRule({ chain: r.chain, args: r.args }),
+      ...(r.line !== undefined ? { line: r.line } : {}),
+      reasons,
+    }));
     this.stepAt(
       s,
       at,
@@ -248,7 +235,7 @@ class Walker {
     }
     if (p <= 0) return false;
     s.probability *= p;
-    this.pendingPrefix = `chosen at random (probability ${formatProbability(p)}): `;
+    this.chosenAtRandom(p);
     return true;
   }
 

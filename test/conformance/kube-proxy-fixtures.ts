@@ -121,11 +121,9 @@ function detectorOf(p: FixtureProfile): LocalDetector {
   return { mode: 'None' };
 }
 
-/** Maps a profile onto iptables proxier options (what NewFakeProxier sets). */
-export function iptablesOptions(p: FixtureProfile): IptablesProxierOptions {
-  const nfacct = p.nfacctCounters ?? {};
+/** The options both modes take from a profile: the node, its detector and masquerading. */
+function nodeOptions(p: FixtureProfile) {
   return {
-    ...DEFAULT_OPTIONS,
     nodeName: p.nodeName,
     nodeIP: p.nodeIP,
     localDetector: detectorOf(p),
@@ -133,6 +131,15 @@ export function iptablesOptions(p: FixtureProfile): IptablesProxierOptions {
     masqueradeAll: p.masqueradeAll,
     nodePortAddresses: p.nodePortAddresses,
     localAddresses: p.interfaces.flatMap((i) => i.addresses),
+  };
+}
+
+/** Maps a profile onto iptables proxier options (what NewFakeProxier sets). */
+export function iptablesOptions(p: FixtureProfile): IptablesProxierOptions {
+  const nfacct = p.nfacctCounters ?? {};
+  return {
+    ...DEFAULT_OPTIONS,
+    ...nodeOptions(p),
     localhostNodePorts: p.localhostNodePorts ?? true,
     hasRandomFully: p.iptablesHasRandomFully ?? false,
     nfacct: {
@@ -147,13 +154,7 @@ export function iptablesOptions(p: FixtureProfile): IptablesProxierOptions {
 export function nftablesOptions(p: FixtureProfile): NftablesProxierOptions {
   return {
     ...DEFAULT_NFTABLES_OPTIONS,
-    nodeName: p.nodeName,
-    nodeIP: p.nodeIP,
-    localDetector: detectorOf(p),
-    masqueradeMark: p.masqueradeMark,
-    masqueradeAll: p.masqueradeAll,
-    nodePortAddresses: p.nodePortAddresses,
-    localAddresses: p.interfaces.flatMap((i) => i.addresses),
+    ...nodeOptions(p),
     serviceCIDRs: p.serviceCIDRs ?? [],
   };
 }

@@ -28,33 +28,23 @@ import { planIptables } from '../../src/proxy/iptables/plan.js';
 import { EndpointsChangeTracker } from '../../src/proxy/model/endpoints-change-tracker.js';
 import { ServiceChangeTracker } from '../../src/proxy/model/service-change-tracker.js';
 import { takeSnapshot } from '../../src/proxy/model/snapshot.js';
-import { tracePacket, type TraceResult } from '../../src/trace/walk.js';
-import { defaultContext, type Packet, type Protocol } from '../../src/trace/packet.js';
-import { parseIP, type ParsedIP } from '../../src/util/ip.js';
-
-interface FlowTest {
-  readonly name: string;
-  readonly sourceIP: string;
-  readonly protocol?: string;
-  readonly destIP: string;
-  readonly destPort: number;
-  readonly output: string;
-  readonly masq: boolean;
-}
+import { tracePacket } from '../../src/trace/walk.js';
+import { defaultContext } from '../../src/trace/packet.js';
+import type { Outcome } from '../../src/trace/result.js';
+import {
+  flowCases,
+  flowMismatch,
+  flowPacket,
+  tracerLocalIPs,
+  type FlowTest,
+} from './kube-proxy-flows.js';
 
 /** The label kube-proxy's tracer gives one outcome (fixtures README, `output`). */
-function fixtureLabel(o: TraceResult['outcomes'][number]): string {
+function fixtureLabel(o: Outcome): string {
   if (o.verdict === 'drop') return 'DROP';
   if (o.verdict === 'reject') return 'REJECT';
   if (o.verdictBy === 'rule' && o.path.at(-1)?.effect === 'accept') return 'ACCEPT';
   return o.dnat ?? '';
-}
-
-/** The fixture's view of a whole trace: the set of outcome labels, and masq on any path. */
-function fixtureOutput(r: TraceResult): { labels: Set<string>; masq: boolean } {
-  const labels = new Set(r.outcomes.map(fixtureLabel));
-  if (labels.size > 1) labels.delete('');
-  return { labels, masq: r.outcomes.some((o) => o.masquerade) };
 }
 
 function keyOf(o: { metadata?: { namespace?: string; name?: string } }): string {
@@ -83,30 +73,10 @@ function renderRules(
 }
 
 function runFlow(rulesText: string, profile: FixtureProfile, t: FlowTest): string | undefined {
-  const src = parseIP(t.sourceIP);
-  const dst = parseIP(t.destIP);
-  if (!src || !dst) return `bad addresses in fixture: ${t.sourceIP} ${t.destIP}`;
-  const packet: Packet = {
-    src,
-    dst,
-    protocol: (t.protocol ?? 'TCP').toLowerCase() as Protocol,
-    srcPort: 40000,
-    dstPort: t.destPort,
-  };
-  const local = profile.tracerLocalIPs.map(parseIP).filter((a): a is ParsedIP => !!a);
-  const ctx = defaultContext('pod', local, { mode: 'fixture-compatible' });
-  const result = tracePacket(parseDocument(rulesText), packet, ctx);
-  const { labels, masq } = fixtureOutput(result);
-  const expected = new Set(t.output === '' ? [''] : t.output.split(', '));
-  const same = labels.size === expected.size && [...labels].every((l) => expected.has(l));
-  if (same && masq === t.masq) return undefined;
-  const unsupported = result.unsupported.map(
-    (u) => `${u.chain} #${u.rule}: ${u.reasons.join('; ')}`,
-  );
-  return (
-    `expected output ${JSON.stringify(t.output)} masq=${t.masq}, got ${JSON.stringify([...labels].sort().join(', '))} masq=${masq}` +
-    (unsupported.length > 0 ? `\nunsupported: ${unsupported.join(' | ')}` : '')
-  );
+  const packet = flowPacket(t);
+  if (typeof packet === 'string') return packet;
+  const ctx = defaultContext('pod', tracerLocalIPs(profile), { mode: 'fixture-compatible' });
+  return flowMismatch(tracePacket(parseDocument(rulesText), packet, ctx), t, fixtureLabel);
 }
 
 export const suite: ConformanceSuite = {
@@ -161,23 +131,8 @@ export const suite: ConformanceSuite = {
             flowStep++;
             const rules =
               fixtureText ?? renderRules(profile, [...services.values()], [...slices.values()]);
-            for (const t of (s.tests ?? []) as FlowTest[]) {
-              const name = `${fx.file.replace(/\.json$/, '')}#${flowStep} ${t.name}`;
-              try {
-                const failure = runFlow(rules, profile, t);
-                results.push(
-                  failure === undefined
-                    ? { name, status: 'passed' }
-                    : { name, status: 'failed', detail: failure },
-                );
-              } catch (e) {
-                results.push({
-                  name,
-                  status: 'failed',
-                  detail: e instanceof Error ? e.message : String(e),
-                });
-              }
-            }
+            const tests = (s.tests ?? []) as FlowTest[];
+            results.push(...flowCases(fx.file, flowStep, tests, (t) => runFlow(rules, profile, t)));
             break;
           }
           default:

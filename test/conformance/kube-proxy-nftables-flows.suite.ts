@@ -10,9 +10,6 @@ import { join } from 'node:path';
 import type { CaseResult, ConformanceSuite } from './harness.js';
 import { fixturesPresent } from './harness.js';
 import {
-  asEndpointSlices,
-  asRefs,
-  asServices,
   loadFixtures,
   loadProfiles,
   nftablesOptions,
@@ -23,19 +20,16 @@ import {
 import { NftFixtureProxier } from './kube-proxy-nftables-rules.suite.js';
 import type { Ruleset } from '../../src/netfilter/nftables/model.js';
 import { traceNftPacket } from '../../src/trace/nft/trace.js';
-import { inferOrigin, defaultContext, type Packet, type Protocol } from '../../src/trace/packet.js';
-import type { Outcome, TraceResult } from '../../src/trace/result.js';
-import { parseCIDR, parseIP, type ParsedIP } from '../../src/util/ip.js';
-
-interface FlowTest {
-  readonly name: string;
-  readonly sourceIP: string;
-  readonly protocol?: string;
-  readonly destIP: string;
-  readonly destPort: number;
-  readonly output: string;
-  readonly masq: boolean;
-}
+import { inferOrigin, defaultContext, type TraceContext } from '../../src/trace/packet.js';
+import type { Outcome } from '../../src/trace/result.js';
+import { parseCIDR } from '../../src/util/ip.js';
+import {
+  flowCases,
+  flowMismatch,
+  flowPacket,
+  tracerLocalIPs,
+  type FlowTest,
+} from './kube-proxy-flows.js';
 
 /** The label kube-proxy's tracer gives one outcome (fixtures README, `output`). */
 function fixtureLabel(o: Outcome): string {
@@ -44,30 +38,8 @@ function fixtureLabel(o: Outcome): string {
   return o.dnat ?? '';
 }
 
-/** The fixture's view of a whole trace: the set of outcome labels, and masq on any path. */
-function fixtureOutput(r: TraceResult): { labels: Set<string>; masq: boolean } {
-  const labels = new Set(r.outcomes.map(fixtureLabel));
-  if (labels.size > 1) labels.delete('');
-  return { labels, masq: r.outcomes.some((o) => o.masquerade) };
-}
-
 /** The fixtures' address conventions: pods 10.0.0.0/8 and fd00:10::/64 (README). */
 const POD_CIDRS = ['10.0.0.0/8', 'fd00:10::/64'].map(parseCIDR).filter((c) => c !== undefined);
-
-/** How one mode's trace differs from the flow's expectation, or undefined. */
-function checkFlow(result: TraceResult, t: FlowTest, mode: string): string | undefined {
-  const { labels, masq } = fixtureOutput(result);
-  const expected = new Set(t.output === '' ? [''] : t.output.split(', '));
-  const same = labels.size === expected.size && [...labels].every((l) => expected.has(l));
-  if (same && masq === t.masq) return undefined;
-  const unsupported = result.unsupported.map(
-    (u) => `${u.chain} #${u.rule}: ${u.reasons.join('; ')}`,
-  );
-  return (
-    `${mode}: expected output ${JSON.stringify(t.output)} masq=${t.masq}, got ${JSON.stringify([...labels].sort().join(', '))} masq=${masq}` +
-    (unsupported.length > 0 ? `\nunsupported: ${unsupported.join(' | ')}` : '')
-  );
-}
 
 /**
  * Traces one flow twice: as kube-proxy's tracer does (fixture-compatible, from a pod), and
@@ -75,22 +47,16 @@ function checkFlow(result: TraceResult, t: FlowTest, mode: string): string | und
  * a node address enters through output). Both must give the fixture's answer.
  */
 function runFlow(ruleset: Ruleset, profile: FixtureProfile, t: FlowTest): string | undefined {
-  const src = parseIP(t.sourceIP);
-  const dst = parseIP(t.destIP);
-  if (!src || !dst) return `bad addresses in fixture: ${t.sourceIP} ${t.destIP}`;
-  const packet: Packet = {
-    src,
-    dst,
-    protocol: (t.protocol ?? 'TCP').toLowerCase() as Protocol,
-    srcPort: 40000,
-    dstPort: t.destPort,
-  };
-  const local = profile.tracerLocalIPs.map(parseIP).filter((a): a is ParsedIP => !!a);
+  const packet = flowPacket(t);
+  if (typeof packet === 'string') return packet;
+  const local = tracerLocalIPs(profile);
   const fixture = defaultContext('pod', local, { mode: 'fixture-compatible' });
-  const kernel = defaultContext(inferOrigin(src, local, POD_CIDRS), local);
+  const kernel = defaultContext(inferOrigin(packet.src, local, POD_CIDRS), local);
+  const check = (ctx: TraceContext, mode: string) =>
+    flowMismatch(traceNftPacket(ruleset, packet, ctx), t, fixtureLabel, `${mode}: `);
   const failures = [
-    checkFlow(traceNftPacket(ruleset, packet, fixture), t, 'fixture-compatible'),
-    checkFlow(traceNftPacket(ruleset, packet, kernel), t, `kernel (from ${kernel.origin})`),
+    check(fixture, 'fixture-compatible'),
+    check(kernel, `kernel (from ${kernel.origin})`),
   ].filter((f) => f !== undefined);
   return failures.length > 0 ? failures.join('\n') : undefined;
 }
@@ -110,19 +76,8 @@ function runFixture(
   let synced = false;
   let flowStep = 0;
   for (const s of steps) {
+    if (proxier.applyObjectStep(s)) continue;
     switch (s.action) {
-      case 'upsertServices':
-        proxier.upsertServices(asServices(s));
-        break;
-      case 'upsertEndpointSlices':
-        proxier.upsertSlices(asEndpointSlices(s));
-        break;
-      case 'deleteServices':
-        proxier.deleteServices(asRefs(s));
-        break;
-      case 'deleteEndpointSlices':
-        proxier.deleteSlices(asRefs(s));
-        break;
       case 'sync':
         proxier.sync();
         synced = true;
@@ -131,23 +86,8 @@ function runFixture(
         flowStep++;
         if (!synced) proxier.sync();
         const ruleset = proxier.fake.ruleset();
-        for (const t of (s.tests ?? []) as FlowTest[]) {
-          const name = `${file.replace(/\.json$/, '')}#${flowStep} ${t.name}`;
-          try {
-            const failure = runFlow(ruleset, profile, t);
-            results.push(
-              failure === undefined
-                ? { name, status: 'passed' }
-                : { name, status: 'failed', detail: failure },
-            );
-          } catch (e) {
-            results.push({
-              name,
-              status: 'failed',
-              detail: e instanceof Error ? e.message : String(e),
-            });
-          }
-        }
+        const tests = (s.tests ?? []) as FlowTest[];
+        results.push(...flowCases(file, flowStep, tests, (t) => runFlow(ruleset, profile, t)));
         break;
       }
       default:

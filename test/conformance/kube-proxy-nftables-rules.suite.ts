@@ -104,6 +104,26 @@ export class NftFixtureProxier {
     }
   }
 
+  /** Applies a step that upserts or deletes objects; false for any other step. */
+  applyObjectStep(step: FixtureStep): boolean {
+    switch (step.action) {
+      case 'upsertServices':
+        this.upsertServices(asServices(step));
+        return true;
+      case 'deleteServices':
+        this.deleteServices(asRefs(step));
+        return true;
+      case 'upsertEndpointSlices':
+        this.upsertSlices(asEndpointSlices(step));
+        return true;
+      case 'deleteEndpointSlices':
+        this.deleteSlices(asRefs(step));
+        return true;
+      default:
+        return false;
+    }
+  }
+
   /** The family's table as the kernel (Fake) holds it, if any. */
   currentTable(): TableState | undefined {
     return this.fake.ruleset().tables.get(tableKey(tableRefOf(this.family)));
@@ -239,19 +259,8 @@ function expectNoReAdds(ctx: RunContext, name: string): void {
 function runStep(ctx: RunContext, step: FixtureStep, index: number): void {
   const p = ctx.proxier;
   const name = `${ctx.fixture.file} step ${String(index + 1)} ${step.action}`;
+  if (p.applyObjectStep(step)) return;
   switch (step.action) {
-    case 'upsertServices':
-      p.upsertServices(asServices(step));
-      return;
-    case 'deleteServices':
-      p.deleteServices(asRefs(step));
-      return;
-    case 'upsertEndpointSlices':
-      p.upsertSlices(asEndpointSlices(step));
-      return;
-    case 'deleteEndpointSlices':
-      p.deleteSlices(asRefs(step));
-      return;
     case 'preloadRuleset':
       p.fake.load(step.text ?? '');
       return;

@@ -28,17 +28,22 @@ import { planNftablesFromObjects } from '../../src/proxy/nftables/plan-objects.j
 import { nftablesProxierOptionsFor } from '../../src/proxy/proxier-options.js';
 import { loadNftRules } from '../../src/trace/nft/input.js';
 import { traceNftPacket } from '../../src/trace/nft/trace.js';
-import { defaultContext, parsePacketSpec, type RecentEntry } from '../../src/trace/packet.js';
+import type { RecentEntry } from '../../src/trace/packet.js';
 import type { Outcome, TraceResult } from '../../src/trace/result.js';
-import { parseIP, type ParsedIP } from '../../src/util/ip.js';
 import {
-  CLIENT_ORIGIN,
+  Clients,
+  LOCAL,
+  REMOTE,
+  SVC2_TO_SVC5,
+  SVC7_SVC8,
+  TCP80,
   Client,
   EXTERNAL_CLIENT,
   NODE_FILES,
   PER_NODE,
   addNs,
   agrees,
+  checkScenario,
   describeObservation,
   describeOutcomes,
   dnats,
@@ -51,22 +56,19 @@ import {
   observe,
   only,
   removeAll,
+  scenarioPacket,
   sliceManifest as slice,
   startServer,
   stopAgents,
   svcManifest as svc,
   sweepStale,
-  type ClientName,
   type Scenario,
 } from './lib/trace-netns.js';
 import { skipOrFail } from './lib/prereq.js';
 
 const skip = skipOrFail(missingPrerequisite(['nft']));
 
-const TCP80 = '[{name: p80, port: 80, protocol: TCP}]';
 const TCP_UDP = '[{name: p80, port: 80, protocol: TCP}, {name: dns, port: 53, protocol: UDP}]';
-const LOCAL = 'test-node';
-const REMOTE = 'remote';
 
 const MANIFESTS = [
   svc('svc1', `  clusterIP: 172.30.0.41\n  externalIPs: [192.168.99.21]\n  ports: ${TCP_UDP}\n`),
@@ -74,49 +76,12 @@ const MANIFESTS = [
     ['10.180.0.1', LOCAL],
     ['10.180.1.1', REMOTE],
   ]),
-  svc(
-    'svc2',
-    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.42\n  externalIPs: [192.168.99.22]\n  healthCheckNodePort: 30000\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\nstatus: {loadBalancer: {ingress: [{ip: 1.2.3.4}]}}\n`,
-  ),
-  slice('svc2', TCP80, [
-    ['10.180.0.2', LOCAL],
-    ['10.180.1.2', REMOTE],
-  ]),
-  svc(
-    'svc3',
-    `  type: NodePort\n  clusterIP: 172.30.0.43\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3003}]\n`,
-  ),
-  slice('svc3', TCP80, [['10.180.0.3', LOCAL]]),
-  svc(
-    'svc4',
-    `  clusterIP: 172.30.0.44\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
-  ),
-  slice('svc4', TCP80, [
-    ['10.180.0.4', LOCAL],
-    ['10.180.1.4', REMOTE],
-  ]),
-  svc(
-    'svc5',
-    `  type: LoadBalancer\n  clusterIP: 172.30.0.45\n  loadBalancerSourceRanges: [203.0.113.0/25]\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 10800}}\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3002}]\nstatus: {loadBalancer: {ingress: [{ip: 5.6.7.8}]}}\n`,
-  ),
-  slice('svc5', TCP80, [
-    ['10.180.0.5', LOCAL],
-    ['10.180.1.5', REMOTE],
-  ]),
+  ...SVC2_TO_SVC5,
   svc(
     'svc6',
     `  type: NodePort\n  clusterIP: 172.30.0.46\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3006}, {name: dns, port: 53, protocol: UDP, nodePort: 3006}]\n`,
   ),
-  svc(
-    'svc7',
-    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.47\n  healthCheckNodePort: 30007\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3007}]\nstatus: {loadBalancer: {ingress: [{ip: 9.10.11.12}]}}\n`,
-  ),
-  slice('svc7', TCP80, [['10.180.1.7', REMOTE]]),
-  svc(
-    'svc8',
-    `  clusterIP: 172.30.0.48\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
-  ),
-  slice('svc8', TCP80, [['10.180.1.8', REMOTE]]),
+  ...SVC7_SVC8,
   // Terminating endpoints: used only when no endpoint is ready, and then only serving ones.
   svc('svc9', `  clusterIP: 172.30.0.49\n  ports: ${TCP80}\n`),
   slice('svc9', TCP80, [
@@ -150,8 +115,6 @@ const ENDPOINTS = [
 ];
 /** UDP answers come from a socket bound to the endpoint address: one server per address. */
 const UDP_ENDPOINTS = ['10.180.0.1', '10.180.1.1'];
-
-const NODE_IPS = ['192.168.0.2', '203.0.113.1', '169.254.1.1'];
 
 const POD = { client: 'pod', src: '10.0.0.2' } as const;
 const NODE = { client: 'node', src: '192.168.0.2' } as const;
@@ -426,19 +389,7 @@ const SCENARIOS: Scenario[] = [
 /** The render (its `nft -f` text read back) and the kernel's `nft list ruleset` dump. */
 let rendered: Ruleset | undefined;
 let kernel: Ruleset | undefined;
-const clients = new Map<ClientName, Client>();
-
-function clientOf(name: ClientName): Client {
-  const c = clients.get(name);
-  if (!c) throw new Error(`no client ${name}`);
-  return c;
-}
-
-function ip(s: string): ParsedIP {
-  const p = parseIP(s);
-  if (!p) throw new Error(s);
-  return p;
-}
+const clients = new Clients();
 
 function traceIn(
   rules: Ruleset | undefined,
@@ -446,12 +397,8 @@ function traceIn(
   recent: RecentEntry[] = [],
 ): TraceResult {
   if (!rules) throw new Error('rules not loaded');
-  const packet = parsePacketSpec({ src: s.src, dst: `${s.dst}/${s.proto}` });
-  return traceNftPacket(
-    rules,
-    packet,
-    defaultContext(CLIENT_ORIGIN[s.client], NODE_IPS.map(ip), { recent }),
-  );
+  const { packet, ctx } = scenarioPacket(s, recent);
+  return traceNftPacket(rules, packet, ctx);
 }
 
 /** What a trace predicts, without the paths (whose rule texts differ between the forms). */
@@ -554,22 +501,8 @@ test(
     const failures: string[] = [];
     for (const s of SCENARIOS) {
       const trace = traceIn(kernel, s);
-      try {
-        s.expect(trace.outcomes);
-      } catch (e) {
-        failures.push(`${s.name}: tracer: ${e instanceof Error ? e.message : String(e)}`);
-        continue;
-      }
-      const seen = new Set<string>();
-      for (let i = 0; i < s.attempts; i++) {
-        const ob = await observe(clientOf(s.client), s, trace.outcomes);
-        seen.add(describeObservation(ob));
-        if (!trace.outcomes.some((o) => agrees(o, ob, s.src)))
-          failures.push(
-            `${s.name}: kernel: ${describeObservation(ob)}; traced: ${describeOutcomes(trace.outcomes)}`,
-          );
-      }
-      process.stdout.write(`# ${s.name}: ${[...seen].join('; ')}\n`);
+      const seen = await checkScenario(s, trace.outcomes, clients.of(s.client), failures);
+      if (seen) process.stdout.write(`# ${s.name}: ${[...seen].join('; ')}\n`);
     }
     assert.deepEqual(failures, []);
   },
@@ -589,7 +522,7 @@ test(
     };
     const fresh = traceIn(kernel, s);
     masq(false, '10.180.0.5:80', '10.180.1.5:80')(fresh.outcomes);
-    const first = await observe(clientOf(s.client), s, fresh.outcomes);
+    const first = await observe(clients.of(s.client), s, fresh.outcomes);
     const chosen = fresh.outcomes.find((o) => agrees(o, first, s.src));
     assert.ok(chosen, `first connection: ${describeObservation(first)}`);
     // The endpoint chain records the source in its affinity set (same suffix).
@@ -602,7 +535,7 @@ test(
     }
     const sticky = traceIn(kernel, s, [{ name: affinitySet, ageSeconds: 1 }]);
     for (let i = 0; i < s.attempts; i++) {
-      const ob = await observe(clientOf(s.client), s, sticky.outcomes);
+      const ob = await observe(clients.of(s.client), s, sticky.outcomes);
       assert.ok(
         sticky.outcomes.some((o) => agrees(o, ob, s.src)),
         `later connection: ${describeObservation(ob)}`,

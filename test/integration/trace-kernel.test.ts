@@ -16,44 +16,45 @@ import { parseManifests } from '../../src/kube/manifest.js';
 import { parseDocument } from '../../src/netfilter/iptables/parse.js';
 import { renderDocument } from '../../src/netfilter/iptables/render.js';
 import { rulesFromManifests } from '../../src/trace/from-manifests.js';
-import {
-  defaultContext,
-  parsePacketSpec,
-  type Origin,
-  type RecentEntry,
-} from '../../src/trace/packet.js';
+import type { RecentEntry } from '../../src/trace/packet.js';
 import { tracePacket, type Outcome, type TraceResult } from '../../src/trace/walk.js';
 import type { IptablesDocument } from '../../src/netfilter/iptables/model.js';
-import { parseIP, type ParsedIP } from '../../src/util/ip.js';
 import {
+  Clients,
+  LOCAL,
+  REMOTE,
+  SVC2_TO_SVC5,
+  SVC7_SVC8,
   Client,
+  EXTERNAL_CLIENT,
+  NODE_FILES,
+  PER_NODE,
   addNs,
+  agrees,
+  checkScenario,
+  describeObservation,
+  describeOutcomes,
+  dnats,
+  fixtureNode,
   inNs,
   linkPod,
+  masq,
   missingPrerequisite,
+  nodeWithClient,
+  observe,
+  only,
   removeAll,
-  sh,
+  scenarioPacket,
+  sliceManifest as slice,
   startServer,
   stopAgents,
+  svcManifest as svc,
   sweepStale,
-  type Observation,
+  type Scenario,
 } from './lib/trace-netns.js';
 import { missingToolsReason, skipOrFail } from './lib/prereq.js';
 
 const skip = skipOrFail(missingPrerequisite());
-
-function svc(name: string, spec: string): string {
-  return `apiVersion: v1\nkind: Service\nmetadata: {name: ${name}, namespace: ns}\nspec:\n${spec}`;
-}
-
-function slice(name: string, port: string, endpoints: [string, string][]): string {
-  const eps = endpoints.map(([ip, node]) => `- addresses: [${ip}]\n  nodeName: ${node}`).join('\n');
-  return `apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: ${name}-1\n  namespace: ns\n  labels: {kubernetes.io/service-name: ${name}}\naddressType: IPv4\nendpoints:\n${eps}\nports: ${port}`;
-}
-
-const TCP80 = '[{name: p80, port: 80, protocol: TCP}]';
-const LOCAL = 'test-node';
-const REMOTE = 'remote';
 
 const MANIFESTS = [
   svc(
@@ -64,49 +65,12 @@ const MANIFESTS = [
     ['10.180.0.1', LOCAL],
     ['10.180.1.1', REMOTE],
   ]),
-  svc(
-    'svc2',
-    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.42\n  externalIPs: [192.168.99.22]\n  healthCheckNodePort: 30000\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\nstatus: {loadBalancer: {ingress: [{ip: 1.2.3.4}]}}\n`,
-  ),
-  slice('svc2', TCP80, [
-    ['10.180.0.2', LOCAL],
-    ['10.180.1.2', REMOTE],
-  ]),
-  svc(
-    'svc3',
-    `  type: NodePort\n  clusterIP: 172.30.0.43\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3003}]\n`,
-  ),
-  slice('svc3', TCP80, [['10.180.0.3', LOCAL]]),
-  svc(
-    'svc4',
-    `  clusterIP: 172.30.0.44\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
-  ),
-  slice('svc4', TCP80, [
-    ['10.180.0.4', LOCAL],
-    ['10.180.1.4', REMOTE],
-  ]),
-  svc(
-    'svc5',
-    `  type: LoadBalancer\n  clusterIP: 172.30.0.45\n  loadBalancerSourceRanges: [203.0.113.0/25]\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 10800}}\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3002}]\nstatus: {loadBalancer: {ingress: [{ip: 5.6.7.8}]}}\n`,
-  ),
-  slice('svc5', TCP80, [
-    ['10.180.0.5', LOCAL],
-    ['10.180.1.5', REMOTE],
-  ]),
+  ...SVC2_TO_SVC5,
   svc(
     'svc6',
     `  clusterIP: 172.30.0.46\n  ports: [{name: p80, port: 80, protocol: TCP}, {name: dns, port: 53, protocol: UDP}]\n`,
   ),
-  svc(
-    'svc7',
-    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.47\n  healthCheckNodePort: 30007\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3007}]\nstatus: {loadBalancer: {ingress: [{ip: 9.10.11.12}]}}\n`,
-  ),
-  slice('svc7', TCP80, [['10.180.1.7', REMOTE]]),
-  svc(
-    'svc8',
-    `  clusterIP: 172.30.0.48\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
-  ),
-  slice('svc8', TCP80, [['10.180.1.8', REMOTE]]),
+  ...SVC7_SVC8,
 ].join('\n---\n');
 
 const BACKENDS: { ip: string; udp: number[] }[] = [
@@ -122,46 +86,6 @@ const BACKENDS: { ip: string; udp: number[] }[] = [
   { ip: '10.180.1.7', udp: [] },
   { ip: '10.180.1.8', udp: [] },
 ];
-
-const NODE_IPS = ['192.168.0.2', '203.0.113.1', '169.254.1.1'];
-
-type ClientName = 'pod' | 'node' | 'ext' | 'hairpin';
-
-interface Scenario {
-  readonly name: string;
-  readonly client: ClientName;
-  readonly src: string;
-  /** Bind the client socket to `src` (a second address of the client). */
-  readonly bind?: boolean;
-  readonly dst: string;
-  readonly proto: 'tcp' | 'udp';
-  readonly attempts: number;
-  /** What the scenario is about, checked besides agreement (e.g. `drop`, `masq`). */
-  readonly expect: (o: readonly Outcome[]) => void;
-}
-
-const ORIGIN: Record<ClientName, Origin> = {
-  pod: 'pod',
-  hairpin: 'pod',
-  node: 'node',
-  ext: 'external',
-};
-
-const dnats = (o: readonly Outcome[]): string[] => o.map((x) => x.dnat ?? x.verdict).sort();
-const only =
-  (...want: string[]) =>
-  (o: readonly Outcome[]): void => {
-    assert.deepEqual(dnats(o), [...want].sort());
-  };
-const masq =
-  (m: boolean, ...want: string[]) =>
-  (o: readonly Outcome[]): void => {
-    only(...want)(o);
-    assert.ok(
-      o.every((x) => x.masquerade === m),
-      `masquerade should be ${m}`,
-    );
-  };
 
 const SCENARIOS: Scenario[] = [
   {
@@ -385,105 +309,22 @@ const SCENARIOS: Scenario[] = [
 ];
 
 let rules: IptablesDocument | undefined;
-const clients = new Map<ClientName, Client>();
-
-function ip(s: string): ParsedIP {
-  const p = parseIP(s);
-  if (!p) throw new Error(s);
-  return p;
-}
+const clients = new Clients();
 
 function traceScenario(
   s: Pick<Scenario, 'src' | 'dst' | 'proto' | 'client'>,
   recent: RecentEntry[] = [],
 ): TraceResult {
   if (!rules) throw new Error('rules not loaded');
-  const packet = parsePacketSpec({ src: s.src, dst: `${s.dst}/${s.proto}` });
-  return tracePacket(rules, packet, defaultContext(ORIGIN[s.client], NODE_IPS.map(ip), { recent }));
-}
-
-/** Whether a kernel observation is what this outcome predicts. */
-function agrees(o: Outcome, ob: Observation, src: string): boolean {
-  switch (ob.kind) {
-    case 'reply':
-      return o.verdict === 'accept' && o.dnat === ob.server && o.masquerade === (ob.client !== src);
-    case 'refused':
-      return o.verdict === 'reject';
-    case 'timeout':
-      return o.verdict === 'drop';
-    case 'error':
-      return false;
-  }
-}
-
-function describe(ob: Observation): string {
-  return ob.kind === 'reply'
-    ? `reply from ${ob.server} seeing client ${ob.client}`
-    : ob.kind === 'error'
-      ? `error ${ob.code}`
-      : ob.kind;
-}
-
-/** Sends one connection; waits long only when the trace expects an answer. */
-async function observe(s: Scenario, expected: readonly Outcome[]): Promise<Observation> {
-  const client = clients.get(s.client);
-  if (!client) throw new Error(`no client ${s.client}`);
-  const [dst = '', port = '0'] = s.dst.split(':');
-  const dropExpected = expected.every((o) => o.verdict === 'drop');
-  return client.send({
-    proto: s.proto,
-    dst,
-    port: Number(port),
-    ...(s.bind ? { src: s.src } : {}),
-    timeoutMs: dropExpected ? 1500 : 8000,
-  });
+  const { packet, ctx } = scenarioPacket(s, recent);
+  return tracePacket(rules, packet, ctx);
 }
 
 before(async () => {
   if (skip) return;
   sweepStale();
-  const node = addNs('node');
-  const ext = addNs('ext');
-  sh('ip', [
-    '-n',
-    node,
-    'link',
-    'add',
-    'eth0',
-    'type',
-    'veth',
-    'peer',
-    'name',
-    'eth0',
-    'netns',
-    ext,
-  ]);
-  for (const a of ['192.168.0.2/24', '203.0.113.1/24'])
-    sh('ip', ['-n', node, 'addr', 'add', a, 'dev', 'eth0']);
-  sh('ip', ['-n', node, 'link', 'set', 'eth0', 'up']);
-  for (const a of ['203.0.113.2/24', '203.0.113.130/24'])
-    sh('ip', ['-n', ext, 'addr', 'add', a, 'dev', 'eth0']);
-  sh('ip', ['-n', ext, 'link', 'set', 'eth0', 'up']);
-  sh('ip', ['-n', ext, 'route', 'add', 'default', 'via', '203.0.113.1']);
-  // Like a kind node's default route; the source stays the node IP.
-  sh('ip', [
-    '-n',
-    node,
-    'route',
-    'add',
-    'default',
-    'via',
-    '203.0.113.2',
-    'dev',
-    'eth0',
-    'src',
-    '192.168.0.2',
-  ]);
-  inNs(node, 'sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
+  const { node, ext, pod } = fixtureNode();
   inNs(node, 'sysctl', ['-q', '-w', 'net.ipv4.conf.all.route_localnet=1']);
-
-  const pod = addNs('pod');
-  linkPod(node, pod, '10.0.0.2');
   for (const b of BACKENDS) {
     const ns = addNs(`p${b.ip.replace(/\./g, '-')}`);
     linkPod(node, ns, b.ip);
@@ -537,22 +378,8 @@ test(
   async () => {
     assert.ok(SCENARIOS.length >= 20);
     const failures: string[] = [];
-    for (const s of SCENARIOS) {
-      const trace = traceScenario(s);
-      try {
-        s.expect(trace.outcomes);
-      } catch (e) {
-        failures.push(`${s.name}: tracer: ${e instanceof Error ? e.message : String(e)}`);
-        continue;
-      }
-      for (let i = 0; i < s.attempts; i++) {
-        const ob = await observe(s, trace.outcomes);
-        if (!trace.outcomes.some((o) => agrees(o, ob, s.src)))
-          failures.push(
-            `${s.name}: kernel: ${describe(ob)}; traced: ${trace.outcomes.map((o) => `${o.verdict} ${o.dnat ?? ''} masq=${o.masquerade}`).join(' | ')}`,
-          );
-      }
-    }
+    for (const s of SCENARIOS)
+      await checkScenario(s, traceScenario(s).outcomes, clients.of(s.client), failures);
     assert.deepEqual(failures, []);
   },
 );
@@ -572,18 +399,18 @@ test(
     };
     const fresh = traceScenario(s);
     assert.equal(fresh.outcomes.length, 2);
-    const first = await observe(s, fresh.outcomes);
+    const first = await observe(clients.of(s.client), s, fresh.outcomes);
     const chosen = fresh.outcomes.find((o) => agrees(o, first, s.src));
-    assert.ok(chosen, `first connection: ${describe(first)}`);
+    assert.ok(chosen, `first connection: ${describeObservation(first)}`);
     const sep = chosen.path.find((p) => p.effect === 'dnat')?.chain ?? '';
     assert.match(sep, /^KUBE-SEP-/);
     const sticky = traceScenario(s, [{ name: sep, ageSeconds: 1 }]);
     assert.deepEqual(dnats(sticky.outcomes), [chosen.dnat]);
     for (let i = 0; i < s.attempts; i++) {
-      const ob = await observe(s, sticky.outcomes);
+      const ob = await observe(clients.of(s.client), s, sticky.outcomes);
       assert.ok(
         sticky.outcomes.some((o) => agrees(o, ob, s.src)),
-        `later connection: ${describe(ob)}`,
+        `later connection: ${describeObservation(ob)}`,
       );
     }
   },
@@ -600,52 +427,6 @@ test(
 // the wrong node or node IP disagrees with the kernel.
 
 const skipNodes = skip || skipOrFail(missingToolsReason(['nfacct']));
-const NODE_FILES = [
-  'examples/nodes.yaml',
-  'examples/nodeport.yaml',
-  'examples/nodeport-local.yaml',
-];
-/** Every endpoint of NODE_FILES; one namespace per node stands for all of them. */
-const NODE_ENDPOINTS = ['10.244.1.12', '10.244.2.9', '10.244.1.21', '10.244.2.21', '10.244.2.22'];
-const EXTERNAL_CLIENT = '172.18.0.100';
-const PER_NODE: { name: string; ip: string; local: string[] }[] = [
-  { name: 'svcnet-control-plane', ip: '172.18.0.2', local: [] },
-  { name: 'svcnet-worker', ip: '172.18.0.3', local: ['10.244.1.21:8080'] },
-  { name: 'svcnet-worker2', ip: '172.18.0.4', local: ['10.244.2.21:8080', '10.244.2.22:8080'] },
-];
-
-/** A node namespace with `nodeIP`, an external client beside it and the endpoints behind it. */
-async function nodeWithClient(
-  short: string,
-  nodeIP: string,
-): Promise<{ node: string; ext: Client }> {
-  const node = addNs(`${short}-node`);
-  const ext = addNs(`${short}-ext`);
-  sh('ip', [
-    '-n',
-    node,
-    'link',
-    'add',
-    'eth0',
-    'type',
-    'veth',
-    'peer',
-    'name',
-    'eth0',
-    'netns',
-    ext,
-  ]);
-  sh('ip', ['-n', node, 'addr', 'add', `${nodeIP}/24`, 'dev', 'eth0']);
-  sh('ip', ['-n', ext, 'addr', 'add', `${EXTERNAL_CLIENT}/24`, 'dev', 'eth0']);
-  sh('ip', ['-n', node, 'link', 'set', 'eth0', 'up']);
-  sh('ip', ['-n', ext, 'link', 'set', 'eth0', 'up']);
-  inNs(node, 'sysctl', ['-q', '-w', 'net.ipv4.ip_forward=1']);
-  const pods = addNs(`${short}-pods`);
-  const [first = '', ...more] = NODE_ENDPOINTS;
-  linkPod(node, pods, first, more);
-  await startServer(pods, first, [5678, 8080], []);
-  return { node, ext: new Client(ext) };
-}
 
 /** Loads `svcnet render` output into `ns` the way its own comments say to. */
 function loadRendered(ns: string, rendered: string): void {
@@ -690,18 +471,13 @@ test(
         if (port === 30080) masq(true, '10.244.1.12:5678', '10.244.2.9:5678')(traced);
         else if (n.local.length === 0) only('drop')(traced);
         else masq(false, ...n.local)(traced);
-        const dropExpected = traced.every((o) => o.verdict === 'drop');
+        const packet = { src: EXTERNAL_CLIENT, dst: `${n.ip}:${port}`, proto: 'tcp' } as const;
         for (let a = 0; a < attempts; a++) {
-          const ob = await ext.send({
-            proto: 'tcp',
-            dst: n.ip,
-            port,
-            timeoutMs: dropExpected ? 1500 : 8000,
-          });
-          process.stdout.write(`# ${n.name} ${n.ip}:${port}: ${describe(ob)}\n`);
+          const ob = await observe(ext, packet, traced);
+          process.stdout.write(`# ${n.name} ${n.ip}:${port}: ${describeObservation(ob)}\n`);
           if (!traced.some((o) => agrees(o, ob, EXTERNAL_CLIENT)))
             failures.push(
-              `${n.name} ${n.ip}:${port}: kernel: ${describe(ob)}; traced: ${traced.map((o) => `${o.verdict} ${o.dnat ?? ''} masq=${o.masquerade}`).join(' | ')}`,
+              `${n.name} ${n.ip}:${port}: kernel: ${describeObservation(ob)}; traced: ${describeOutcomes(traced)}`,
             );
         }
       }

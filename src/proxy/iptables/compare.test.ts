@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseDocument } from '../../netfilter/iptables/parse.js';
 import { checkRuleJumps, sortIptablesText } from './compare.js';
-import { endpointChainName, hash16, servicePortChains } from './names.js';
+import { hash16 } from '../name-hash.js';
+import { endpointChainName, servicePortChains } from './names.js';
 import { computeProbability } from './probability.js';
 
 test('sortIptablesText: canonical chain order, dispatch rules by service, last rule last', () => {

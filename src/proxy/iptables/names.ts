@@ -2,8 +2,8 @@
 // per-service-port and per-endpoint chain names (`KUBE-SVC-` + base32(sha256(...))[:16]),
 // comments and nfacct counter names. Never inline these strings elsewhere. Pure.
 
-import { hash } from 'node:crypto';
 import type { IptablesTableName } from '../../netfilter/iptables/model.js';
+import { hash16 } from '../name-hash.js';
 
 export const KUBE_SERVICES = 'KUBE-SERVICES';
 export const KUBE_EXTERNAL_SERVICES = 'KUBE-EXTERNAL-SERVICES';
@@ -50,29 +50,6 @@ export const COMMENT_SNAT = 'kubernetes service traffic requiring SNAT';
 export const COMMENT_FORWARD = 'kubernetes forwarding rules';
 export const COMMENT_FORWARD_CONNTRACK = 'kubernetes forwarding conntrack rule';
 export const COMMENT_LOCALNET = 'block incoming localnet connections';
-
-const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
-
-/** RFC 4648 base32 of 40 bits given as 10 hex digits: 8 characters. */
-function base32Of40Bits(hex10: string): string {
-  let v = Number.parseInt(hex10, 16);
-  let out = '';
-  for (let i = 0; i < 8; i++) {
-    out = (BASE32[v % 32] ?? '') + out;
-    v = Math.floor(v / 32);
-  }
-  return out;
-}
-
-/**
- * First 16 RFC 4648 base32 characters of SHA-256(s): exactly the first 80 bits, taken from
- * the hex digest (the one-shot crypto.hash is several times faster than createHash, and
- * this runs once per endpoint on a cold sync).
- */
-export function hash16(s: string): string {
-  const hex = hash('sha256', s, 'hex');
-  return base32Of40Bits(hex.slice(0, 10)) + base32Of40Bits(hex.slice(10, 20));
-}
 
 /** The 16-char hash every per-service-port chain shares: hash16(spn + lowercase proto). */
 export function portProtoHash(servicePortName: string, protocol: string): string {

@@ -6,16 +6,14 @@
 // rule model; the per-endpoint rules of big syncs are written as text directly. Pure.
 
 import type { EndpointInfo } from '../model/endpoint.js';
-import { categorizeEndpoints } from '../model/categorize.js';
-import type { CategorizedEndpoints } from '../model/categorize.js';
-import {
-  isExternallyAccessible,
-  usesClusterEndpoints,
-  usesLocalEndpoints,
-} from '../model/service-port.js';
 import type { ServicePortInfo } from '../model/service-port.js';
+import {
+  decideTrafficPolicy,
+  policyChains,
+  sourceRangesAllowNode,
+} from '../model/traffic-policy.js';
+import type { TrafficPolicyDecision } from '../model/traffic-policy.js';
 import type { IPFamily } from '../../util/ip.js';
-import { cidrContains, parseCIDRSloppy, parseIPSloppy } from '../../util/ip.js';
 import {
   KUBE_EXTERNAL_SERVICES,
   KUBE_MARK_MASQ,
@@ -74,22 +72,16 @@ export interface ServicePortFragment {
   readonly noLocalEndpointsExternal: boolean;
 }
 
-/** Decisions shared by the builders below. */
-interface PortPlan {
+/** Decisions shared by the builders below (the traffic-policy ones in ../model). */
+interface PortPlan extends TrafficPolicyDecision {
   readonly sp: ServicePortInfo;
   readonly ctx: ServicePlanContext;
   readonly chains: ServicePortChains;
   readonly proto: Lowercase<ServicePortInfo['protocol']>;
-  readonly cat: CategorizedEndpoints;
-  readonly hasEndpoints: boolean;
-  readonly hasInternalEndpoints: boolean;
-  readonly hasExternalEndpoints: boolean;
   readonly internalChain: string;
   readonly externalPolicyChain: string;
-  readonly usesExternalChain: boolean;
+  /** A KUBE-FW chain: the port has source ranges and endpoints. */
   readonly usesFWChain: boolean;
-  readonly usesClusterChain: boolean;
-  readonly usesLocalChain: boolean;
   /** Comment and target of filter rules for traffic without (local) endpoints. */
   readonly noEndpoints: { readonly comment: string; readonly target: string };
 }
@@ -107,31 +99,19 @@ function decide(
   ctx: ServicePlanContext,
 ): PortPlan {
   const chains = servicePortChains(sp.nameString, sp.protocol);
-  const cat = categorizeEndpoints(endpoints, sp, {
-    nodeName: ctx.options.nodeName,
-    zone: ctx.options.nodeZone,
-  });
-  const hasEndpoints = cat.hasAnyEndpoints;
-  const noLocal = cat.localEndpoints.length === 0;
+  const d = decideTrafficPolicy(sp, endpoints, ctx.options);
   return {
+    ...d,
+    ...policyChains(sp, chains.svc, chains.svl),
     sp,
     ctx,
     chains,
     proto: sp.protocol.toLowerCase() as Lowercase<ServicePortInfo['protocol']>,
-    cat,
-    hasEndpoints,
-    hasInternalEndpoints: hasEndpoints && !(sp.internalPolicyLocal && noLocal),
-    hasExternalEndpoints: hasEndpoints && !(sp.externalPolicyLocal && noLocal),
-    internalChain: sp.internalPolicyLocal ? chains.svl : chains.svc,
-    externalPolicyChain: sp.externalPolicyLocal ? chains.svl : chains.svc,
-    usesExternalChain: hasEndpoints && isExternallyAccessible(sp),
-    usesFWChain:
-      hasEndpoints && sp.loadBalancerVIPs.length > 0 && sp.loadBalancerSourceRanges.length > 0,
-    usesClusterChain: cat.clusterEndpoints.length > 0 && usesClusterEndpoints(sp),
-    usesLocalChain: cat.localEndpoints.length > 0 && usesLocalEndpoints(sp),
-    noEndpoints: hasEndpoints
-      ? { comment: `${sp.nameString} has no local endpoints`, target: 'DROP' }
-      : { comment: `${sp.nameString} has no endpoints`, target: 'REJECT' },
+    usesFWChain: d.hasEndpoints && d.hasSourceRanges,
+    noEndpoints:
+      d.noEndpointsAction === 'drop'
+        ? { comment: `${sp.nameString} has no local endpoints`, target: 'DROP' }
+        : { comment: `${sp.nameString} has no endpoints`, target: 'REJECT' },
   };
 }
 
@@ -276,15 +256,9 @@ function firewallChainRules(p: PortPlan, w: Writers): void {
   const { sp, chains: c } = p;
   w.chains.push(c.fw);
   const lbComment = `${sp.nameString} loadbalancer IP`;
-  const nodeIP = parseIPSloppy(p.ctx.options.nodeIP);
-  let allowFromNode = false;
-  for (const cidr of sp.loadBalancerSourceRanges) {
+  for (const cidr of sp.loadBalancerSourceRanges)
     w.rules.rule(c.fw, { comment: lbComment, src: cidr, jump: c.ext });
-    const parsed = parseCIDRSloppy(cidr);
-    if (nodeIP && parsed && cidrContains(parsed, nodeIP)) allowFromNode = true;
-  }
-  // A node-originated request to a VIP-like LB IP loops back with the LB IP as source.
-  if (allowFromNode)
+  if (sourceRangesAllowNode(sp, p.ctx.options.nodeIP))
     for (const ip of sp.loadBalancerVIPs)
       w.rules.rule(c.fw, { comment: lbComment, src: ip, jump: c.ext });
   w.rules.add(
@@ -398,7 +372,7 @@ export function planServicePort(
     natChainText: w.rules.text,
     natChainRules: w.rules.count,
     numEndpoints: endpoints.length,
-    noLocalEndpointsInternal: p.hasEndpoints && !p.hasInternalEndpoints,
-    noLocalEndpointsExternal: p.hasEndpoints && !p.hasExternalEndpoints,
+    noLocalEndpointsInternal: p.noLocalEndpointsInternal,
+    noLocalEndpointsExternal: p.noLocalEndpointsExternal,
   };
 }

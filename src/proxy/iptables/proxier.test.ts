@@ -6,24 +6,29 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
-import { FakeInformer } from '../../kube/informer.js';
 import type { EndpointSlice, Node, Service } from '../../kube/types.js';
 import { FakeIptables } from '../../netfilter/iptables/fake.js';
 import { isBuiltinChain, type IptablesTableName } from '../../netfilter/iptables/model.js';
 import { parseDocument } from '../../netfilter/iptables/parse.js';
-import { FakeConntrack } from '../../os/conntrack.js';
 import { CanaryMonitor } from './canary.js';
-import { FakeClock } from '../../util/clock.js';
-import { ProxyHealth } from '../healthz.js';
 import { DEFAULT_OPTIONS } from './options.js';
-import { ProxyMetrics } from '../metrics.js';
 import { IptablesProxier } from './proxier.js';
-import type { SyncReport } from '../proxier.js';
+import {
+  TEST_LOCAL_DETECTOR,
+  TEST_NODE,
+  TEST_NODE_IP,
+  baseDeps,
+  checkUdpEndpointReplaced,
+  checkWaitsForBothCaches,
+  eps,
+  metric,
+  proxierFakes,
+  startProxier,
+  startSynced,
+  svc,
+  syncWithInvalidService,
+} from '../testing.js';
 import { assertFlows, assertRulesEqual, type Flow, type FlowNode } from './testing.js';
-
-const NODE = 'node-a';
 
 /** A FakeIptables whose next restores can be made to fail. */
 class FlakyIptables extends FakeIptables {
@@ -39,92 +44,22 @@ class FlakyIptables extends FakeIptables {
   }
 }
 
-function svc(name: string, ip: string, port: number, protocol: 'TCP' | 'UDP' = 'TCP'): Service {
-  return {
-    metadata: { name, namespace: 'ns', resourceVersion: '1' },
-    spec: {
-      type: 'ClusterIP',
-      clusterIP: ip,
-      clusterIPs: [ip],
-      ports: [{ name: 'p', port, protocol }],
-    },
-  };
-}
-
-function eps(
-  svcName: string,
-  port: number,
-  ips: string[],
-  protocol: 'TCP' | 'UDP' = 'TCP',
-  when?: string,
-): EndpointSlice {
-  return {
-    addressType: 'IPv4',
-    metadata: {
-      name: `${svcName}-1`,
-      namespace: 'ns',
-      labels: { 'kubernetes.io/service-name': svcName },
-      ...(when !== undefined
-        ? { annotations: { 'endpoints.kubernetes.io/last-change-trigger-time': when } }
-        : {}),
-    },
-    ports: [{ name: 'p', port, protocol }],
-    endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true }, nodeName: NODE })),
-  };
-}
-
 function setup() {
-  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const f = proxierFakes();
   const ipt = new FlakyIptables('IPv4');
-  const registry = new Registry();
-  const metrics = new ProxyMetrics(registry);
-  const health = new ProxyHealth(clock, 60_000, ['IPv4']);
-  const conntrack = new FakeConntrack();
-  const services = new FakeInformer<Service>();
-  const slices = new FakeInformer<EndpointSlice>();
-  const nodes = new FakeInformer<Node>();
   const proxier = new IptablesProxier({
-    nodeName: NODE,
+    ...baseDeps(f),
     families: [{ family: 'IPv4', iptables: ipt }],
     optionsFor: (_family, node) => ({
       ...DEFAULT_OPTIONS,
-      nodeName: NODE,
-      nodeIP: '192.0.2.10',
+      nodeName: TEST_NODE,
+      nodeIP: TEST_NODE_IP,
       nodeZone: node?.metadata?.labels?.['topology.kubernetes.io/zone'] ?? '',
-      localDetector: { mode: 'ClusterCIDR', cidr: '10.244.0.0/16' },
+      localDetector: TEST_LOCAL_DETECTOR,
     }),
-    clock,
-    log: pino({ level: 'silent' }),
-    metrics,
-    health,
-    conntrack,
-    minSyncPeriodMs: 1000,
-    syncPeriodMs: 30_000,
   });
-  proxier.attach({ services, endpointSlices: slices, nodes });
-  const reports: SyncReport[][] = [];
-  proxier.onSync((r) => reports.push(r));
-  proxier.start();
-  return {
-    clock,
-    ipt,
-    registry,
-    metrics,
-    health,
-    conntrack,
-    services,
-    slices,
-    nodes,
-    proxier,
-    reports,
-  };
-}
-
-/** Starts `s`'s Service and EndpointSlice informers and runs the first sync. */
-async function startSynced(s: ReturnType<typeof setup>): Promise<void> {
-  await s.services.start();
-  await s.slices.start();
-  await s.clock.advance(0);
+  const reports = startProxier(proxier, f);
+  return { ...f, ipt, proxier, reports, applies: () => ipt.texts.length };
 }
 
 /** setup() with one Service and its EndpointSlice, both caches synced. */
@@ -139,16 +74,11 @@ async function startWith(
   return s;
 }
 
-async function metric(registry: Registry, name: string): Promise<number> {
-  const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
-  return (m?.values as { value: number }[] | undefined)?.reduce((a, v) => a + v.value, 0) ?? 0;
-}
-
 /** The node of setup()'s proxier, for tracing packets through its kernel. */
 const NODE_NET: FlowNode = {
-  nodeIP: '192.0.2.10',
+  nodeIP: TEST_NODE_IP,
   localAddresses: [],
-  localDetector: { mode: 'ClusterCIDR', cidr: '10.244.0.0/16' },
+  localDetector: TEST_LOCAL_DETECTOR,
 };
 
 /**
@@ -232,15 +162,7 @@ const WEB_KERNEL = `
 `;
 
 test('nothing is programmed until both Services and EndpointSlices have synced', async () => {
-  const s = setup();
-  s.services.upsert(svc('web', '10.96.0.10', 80));
-  await s.services.start();
-  await s.clock.advance(5000);
-  assert.equal(s.ipt.texts.length, 0);
-  await s.slices.start();
-  await s.clock.advance(0);
-  assert.equal(s.ipt.texts.length, 1);
-  await s.proxier.stop();
+  await checkWaitsForBothCaches(setup());
 });
 
 test('a full sync writes service chains, jump rules and canaries in one restore; later changes are partial', async () => {
@@ -343,14 +265,7 @@ test('a failed restore is counted, leaves the kernel alone, and the retry is a f
 
 test('an invalid Service is skipped, logged and counted; valid ones are still programmed', async () => {
   const s = setup();
-  const bad: Service = {
-    metadata: { name: 'bad', namespace: 'ns' },
-    spec: { clusterIP: '10.96.0.99', ports: [{ port: 0 }] },
-  };
-  s.services.upsert(bad);
-  s.services.upsert(svc('web', '10.96.0.10', 80));
-  await startSynced(s);
-  assert.equal(await metric(s.registry, 'svcnet_proxy_invalid_objects_total'), 1);
+  await syncWithInvalidService(s);
   assertKernelFlows(s.ipt, [
     {
       name: 'the invalid Service is not programmed',
@@ -390,40 +305,7 @@ test('a flushed table is noticed by the canary and restored by a full sync', asy
 });
 
 test('replacing the endpoint of a UDP service deletes the old endpoint flows', async () => {
-  const s = await startWith(
-    svc('dns', '10.96.0.10', 53, 'UDP'),
-    eps('dns', 5353, ['10.244.1.5'], 'UDP'),
-  );
-  s.conntrack.flows.push(
-    {
-      family: 'IPv4',
-      protocol: 'UDP',
-      origSrc: '10.244.2.2',
-      origSrcPort: 5000,
-      origDst: '10.96.0.10',
-      origDstPort: 53,
-      replySrc: '10.244.1.5',
-      replySrcPort: 5353,
-    },
-    {
-      family: 'IPv4',
-      protocol: 'UDP',
-      origSrc: '10.244.2.2',
-      origSrcPort: 5001,
-      origDst: '10.96.0.11',
-      origDstPort: 53,
-      replySrc: '10.244.1.5',
-      replySrcPort: 5353,
-    },
-  );
-  s.slices.upsert(eps('dns', 5353, ['10.244.1.6'], 'UDP'));
-  await s.clock.advance(1000);
-  assert.deepEqual(
-    s.conntrack.flows.map((f) => f.origDst),
-    ['10.96.0.11'],
-  );
-  assert.equal(await metric(s.registry, 'kubeproxy_conntrack_reconciler_deleted_entries_total'), 1);
-  await s.proxier.stop();
+  await checkUdpEndpointReplaced(setup());
 });
 
 test('Node heartbeats do not cause syncs; a zone change does; a deleted Node turns healthz ineligible', async () => {
@@ -435,7 +317,7 @@ test('Node heartbeats do not cause syncs; a zone change does; a deleted Node tur
   const n = s.ipt.texts.length;
   const node = (zone: string, hb: string, deleting = false): Node => ({
     metadata: {
-      name: NODE,
+      name: TEST_NODE,
       labels: { 'topology.kubernetes.io/zone': zone },
       ...(deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}),
     },

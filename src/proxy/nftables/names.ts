@@ -5,7 +5,7 @@
 // elsewhere. Pure.
 
 import type { ChainHook, ChainType } from '../../netfilter/nftables/model.js';
-import { hash16 } from '../iptables/names.js';
+import { hash16 } from '../name-hash.js';
 
 export const TABLE_NAME = 'kube-proxy';
 export const TABLE_COMMENT = 'rules for kube-proxy';

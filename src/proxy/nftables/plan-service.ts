@@ -14,16 +14,14 @@ import type {
   Statement,
 } from '../../netfilter/nftables/model.js';
 import type { IPFamily } from '../../util/ip.js';
-import { cidrContains, parseCIDRSloppy, parseIPSloppy } from '../../util/ip.js';
-import { categorizeEndpoints } from '../model/categorize.js';
-import type { CategorizedEndpoints } from '../model/categorize.js';
 import type { EndpointInfo } from '../model/endpoint.js';
-import {
-  isExternallyAccessible,
-  usesClusterEndpoints,
-  usesLocalEndpoints,
-} from '../model/service-port.js';
 import type { ServicePortInfo } from '../model/service-port.js';
+import {
+  decideTrafficPolicy,
+  policyChains,
+  sourceRangesAllowNode,
+} from '../model/traffic-policy.js';
+import type { TrafficPolicyDecision } from '../model/traffic-policy.js';
 import {
   CLUSTER_IPS_SET,
   COMMENT_MASQUERADE,
@@ -123,22 +121,20 @@ function refusal(sp: ServicePortInfo): string | undefined {
   return undefined;
 }
 
-interface PortPlan {
+/** Decisions shared by the builders below (the traffic-policy ones in ../model). */
+interface PortPlan extends TrafficPolicyDecision {
   readonly sp: ServicePortInfo;
   readonly ctx: NftServiceContext;
   readonly x: IpX;
   readonly proto: string;
   readonly spn: string;
+  /** servicePortName(): `ns/svc/proto/port`, the hashed part of the port's object names. */
+  readonly nftName: string;
   readonly names: ServicePortChainNames;
-  readonly cat: CategorizedEndpoints;
-  readonly hasEndpoints: boolean;
-  readonly hasInternalEndpoints: boolean;
-  readonly hasExternalEndpoints: boolean;
   readonly internalChain: string;
   readonly externalPolicyChain: string;
   /** Verdict for traffic with no (local) endpoints: `goto reject-chain` or `drop`. */
-  readonly internalNoEndpoints: NftElement['value'];
-  readonly externalNoEndpoints: NftElement['value'];
+  readonly noEndpoints: NftElement['value'];
   readonly affinity: boolean;
 }
 
@@ -147,32 +143,20 @@ function decide(
   endpoints: readonly EndpointInfo[],
   ctx: NftServiceContext,
 ): PortPlan {
-  const names = servicePortChainNames(
-    servicePortName(sp.name.namespace, sp.name.name, sp.protocol, sp.name.port),
-  );
-  const cat = categorizeEndpoints(endpoints, sp, {
-    nodeName: ctx.options.nodeName,
-    zone: ctx.options.nodeZone,
-  });
-  const hasEndpoints = cat.hasAnyEndpoints;
-  const noLocal = cat.localEndpoints.length === 0;
-  const reject = goto(REJECT_CHAIN);
-  const drop = { kind: 'drop' } as const;
+  const nftName = servicePortName(sp.name.namespace, sp.name.name, sp.protocol, sp.name.port);
+  const names = servicePortChainNames(nftName);
+  const d = decideTrafficPolicy(sp, endpoints, ctx.options);
   return {
+    ...d,
+    ...policyChains(sp, names.service, names.local),
     sp,
     ctx,
     x: ipX(ctx.family),
     proto: sp.protocol.toLowerCase(),
     spn: sp.nameString,
+    nftName,
     names,
-    cat,
-    hasEndpoints,
-    hasInternalEndpoints: hasEndpoints && !(sp.internalPolicyLocal && noLocal),
-    hasExternalEndpoints: hasEndpoints && !(sp.externalPolicyLocal && noLocal),
-    internalChain: sp.internalPolicyLocal ? names.local : names.service,
-    externalPolicyChain: sp.externalPolicyLocal ? names.local : names.service,
-    internalNoEndpoints: hasEndpoints ? drop : reject,
-    externalNoEndpoints: hasEndpoints ? drop : reject,
+    noEndpoints: d.noEndpointsAction === 'drop' ? { kind: 'drop' } : goto(REJECT_CHAIN),
     affinity: sp.sessionAffinity.type === 'ClientIP',
   };
 }
@@ -188,23 +172,16 @@ function portElements(p: PortPlan): NftElement[] {
     out.push(t.element(SERVICE_IPS_MAP, [sp.clusterIP, p.proto, port], goto(p.internalChain)));
   else
     out.push(
-      t.element(
-        NO_ENDPOINT_SERVICES_MAP,
-        [sp.clusterIP, p.proto, port],
-        p.internalNoEndpoints,
-        comment,
-      ),
+      t.element(NO_ENDPOINT_SERVICES_MAP, [sp.clusterIP, p.proto, port], p.noEndpoints, comment),
     );
   const external = [...sp.externalIPs, ...sp.loadBalancerVIPs];
   for (const ip of external) {
     if (p.hasEndpoints)
       out.push(t.element(SERVICE_IPS_MAP, [ip, p.proto, port], goto(p.names.external)));
     if (!p.hasExternalEndpoints)
-      out.push(
-        t.element(NO_ENDPOINT_SERVICES_MAP, [ip, p.proto, port], p.externalNoEndpoints, comment),
-      );
+      out.push(t.element(NO_ENDPOINT_SERVICES_MAP, [ip, p.proto, port], p.noEndpoints, comment));
   }
-  if (usesFirewall(sp))
+  if (p.hasSourceRanges)
     for (const ip of sp.loadBalancerVIPs)
       out.push(t.element(FIREWALL_IPS_MAP, [ip, p.proto, port], goto(p.names.firewall)));
   if (sp.nodePort !== 0) {
@@ -212,16 +189,12 @@ function portElements(p: PortPlan): NftElement[] {
     if (p.hasEndpoints)
       out.push(t.element(SERVICE_NODEPORTS_MAP, [p.proto, np], goto(p.names.external)));
     if (!p.hasExternalEndpoints)
-      out.push(t.element(NO_ENDPOINT_NODEPORTS_MAP, [p.proto, np], p.externalNoEndpoints, comment));
+      out.push(t.element(NO_ENDPOINT_NODEPORTS_MAP, [p.proto, np], p.noEndpoints, comment));
   }
   for (const ep of p.cat.allReachableEndpoints)
     if (ep.isLocal)
       out.push(t.element(HAIRPIN_CONNECTIONS_SET, [ep.ip, ep.ip, p.proto, String(ep.port)]));
   return out;
-}
-
-function usesFirewall(sp: ServicePortInfo): boolean {
-  return sp.loadBalancerVIPs.length > 0 && sp.loadBalancerSourceRanges.length > 0;
 }
 
 type Chains = NftChainPlan[];
@@ -238,7 +211,7 @@ function addChain(
 }
 
 function externalChain(p: PortPlan, chains: Chains): void {
-  if (!(p.hasEndpoints && isExternallyAccessible(p.sp))) return;
+  if (!p.usesExternalChain) return;
   const mark = p.ctx.options.masqueradeMark;
   const rules: Statement[][] = [];
   const comments: (string | undefined)[] = [];
@@ -266,17 +239,9 @@ function externalChain(p: PortPlan, chains: Chains): void {
 
 function firewallChain(p: PortPlan, chains: Chains): void {
   const { sp } = p;
-  if (!usesFirewall(sp)) return;
+  if (!p.hasSourceRanges) return;
   const sources = [...sp.loadBalancerSourceRanges];
-  const nodeIP = parseIPSloppy(p.ctx.options.nodeIP);
-  const allowFromNode =
-    nodeIP !== undefined &&
-    sp.loadBalancerSourceRanges.some((c) => {
-      const parsed = parseCIDRSloppy(c);
-      return parsed !== undefined && cidrContains(parsed, nodeIP);
-    });
-  // A node-originated request to a VIP-like LB IP loops back with the LB IP as source.
-  if (allowFromNode) sources.push(...sp.loadBalancerVIPs);
+  if (sourceRangesAllowNode(sp, p.ctx.options.nodeIP)) sources.push(...sp.loadBalancerVIPs);
   addChain(p, chains, p.names.firewall, [
     [match(saddr(p.x), anonset(sources), '!='), verdict({ kind: 'drop' })],
   ]);
@@ -296,11 +261,7 @@ function policyChain(
   const rules: Statement[][] = [];
   const targets: string[] = [];
   for (const ep of endpoints) {
-    const n = endpointNames(
-      servicePortName(p.sp.name.namespace, p.sp.name.name, p.sp.protocol, p.sp.name.port),
-      ep.ip,
-      ep.port,
-    );
+    const n = endpointNames(p.nftName, ep.ip, ep.port);
     rules.push([match(saddr(p.x), setref(n.affinitySet)), verdict(goto(n.chain))]);
     targets.push(n.chain);
   }
@@ -312,9 +273,8 @@ function endpointChains(p: PortPlan, chains: Chains, sets: NftSet[]): void {
   if (!p.affinity || p.sp.sessionAffinity.type !== 'ClientIP') return;
   const t = p.ctx.table;
   const timeout = p.sp.sessionAffinity.timeoutSeconds;
-  const spn = servicePortName(p.sp.name.namespace, p.sp.name.name, p.sp.protocol, p.sp.name.port);
   for (const ep of p.cat.allReachableEndpoints) {
-    const n = endpointNames(spn, ep.ip, ep.port);
+    const n = endpointNames(p.nftName, ep.ip, ep.port);
     sets.push(
       t.set('set', n.affinitySet, [addrType(p.ctx.family)], {
         flags: ['dynamic', 'timeout'],
@@ -372,10 +332,8 @@ export function planServicePort(
   const chains: Chains = [];
   const sets: NftSet[] = [];
   endpointChains(p, chains, sets);
-  if (p.cat.clusterEndpoints.length > 0 && usesClusterEndpoints(sp))
-    policyChain(p, chains, p.names.service, p.cat.clusterEndpoints);
-  if (p.cat.localEndpoints.length > 0 && usesLocalEndpoints(sp))
-    policyChain(p, chains, p.names.local, p.cat.localEndpoints);
+  if (p.usesClusterChain) policyChain(p, chains, p.names.service, p.cat.clusterEndpoints);
+  if (p.usesLocalChain) policyChain(p, chains, p.names.local, p.cat.localEndpoints);
   externalChain(p, chains);
   firewallChain(p, chains);
   return {
@@ -384,8 +342,8 @@ export function planServicePort(
     affinitySets: sets,
     elements: portElements(p),
     numEndpoints: endpoints.length,
-    noLocalEndpointsInternal: p.hasEndpoints && !p.hasInternalEndpoints,
-    noLocalEndpointsExternal: p.hasEndpoints && !p.hasExternalEndpoints,
+    noLocalEndpointsInternal: p.noLocalEndpointsInternal,
+    noLocalEndpointsExternal: p.noLocalEndpointsExternal,
     warnings,
     skipped: false,
   };

@@ -8,26 +8,30 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pino } from 'pino';
-import { Registry } from 'prom-client';
-import { FakeInformer } from '../../kube/informer.js';
-import { endpoint, service, slice } from '../../kube/testing.js';
-import type { EndpointSlice, Node, Service } from '../../kube/types.js';
 import type { Transaction } from '../../netfilter/nftables/model.js';
 import { tableKey } from '../../netfilter/nftables/model.js';
 import { renderTransaction } from '../../netfilter/nftables/render.js';
-import { FakeConntrack } from '../../os/conntrack.js';
-import { FakeClock } from '../../util/clock.js';
-import { ProxyHealth } from '../healthz.js';
-import { ProxyMetrics } from '../metrics.js';
-import type { SyncReport } from '../proxier.js';
+import {
+  TEST_LOCAL_DETECTOR,
+  TEST_NODE,
+  TEST_NODE_IP,
+  baseDeps,
+  checkUdpEndpointReplaced,
+  checkWaitsForBothCaches,
+  eps,
+  metric,
+  proxierFakes,
+  startProxier,
+  startSynced,
+  svc,
+  syncWithInvalidService,
+} from '../testing.js';
 import { DEFAULT_NFTABLES_OPTIONS } from './options.js';
 import { tableRefOf } from './plan.js';
 import { NftablesProxier } from './proxier.js';
 import { FakeNftBackend } from '../../netfilter/nftables/backend.js';
 import { NftablesMetrics } from './sync-metrics.js';
 
-const NODE = 'node-a';
 const TABLE = tableRefOf('IPv4');
 
 /** FakeNftBackend whose next applies can be made to fail; every attempt is recorded. */
@@ -71,74 +75,25 @@ class FlakyNft extends FakeNftBackend {
   }
 }
 
-/** Service ns/NAME: ClusterIP `ip`, one port named p. */
-function svc(name: string, ip: string, port: number, protocol: 'TCP' | 'UDP' = 'TCP'): Service {
-  return service(`ns/${name}`, { clusterIP: ip, ports: [{ name: 'p', port, protocol }] });
-}
-
-/** The slice ns/NAME-1 of Service ns/NAME: port p, every endpoint ready on this node. */
-function eps(
-  name: string,
-  port: number,
-  ips: string[],
-  protocol: 'TCP' | 'UDP' = 'TCP',
-): EndpointSlice {
-  return slice(
-    `ns/${name}`,
-    ips.map((ip) => endpoint(ip, { conditions: { ready: true }, nodeName: NODE })),
-    { ports: [{ name: 'p', port, protocol }] },
-  );
-}
-
 function setup(fullSyncPeriodMs?: number) {
-  const clock = new FakeClock(Date.UTC(2026, 0, 1));
+  const f = proxierFakes();
   const nft = new FlakyNft();
-  const registry = new Registry();
-  const metrics = new ProxyMetrics(registry);
-  const health = new ProxyHealth(clock, 60_000, ['IPv4']);
-  const conntrack = new FakeConntrack();
-  const services = new FakeInformer<Service>();
-  const slices = new FakeInformer<EndpointSlice>();
-  const nodes = new FakeInformer<Node>();
   const proxier = new NftablesProxier({
-    nodeName: NODE,
+    ...baseDeps(f, fullSyncPeriodMs),
     families: [{ family: 'IPv4', nft }],
     optionsFor: () => ({
       ...DEFAULT_NFTABLES_OPTIONS,
-      nodeName: NODE,
-      nodeIP: '192.0.2.10',
-      localDetector: { mode: 'ClusterCIDR', cidr: '10.244.0.0/16' },
+      nodeName: TEST_NODE,
+      nodeIP: TEST_NODE_IP,
+      localDetector: TEST_LOCAL_DETECTOR,
     }),
-    nftMetrics: new NftablesMetrics(registry),
-    clock,
-    log: pino({ level: 'silent' }),
-    metrics,
-    health,
-    conntrack,
-    minSyncPeriodMs: 1000,
-    syncPeriodMs: 30_000,
-    ...(fullSyncPeriodMs !== undefined ? { fullSyncPeriodMs } : {}),
+    nftMetrics: new NftablesMetrics(f.registry),
   });
-  proxier.attach({ services, endpointSlices: slices, nodes });
-  const reports: SyncReport[][] = [];
-  proxier.onSync((r) => reports.push(r));
-  proxier.start();
-  return { clock, nft, registry, health, conntrack, services, slices, proxier, reports };
+  const reports = startProxier(proxier, f);
+  return { ...f, nft, proxier, reports, applies: () => nft.attempts.length };
 }
 
 type Setup = ReturnType<typeof setup>;
-
-/** Starts the Service and EndpointSlice informers and runs the first sync. */
-async function startSynced(s: Setup): Promise<void> {
-  await s.services.start();
-  await s.slices.start();
-  await s.clock.advance(0);
-}
-
-async function metric(registry: Registry, name: string): Promise<number> {
-  const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name);
-  return (m?.values as { value: number }[] | undefined)?.reduce((a, v) => a + v.value, 0) ?? 0;
-}
 
 /** The chain of ns/NAME's port p, as its service-ips element points at it. */
 function serviceChainOf(s: Setup, name: string): string | undefined {
@@ -148,15 +103,7 @@ function serviceChainOf(s: Setup, name: string): string | undefined {
 const WEB = svc('web', '10.96.0.10', 80);
 
 test('nothing is programmed until both Services and EndpointSlices have synced', async () => {
-  const s = setup();
-  s.services.upsert(WEB);
-  await s.services.start();
-  await s.clock.advance(5000);
-  assert.equal(s.nft.attempts.length, 0);
-  await s.slices.start();
-  await s.clock.advance(0);
-  assert.equal(s.nft.attempts.length, 1);
-  await s.proxier.stop();
+  await checkWaitsForBothCaches(setup());
 });
 
 test('a full sync writes the whole table in one transaction; later changes are partial and touch only the changed Service', async () => {
@@ -282,14 +229,7 @@ test('a failed delete of stale chains is counted, the sync still applies, and th
 
 test('an invalid Service is skipped, logged and counted; valid ones are still programmed', async () => {
   const s = setup();
-  const bad: Service = {
-    metadata: { name: 'bad', namespace: 'ns' },
-    spec: { clusterIP: '10.96.0.99', ports: [{ port: 0 }] },
-  };
-  s.services.upsert(bad);
-  s.services.upsert(WEB);
-  await startSynced(s);
-  assert.equal(await metric(s.registry, 'svcnet_proxy_invalid_objects_total'), 1);
+  await syncWithInvalidService(s);
   assert.deepEqual(s.nft.elements('cluster-ips'), ['10.96.0.10']);
   await s.proxier.stop();
 });
@@ -310,27 +250,5 @@ test('a full sync happens at least every fullSyncPeriod', async () => {
 });
 
 test('replacing the endpoint of a UDP service deletes the old endpoint flows', async () => {
-  const s = setup();
-  s.services.upsert(svc('dns', '10.96.0.10', 53, 'UDP'));
-  s.slices.upsert(eps('dns', 5353, ['10.244.1.5'], 'UDP'));
-  await startSynced(s);
-  const flow = (origSrcPort: number, origDst: string) => ({
-    family: 'IPv4' as const,
-    protocol: 'UDP' as const,
-    origSrc: '10.244.2.2',
-    origSrcPort,
-    origDst,
-    origDstPort: 53,
-    replySrc: '10.244.1.5',
-    replySrcPort: 5353,
-  });
-  s.conntrack.flows.push(flow(5000, '10.96.0.10'), flow(5001, '10.96.0.11'));
-  s.slices.upsert(eps('dns', 5353, ['10.244.1.6'], 'UDP'));
-  await s.clock.advance(1000);
-  assert.deepEqual(
-    s.conntrack.flows.map((f) => f.origDst),
-    ['10.96.0.11'],
-  );
-  assert.equal(await metric(s.registry, 'kubeproxy_conntrack_reconciler_deleted_entries_total'), 1);
-  await s.proxier.stop();
+  await checkUdpEndpointReplaced(setup());
 });

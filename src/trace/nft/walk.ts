@@ -32,8 +32,8 @@ import type {
 import { renderRule } from '../../netfilter/nftables/rule.js';
 import { parseIP, type ParsedIP } from '../../util/ip.js';
 import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from '../packet.js';
-import type { Hook, StepEffect, UnsupportedRule } from '../result.js';
-import { cloneState, formatProbability, type Exit, type State } from '../walk-state.js';
+import type { Hook, StepEffect } from '../result.js';
+import { WalkerBase, cloneState, type Exit, type State } from '../walk-state.js';
 import { objectsOfStep, roleOfSet } from './explain.js';
 import { evalMatch, lookupMap, type EvalEnv, type Lookup } from './rule-eval.js';
 import { parseNumber, readValues, usesNumgen, type PacketView } from './values.js';
@@ -89,25 +89,13 @@ function tableName(t: TableState): string {
 }
 
 /** The walker over one view; one instance per trace. */
-class Walker {
-  private readonly unsupported = new Map<NftRule, UnsupportedRule>();
-  readonly notes = new Set<string>();
+class Walker extends WalkerBase<NftRule> {
   private readonly texts = new Map<NftRule, string>();
-  /** Text for the next step: set when a numgen branch was chosen. */
-  private pendingPrefix = '';
-
   readonly view: NftView;
-  private readonly packet: Packet;
-  private readonly ctx: TraceContext;
 
   constructor(view: NftView, packet: Packet, ctx: TraceContext) {
+    super(packet, ctx);
     this.view = view;
-    this.packet = packet;
-    this.ctx = ctx;
-  }
-
-  unsupportedRules(): UnsupportedRule[] {
-    return [...this.unsupported.values()];
   }
 
   private text(r: NftRule): string {
@@ -155,8 +143,7 @@ class Walker {
     rule?: RuleAt,
     extra: StepExtra = {},
   ): void {
-    const prefix = this.pendingPrefix;
-    this.pendingPrefix = '';
+    const prefix = this.takePrefix();
     const objects = objectsOfStep(rule?.rule.comment, extra.elementComment, extra.target, at.chain);
     const role = extra.role ?? objects.role;
     const endpoint = extra.endpoint ?? objects.endpoint;
@@ -182,14 +169,13 @@ class Walker {
 
   /** Reports a rule the walker cannot evaluate; it is then assumed not to match. */
   private reportUnsupported(s: State, at: RuleAt, reason: string): void {
-    if (!this.unsupported.has(at.rule))
-      this.unsupported.set(at.rule, {
-        table: tableName(at.table),
-        chain: at.chain,
-        rule: at.index + 1,
-        text: this.text(at.rule),
-        reasons: [reason],
-      });
+    this.listUnsupported(at.rule, () => ({
+      table: tableName(at.table),
+      chain: at.chain,
+      rule: at.index + 1,
+      text: this.text(at.rule),
+      reasons: [reason],
+    }));
     this.step(s, at, 'unsupported', `not evaluated (${reason}); assumed not to match`, at);
   }
 
@@ -206,11 +192,10 @@ class Walker {
         for (let v = 0; v < numgen; v++) {
           const s = v === numgen - 1 ? state : cloneState(state);
           s.probability /= numgen;
-          if (numgen > 1)
-            this.pendingPrefix = `chosen at random (probability ${formatProbability(1 / numgen)}): `;
+          if (numgen > 1) this.chosenAtRandom(1 / numgen);
           const ra: RuleAt = { ...at, rule, index: i, numgen: v };
           if (this.evalRule(ra, s, exits)) continue;
-          this.pendingPrefix = '';
+          this.clearPrefix();
           exits.push(...this.runChain(at, i + 1, s));
         }
         return exits;

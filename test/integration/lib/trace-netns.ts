@@ -11,8 +11,16 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import type { Origin } from '../../../src/trace/packet.js';
+import {
+  defaultContext,
+  parsePacketSpec,
+  type Origin,
+  type Packet,
+  type RecentEntry,
+  type TraceContext,
+} from '../../../src/trace/packet.js';
 import type { Outcome } from '../../../src/trace/result.js';
+import { parseIP, type ParsedIP } from '../../../src/util/ip.js';
 import { missingToolsReason } from './prereq.js';
 
 export const PREFIX = `svcnet-tr${process.pid}-`;
@@ -316,6 +324,76 @@ export interface Scenario {
   readonly expect: (o: readonly Outcome[]) => void;
 }
 
+/** A test's clients by name. */
+export class Clients {
+  private readonly byName = new Map<ClientName, Client>();
+
+  set(name: ClientName, client: Client): void {
+    this.byName.set(name, client);
+  }
+
+  /** The client called `name`; throws when the test made none. */
+  of(name: ClientName): Client {
+    const c = this.byName.get(name);
+    if (!c) throw new Error(`no client ${name}`);
+    return c;
+  }
+}
+
+function mustParseIP(s: string): ParsedIP {
+  const p = parseIP(s);
+  if (!p) throw new Error(s);
+  return p;
+}
+
+/** The addresses of fixtureNode()'s node: its two uplink addresses and the pod gateway. */
+export const FIXTURE_NODE_IPS: readonly ParsedIP[] = [
+  '192.168.0.2',
+  '203.0.113.1',
+  '169.254.1.1',
+].map(mustParseIP);
+
+/** The packet of `s` and its context on fixtureNode()'s node (`recent`: affinity entries). */
+export function scenarioPacket(
+  s: Pick<Scenario, 'src' | 'dst' | 'proto' | 'client'>,
+  recent: RecentEntry[] = [],
+): { readonly packet: Packet; readonly ctx: TraceContext } {
+  return {
+    packet: parsePacketSpec({ src: s.src, dst: `${s.dst}/${s.proto}` }),
+    ctx: defaultContext(CLIENT_ORIGIN[s.client], FIXTURE_NODE_IPS, { recent }),
+  };
+}
+
+/**
+ * One scenario against the kernel: the traced outcomes must be what it is about (`expect`),
+ * and each of its connections from `client` one of them. Adds what went wrong to `failures`;
+ * returns what the kernel did (each observation once), or undefined when the trace itself
+ * failed `expect` (then nothing was sent).
+ */
+export async function checkScenario(
+  s: Scenario,
+  outcomes: readonly Outcome[],
+  client: Client,
+  failures: string[],
+): Promise<Set<string> | undefined> {
+  try {
+    s.expect(outcomes);
+  } catch (e) {
+    failures.push(`${s.name}: tracer: ${e instanceof Error ? e.message : String(e)}`);
+    return undefined;
+  }
+  const seen = new Set<string>();
+  for (let i = 0; i < s.attempts; i++) {
+    const ob = await observe(client, s, outcomes);
+    seen.add(describeObservation(ob));
+    if (!outcomes.some((o) => agrees(o, ob, s.src)))
+      failures.push(
+        `${s.name}: kernel: ${describeObservation(ob)}; traced: ${describeOutcomes(outcomes)}`,
+      );
+  }
+  return seen;
+}
+
 /** Each outcome's DNAT destination, or its verdict when there is none; sorted. */
 export const dnats = (o: readonly Outcome[]): string[] => o.map((x) => x.dnat ?? x.verdict).sort();
 
@@ -414,6 +492,63 @@ export function fixtureNode(): { node: string; ext: string; pod: string } {
   linkPod(node, pod, '10.0.0.2');
   return { node, ext, pod };
 }
+
+// ---- The fixture-like Services both kernel-agreement tests load ----
+
+export const TCP80 = '[{name: p80, port: 80, protocol: TCP}]';
+/** The node under test, and another node (its endpoints are remote). */
+export const LOCAL = 'test-node';
+export const REMOTE = 'remote';
+
+/**
+ * svc2-svc5 (LoadBalancer eTP=Local with an externalIP, NodePort, iTP=Local, LoadBalancer
+ * with source ranges and ClientIP affinity) with their slices, in manifest order.
+ */
+export const SVC2_TO_SVC5: readonly string[] = [
+  svcManifest(
+    'svc2',
+    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.42\n  externalIPs: [192.168.99.22]\n  healthCheckNodePort: 30000\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3001}]\nstatus: {loadBalancer: {ingress: [{ip: 1.2.3.4}]}}\n`,
+  ),
+  sliceManifest('svc2', TCP80, [
+    ['10.180.0.2', LOCAL],
+    ['10.180.1.2', REMOTE],
+  ]),
+  svcManifest(
+    'svc3',
+    `  type: NodePort\n  clusterIP: 172.30.0.43\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3003}]\n`,
+  ),
+  sliceManifest('svc3', TCP80, [['10.180.0.3', LOCAL]]),
+  svcManifest(
+    'svc4',
+    `  clusterIP: 172.30.0.44\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
+  ),
+  sliceManifest('svc4', TCP80, [
+    ['10.180.0.4', LOCAL],
+    ['10.180.1.4', REMOTE],
+  ]),
+  svcManifest(
+    'svc5',
+    `  type: LoadBalancer\n  clusterIP: 172.30.0.45\n  loadBalancerSourceRanges: [203.0.113.0/25]\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 10800}}\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3002}]\nstatus: {loadBalancer: {ingress: [{ip: 5.6.7.8}]}}\n`,
+  ),
+  sliceManifest('svc5', TCP80, [
+    ['10.180.0.5', LOCAL],
+    ['10.180.1.5', REMOTE],
+  ]),
+];
+
+/** svc7 (LoadBalancer eTP=Local, remote endpoint only) and svc8 (iTP=Local, remote only). */
+export const SVC7_SVC8: readonly string[] = [
+  svcManifest(
+    'svc7',
+    `  type: LoadBalancer\n  externalTrafficPolicy: Local\n  clusterIP: 172.30.0.47\n  healthCheckNodePort: 30007\n  ports: [{name: p80, port: 80, protocol: TCP, nodePort: 3007}]\nstatus: {loadBalancer: {ingress: [{ip: 9.10.11.12}]}}\n`,
+  ),
+  sliceManifest('svc7', TCP80, [['10.180.1.7', REMOTE]]),
+  svcManifest(
+    'svc8',
+    `  clusterIP: 172.30.0.48\n  internalTrafficPolicy: Local\n  ports: [{name: p80, port: 80, protocol: TCP}]\n`,
+  ),
+  sliceManifest('svc8', TCP80, [['10.180.1.8', REMOTE]]),
+];
 
 // ---- The three-node manifest of examples/, checked per node through the CLI ----
 
