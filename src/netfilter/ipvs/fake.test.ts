@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SvcnetError } from '../../errors.js';
 import { FakeIpvs, IpvsError } from './fake.js';
-import type { VirtualServer } from './model.js';
+import { fromKubeProxyFlagNames, toKubeProxyFlagNames, type VirtualServer } from './model.js';
 
 const VS: VirtualServer = {
   protocol: 'tcp',
@@ -142,4 +142,16 @@ test('list() prints ipvsadm -L -n with zero counters', () => {
       'SCTP 10.102.97.154:80 rr\n' +
       '  -> 192.168.76.141:80            Masq    1      0          0         \n',
   );
+});
+
+test('kube-proxy flag names map to model flags and back', () => {
+  assert.deepEqual(fromKubeProxyFlagNames(['sourceHash', 'persistent']), [
+    'persistent',
+    'schedFlag2',
+  ]);
+  assert.deepEqual(toKubeProxyFlagNames(['persistent', 'hashed', 'schedFlag2']), [
+    'persistent',
+    'sourceHash',
+  ]);
+  assert.throws(() => fromKubeProxyFlagNames(['nope']), /unknown kube-proxy IPVS flag/);
 });
