@@ -17,7 +17,8 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const project = resolve(import.meta.dirname, '..', '..');
-const EXIT_MARKER = 'SVCNET-VM-EXIT ';
+// init.sh's last line; a command's output without a final newline may precede it on the line.
+const EXIT_MARKER = /SVCNET-VM-EXIT (\d+)$/;
 // The firmware's terminal resets and cursor moves, which would garble a log.
 // eslint-disable-next-line no-control-regex
 const ESCAPES = /\x1bc|\x1b\[[0-9;?]*[a-zA-Z]/g;
@@ -109,20 +110,26 @@ function boot(args: string[], timeoutSeconds: number, print: (line: string) => v
     let status: number | undefined;
     let timedOut = false;
     let rest = '';
+    const online = (raw: string) => {
+      const line = raw.replace(/\r$/, '').replace(ESCAPES, '');
+      const marker = EXIT_MARKER.exec(line);
+      if (marker !== null) status = Number(marker[1]);
+      const text = marker === null ? line : line.slice(0, marker.index);
+      if (marker === null || text !== '') print(text);
+    };
     const timer = setTimeout(() => {
       timedOut = true;
       print(`vm: timed out after ${timeoutSeconds} s; stopping qemu (pid ${qemu.pid})`);
       qemu.kill('SIGKILL');
     }, timeoutSeconds * 1000);
+    // The VM dies with the runner: a stopped test run must not leave qemu spinning.
+    const stop = () => qemu.kill('SIGKILL');
+    process.once('SIGINT', stop).once('SIGTERM', stop);
     qemu.stdout.setEncoding('utf8');
     qemu.stdout.on('data', (chunk: string) => {
       const lines = (rest + chunk).split('\n');
       rest = lines.pop() ?? '';
-      for (const raw of lines) {
-        const line = raw.replace(/\r$/, '').replace(ESCAPES, '');
-        if (line.startsWith(EXIT_MARKER)) status = Number(line.slice(EXIT_MARKER.length));
-        else print(line);
-      }
+      for (const raw of lines) online(raw);
     });
     qemu.on('error', (err) => {
       clearTimeout(timer);
@@ -130,7 +137,8 @@ function boot(args: string[], timeoutSeconds: number, print: (line: string) => v
     });
     qemu.on('close', () => {
       clearTimeout(timer);
-      if (rest !== '') print(rest.replace(/\r$/, ''));
+      process.off('SIGINT', stop).off('SIGTERM', stop);
+      if (rest !== '') online(rest);
       done(timedOut ? 124 : (status ?? 125));
     });
   });
