@@ -52,7 +52,7 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "${work}"/{bin,dev,proc,sys,newroot,lib/modules}
 cp "$busybox" "${work}/bin/busybox"
 for applet in sh mount umount mkdir insmod cat sleep poweroff reboot switch_root chroot echo \
-  ls sync mknod ln ip; do
+  ls sync mknod ln ip uname grep; do
   ln -s busybox "${work}/bin/${applet}"
 done
 cp "${here}/init.sh" "${work}/init"

@@ -44,6 +44,9 @@ for d in /tmp /run /var/tmp; do
   mount -t tmpfs -o mode=1777 tmpfs "$r$d" || echo "vm-init: no tmpfs on $d"
 done
 ip link set lo up
+# A line of its own: the firmware's last message has no newline.
+echo
+echo "vm-init: kernel $(uname -r), $(grep -c . /lib/modules/order) modules; running ${run}"
 chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/tmp TERM=dumb SVCNET_VM=1 /bin/sh "$run" </dev/console >/dev/console 2>&1
 finish $?

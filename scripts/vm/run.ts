@@ -23,6 +23,8 @@ const EXIT_MARKER = /SVCNET-VM-EXIT (\d+)$/;
 // eslint-disable-next-line no-control-regex
 const ESCAPES = /\x1bc|\x1b\[[0-9;?]*[a-zA-Z]/g;
 
+const PASSED_ENV = ['CI', 'VERBOSE', 'SVCNET_FIXTURES'];
+
 export interface VmOptions {
   /** Seconds before qemu is killed; the run then fails with status 124. */
   timeoutSeconds?: number;
@@ -91,10 +93,16 @@ export async function runInVm(command: readonly string[], opts: VmOptions = {}):
   const image = initramfs(kver);
   // The script lives beside the initramfs, not in /tmp: the guest mounts a tmpfs over /tmp.
   const script = join(image, '..', `run-${process.pid}.sh`);
+  if (/\s/.test(script) || /^\/(tmp|run|var\/tmp)\//.test(script))
+    throw new Error(`vm: the cache ${image} must be outside /tmp, /run and /var/tmp, no spaces`);
   const cwd = opts.cwd ?? project;
+  // The guest starts with an empty environment; these few pass through.
+  const env = PASSED_ENV.filter((k) => process.env[k] !== undefined).map(
+    (k) => `export ${k}=${shellQuote(process.env[k] ?? '')}\n`,
+  );
   writeFileSync(
     script,
-    `cd ${shellQuote(cwd)} || exit 2\nexec ${command.map(shellQuote).join(' ')}\n`,
+    `${env.join('')}cd ${shellQuote(cwd)} || exit 2\nexec ${command.map(shellQuote).join(' ')}\n`,
   );
   const print = opts.onLine ?? ((line: string) => process.stdout.write(`${line}\n`));
   try {
