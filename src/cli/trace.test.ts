@@ -230,3 +230,43 @@ test('svcnet trace -f --proxy-mode nftables: an unallocated ClusterIP inside a S
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+const IPVS_BUNDLE = `-A -t 10.102.97.154:80 -s wrr
+-a -t 10.102.97.154:80 -r 192.168.76.141:80 -m -w 3
+-a -t 10.102.97.154:80 -r 192.168.76.142:80 -m -w 1
+create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536
+add KUBE-CLUSTER-IP 10.102.97.154,tcp:80
+*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-MARK-MASQ - [0:0]
+-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
+-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT
+-A KUBE-MARK-MASQ -j MARK --or-mark 0x00004000
+COMMIT
+`;
+
+test('trace --rules reads an IPVS bundle (detected or --rules-format ipvs): wrr 3:1', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-trace-ipvs-'));
+  try {
+    const file = join(dir, 'node.txt');
+    writeFileSync(file, IPVS_BUNDLE);
+    for (const extra of [[], ['--rules-format', 'ipvs']]) {
+      const r = trace(['--rules', file, ...extra], '10.244.0.5', '10.102.97.154:80', '--json');
+      assert.equal(r.code, 0, r.stderr);
+      const out = JSON.parse(r.stdout) as { outcomes: { dnat: string; probability: number }[] };
+      assert.deepEqual(
+        out.outcomes.map((o) => [o.dnat, o.probability]),
+        [
+          ['192.168.76.141:80', 0.75],
+          ['192.168.76.142:80', 0.25],
+        ],
+      );
+    }
+    writeFileSync(file, `${IPVS_BUNDLE}add KUBE-CLUSTER-IP nonsense\n`);
+    const bad = trace(['--rules', file], '10.244.0.5', '10.102.97.154:80');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /node\.txt: line 13/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
