@@ -2,11 +2,12 @@
 // `ipset save` dump (`create NAME TYPE …`, `add NAME ENTRY [comment "…"]`) and the membership
 // test of the types kube-proxy's IPVS mode uses — hash:ip, hash:net, hash:ip,port,
 // hash:ip,port,ip, hash:ip,port,net and bitmap:port — where each FLAGS word (src/dst) says
-// which packet field fills that dimension. A minimal reader kept here until the typed model
-// of netfilter/ipset lands; it throws INVALID_INPUT naming the line. Pure.
+// which packet field fills that dimension. The text is read by netfilter/ipset's parser; the
+// entries are then split into typed dimensions for matching. INVALID_INPUT names the line.
+// Pure.
 
 import { SvcnetError } from '../../errors.js';
-import { splitArgs } from '../../netfilter/iptables/parse.js';
+import { parseSave } from '../../netfilter/ipset/parse.js';
 import { cidrContains, parseCIDR, parseIP, type ParsedCIDR, type ParsedIP } from '../../util/ip.js';
 import type { Protocol } from '../packet.js';
 
@@ -74,35 +75,41 @@ function parseEntry(type: string, text: string): Dimension[] | undefined {
   return dims;
 }
 
-/** Reads `ipset save` text (other lines are an error naming the line). */
-export function parseIpsetSave(text: string, firstLine = 1): Map<string, Ipset> {
-  const sets = new Map<string, Ipset>();
-  const bad = (n: number, msg: string): never => {
-    throw new SvcnetError('INVALID_INPUT', `line ${n}: ipset save: ${msg}`);
-  };
-  text.split('\n').forEach((raw, i) => {
-    const n = firstLine + i;
-    const line = raw.trim();
-    if (line === '' || line.startsWith('#')) return;
-    const words = splitArgs(line, n);
-    const [cmd, name = '', arg = ''] = words;
-    if (cmd === 'create' || cmd === '-N') {
-      if (name === '' || arg === '') bad(n, 'create needs NAME TYPE');
-      sets.set(name, { name, type: arg, entries: [] });
-      return;
-    }
-    if (cmd !== 'add' && cmd !== '-A')
-      bad(n, `expected create or add, got ${JSON.stringify(line)}`);
-    const set = sets.get(name) ?? bad(n, `add to ${name}, which no create line defined`);
-    const at = words.indexOf('comment');
-    const comment = at >= 0 ? words[at + 1] : undefined;
-    if (!isSupportedSetType(set.type)) {
-      set.entries.push({ text: arg, dims: [], ...(comment !== undefined ? { comment } : {}) });
-      return;
-    }
-    const dims = parseEntry(set.type, arg) ?? bad(n, `${arg} is not an entry of a ${set.type} set`);
-    set.entries.push({ text: arg, dims, ...(comment !== undefined ? { comment } : {}) });
+/**
+ * Reads `ipset save` text with netfilter/ipset's parser (syntax errors name the line), then
+ * each entry into its dimensions; an entry that is not of its set's type names its line.
+ */
+export function parseIpsetSave(text: string): Map<string, Ipset> {
+  const lines = text.split('\n');
+  const lineOf = (name: string, value: string): number =>
+    lines.findIndex((l) => {
+      const w = l.trim().split(/\s+/);
+      return w[0] === 'add' && w[1] === name && w[2] === value;
+    }) + 1;
+  // netfilter/ipset's parser reports an add before its create without the line: name it.
+  const created = new Set<string>();
+  lines.forEach((l, i) => {
+    const [cmd, name = ''] = l.trim().split(/\s+/);
+    if (cmd === 'create') created.add(name);
+    else if (cmd === 'add' && !created.has(name))
+      throw new SvcnetError(
+        'INVALID_INPUT',
+        `line ${i + 1}: ipset save: add to ${name} before its create line`,
+      );
   });
+  const sets = new Map<string, Ipset>();
+  for (const [name, set] of parseSave(text)) {
+    const entries = set.entries.map((e): IpsetEntry => {
+      const dims = parseEntry(set.type, e.value);
+      if (!dims)
+        throw new SvcnetError(
+          'INVALID_INPUT',
+          `line ${lineOf(name, e.value)}: ipset save: ${e.value} is not an entry of a ${set.type} set`,
+        );
+      return { text: e.value, dims, ...(e.comment !== undefined ? { comment: e.comment } : {}) };
+    });
+    sets.set(name, { name, type: set.type, entries });
+  }
   return sets;
 }
 
