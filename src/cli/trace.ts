@@ -30,7 +30,7 @@ import type { Ruleset } from '../netfilter/nftables/model.js';
 import { nftRulesFromManifests } from '../trace/nft/from-manifests.js';
 import { detectRulesFormat, loadNftRules, type RulesFormat } from '../trace/nft/input.js';
 import { traceNftPacket } from '../trace/nft/trace.js';
-import { looksLikeIpvsBundle, parseIpvsBundle } from '../trace/ipvs/bundle.js';
+import { looksLikeIpvsBundle, parseIpvsBundle, serviceNamesOf } from '../trace/ipvs/bundle.js';
 import type { IpvsTraceState } from '../trace/ipvs/step.js';
 import { parseCIDR } from '../util/ip.js';
 import {
@@ -144,7 +144,7 @@ function rulesOfText(
     format: 'iptables',
     doc: selectFamily(b.iptables, family),
     names: new Map(),
-    ipvs: { ipsets: b.ipsets, ipvs: b.ipvs },
+    ipvs: { ipsets: b.ipsets, ipvs: b.ipvs, serviceNames: serviceNamesOf(b.ipsets) },
   };
 }
 

@@ -8,7 +8,22 @@
 import type { IptablesDocument } from '../../netfilter/iptables/model.js';
 import { parseDocument } from '../../netfilter/iptables/parse.js';
 import { parseIpsetSave, type IpsetState } from './ipset.js';
-import { parseIpvsadmSave, type IpvsTable } from './ipvsadm.js';
+import { parseIpvsadmSave, vsKey, type IpvsTable } from './ipvsadm.js';
+
+/**
+ * Service names from ipset entry comments: an `ip,proto:port` entry with a comment names the
+ * virtual server at that address and port (kube-proxy writes none; hand-made dumps may).
+ */
+export function serviceNamesOf(ipsets: IpsetState): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const set of ipsets.values())
+    for (const e of set.entries) {
+      const [ip, port] = e.dims;
+      if (e.comment === undefined || ip?.kind !== 'ip' || port?.kind !== 'port') continue;
+      names.set(vsKey(port.protocol, ip.ip, port.port), e.comment);
+    }
+  return names;
+}
 
 export interface IpvsBundle {
   readonly iptables: IptablesDocument;

@@ -12,7 +12,7 @@ import { cidrContains, parseCIDR, parseIP, type ParsedCIDR, type ParsedIP } from
 import type { Protocol } from '../packet.js';
 
 /** One dimension of an entry: an address, a network or a protocol:port. */
-type Dimension =
+export type Dimension =
   | { readonly kind: 'ip'; readonly ip: ParsedIP }
   | { readonly kind: 'net'; readonly net: ParsedCIDR }
   | { readonly kind: 'port'; readonly protocol: string; readonly port: number };

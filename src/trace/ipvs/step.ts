@@ -112,7 +112,7 @@ export function ipvsBranches(t: IpvsTraceState, vs: VirtualServer, hook: Hook): 
       step: {
         ...base,
         effect: 'dnat',
-        detail: `IPVS virtual server ${key}: real server ${endpoint} (${rs.forward}, weight ${rs.weight}), ${why}${persist}`,
+        detail: `IPVS: real server ${endpoint} (${rs.forward}, weight ${rs.weight}), ${why}${persist}`,
         endpoint,
       },
     };
