@@ -3,12 +3,11 @@
 // chains, per table, in the order kube-proxy declares them. IPv6 sets are `KUBE-6-…`, cut
 // to 31 characters (the kernel's ipset name limit). Pure data.
 
+import type { IpsetType } from '../../netfilter/ipset/model.js';
+import { IPSET_MAX_NAME_LENGTH } from '../../netfilter/ipset/model.js';
 import type { IPFamily } from '../../util/ip.js';
 
 export const IPVS_DUMMY_DEVICE = 'kube-ipvs0';
-
-export type IpsetType =
-  'hash:ip' | 'hash:ip,port' | 'hash:ip,port,ip' | 'hash:ip,port,net' | 'bitmap:port';
 
 /** One ipset kube-proxy creates: its IPv4 name, type, and the comment of the rules using it. */
 export interface IpsetDef {
@@ -99,13 +98,10 @@ export const IPSET_DEFS: readonly IpsetDef[] = [
   { name: 'KUBE-IPVS-IPS', type: 'hash:ip', comment: 'IPVS service ip for filtering purpose' },
 ];
 
-/** The kernel's ipset name limit (IPSET_MAXNAMELEN - 1). */
-const MAX_SET_NAME = 31;
-
 /** The set's name for `family`: `KUBE-6-…` (cut to 31 characters) on IPv6 when prefixed. */
 export function ipsetName(base: string, family: IPFamily, prefixIPv6: boolean): string {
   if (family !== 'IPv6' || !prefixIPv6) return base;
-  return base.replace(/^KUBE-/, 'KUBE-6-').slice(0, MAX_SET_NAME);
+  return base.replace(/^KUBE-/, 'KUBE-6-').slice(0, IPSET_MAX_NAME_LENGTH);
 }
 
 export const NAT_CHAINS = [

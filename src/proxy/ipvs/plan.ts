@@ -15,51 +15,30 @@ import type { ServicePortMap } from '../model/service-change-tracker.js';
 import type { ServicePortInfo } from '../model/service-port.js';
 import { decideTrafficPolicy, sourceRangesAllowNode } from '../model/traffic-policy.js';
 import { IPSET_DEFS, ipsetName } from './names.js';
-import type { IpsetType } from './names.js';
+import { defaultIpsetOptions } from '../../netfilter/ipset/model.js';
+import type { IpsetSet } from '../../netfilter/ipset/model.js';
+import { joinHostPort, toIpvsProtocol, virtualServerKey } from '../../netfilter/ipvs/model.js';
+import type { IpvsService, RealServer, VirtualServerFlag } from '../../netfilter/ipvs/model.js';
 import type { IpvsProxierOptions } from './options.js';
 import { planIptablesRules } from './rules.js';
 import type { IpvsIptablesRule } from './rules.js';
 
-/** ip_vs service flags as kube-proxy sets them (`hashed` is the kernel's). */
-export type VirtualServerFlag = 'persistent' | 'sourceHash';
-
-export interface RealServer {
-  readonly address: string;
-  readonly port: number;
-  readonly weight: number;
-  /** Always masquerading (NAT) in kube-proxy. */
-  readonly forward: 'Masq';
-}
-
-export interface VirtualServer {
-  readonly protocol: Protocol;
-  readonly address: string;
-  readonly port: number;
-  readonly scheduler: string;
-  readonly flags: readonly VirtualServerFlag[];
-  /** Persistence timeout in seconds (ClientIP affinity), else 0. */
-  readonly timeout: number;
-  /** `ip:port` string order, as kube-proxy's fake and ipvsadm list them. */
-  readonly realServers: readonly RealServer[];
-  /** The Service port it serves (`ns/name:port`). */
+/** A virtual server with its wanted real servers, and the Service port it serves. */
+export interface PlannedIpvsService extends IpvsService {
+  /** `ns/name:port`. */
   readonly servicePort: string;
 }
 
-export interface IpsetPlan {
-  /** Name for this family (KUBE-6-… on IPv6 when prefixed). */
-  readonly name: string;
-  /** The IPv4 name: the key of kube-proxy's ipsetList. */
+/** One ipset kube-proxy manages, with the comment of the rules that match it. */
+export interface IpsetPlan extends IpsetSet {
+  /** The IPv4 name: the key of kube-proxy's ipsetList (IPSET_DEFS). */
   readonly base: string;
-  readonly type: IpsetType;
-  readonly family: IPFamily;
   readonly comment: string;
-  /** Sorted, deduplicated ipset entry strings. */
-  readonly entries: readonly string[];
 }
 
 export interface IpvsPlan {
   readonly family: IPFamily;
-  readonly virtualServers: readonly VirtualServer[];
+  readonly virtualServers: readonly PlannedIpvsService[];
   /** Addresses on kube-ipvs0, sorted. */
   readonly boundAddresses: readonly string[];
   /** Every set of IPSET_DEFS, in that order (empty ones included: kube-proxy creates them all). */
@@ -74,15 +53,10 @@ export interface IpvsPlanInput {
   readonly options: IpvsProxierOptions;
 }
 
-/** `ip:port` for a destination, as ipvsadm and the fake key them. */
-function hostPort(ip: string, port: number): string {
-  return ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`;
-}
-
 function realServersOf(endpoints: readonly EndpointInfo[]): RealServer[] {
   const byKey = new Map<string, RealServer>();
   for (const ep of endpoints) {
-    const key = hostPort(ep.ip, ep.port);
+    const key = joinHostPort(ep.ip, ep.port);
     if (!byKey.has(key))
       byKey.set(key, { address: ep.ip, port: ep.port, weight: 1, forward: 'Masq' });
   }
@@ -90,7 +64,7 @@ function realServersOf(endpoints: readonly EndpointInfo[]): RealServer[] {
 }
 
 class Builder {
-  readonly vs: VirtualServer[] = [];
+  readonly vs: PlannedIpvsService[] = [];
   readonly bound = new Set<string>();
   readonly sets = new Map<string, Set<string>>(IPSET_DEFS.map((d) => [d.name, new Set<string>()]));
 
@@ -131,15 +105,20 @@ function planServicePort(
   }
   const affinity = sp.sessionAffinity;
   const flags: VirtualServerFlag[] = affinity.type === 'ClientIP' ? ['persistent'] : [];
-  if (options.scheduler === 'mh') flags.push('sourceHash');
+  // kube-proxy's sourceHash (IP_VS_SVC_F_SCHED2) for the mh scheduler.
+  if (options.scheduler === 'mh') flags.push('schedFlag2');
+  const protocol = toIpvsProtocol(sp.protocol) ?? 'tcp';
   const vs = (address: string, port: number, onlyLocal: boolean): void => {
     b.vs.push({
-      protocol: sp.protocol,
-      address,
-      port,
-      scheduler: options.scheduler,
-      flags,
-      timeout: affinity.type === 'ClientIP' ? affinity.timeoutSeconds : 0,
+      virtualServer: {
+        protocol,
+        address,
+        port,
+        scheduler: options.scheduler,
+        flags,
+        ...(affinity.type === 'ClientIP' ? { timeoutSeconds: affinity.timeoutSeconds } : {}),
+        netmask: address.includes(':') ? 128 : 32,
+      },
       realServers: realServersOf(endpointsFor(decision, onlyLocal)),
       servicePort: sp.nameString,
     });
@@ -205,9 +184,10 @@ export function planIpvs(input: IpvsPlanInput): IpvsPlan {
     name: ipsetName(d.name, input.family, input.options.ipsetNamesIPv6Prefixed),
     base: d.name,
     type: d.type,
-    family: input.family,
+    ...(d.type === 'bitmap:port' ? {} : { family: input.family === 'IPv6' ? 'inet6' : 'inet' }),
+    options: defaultIpsetOptions(d.type),
     comment: d.comment,
-    entries: [...(b.sets.get(d.name) ?? [])].sort(),
+    entries: [...(b.sets.get(d.name) ?? [])].sort().map((value) => ({ value })),
   }));
   const virtualServers = dedupeVirtualServers(b.vs);
   return {
@@ -220,15 +200,11 @@ export function planIpvs(input: IpvsPlanInput): IpvsPlan {
 }
 
 /** One VS per protocol/address/port: the first Service port to claim it wins, as in the kernel. */
-function dedupeVirtualServers(list: readonly VirtualServer[]): VirtualServer[] {
-  const seen = new Map<string, VirtualServer>();
+function dedupeVirtualServers(list: readonly PlannedIpvsService[]): PlannedIpvsService[] {
+  const seen = new Map<string, PlannedIpvsService>();
   for (const v of list) {
-    const key = `${v.protocol}/${hostPort(v.address, v.port)}`;
+    const key = virtualServerKey(v.virtualServer);
     if (!seen.has(key)) seen.set(key, v);
   }
   return [...seen.values()];
-}
-
-export function virtualServerKey(v: { protocol: string; address: string; port: number }): string {
-  return `${v.protocol}/${hostPort(v.address, v.port)}`;
 }
