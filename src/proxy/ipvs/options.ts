@@ -34,3 +34,8 @@ export const DEFAULT_IPVS_OPTIONS: IpvsProxierOptions = {
   localAddresses: [],
   ipsetNamesIPv6Prefixed: true,
 };
+
+/** A port number, or 0 when the object left it out. */
+export function portOf(port: number | undefined): number {
+  return typeof port === 'number' && Number.isInteger(port) ? port : 0;
+}

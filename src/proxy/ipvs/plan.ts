@@ -19,6 +19,7 @@ import { defaultIpsetOptions } from '../../netfilter/ipset/model.js';
 import type { IpsetSet } from '../../netfilter/ipset/model.js';
 import { joinHostPort, toIpvsProtocol, virtualServerKey } from '../../netfilter/ipvs/model.js';
 import type { IpvsService, RealServer, VirtualServerFlag } from '../../netfilter/ipvs/model.js';
+import { portOf } from './options.js';
 import type { IpvsProxierOptions } from './options.js';
 import { planIptablesRules } from './rules.js';
 import type { IpvsIptablesRule } from './rules.js';
@@ -96,6 +97,8 @@ function planServicePort(
 ): void {
   const { options } = input;
   const proto = sp.protocol.toLowerCase();
+  // A Service port without `port` (upstream's E2E tests) plans as port 0, as kube-proxy does.
+  const port = portOf(sp.port);
   const decision = decideTrafficPolicy(sp, endpoints, {
     nodeName: options.nodeName,
     nodeZone: options.nodeZone ?? '',
@@ -125,23 +128,23 @@ function planServicePort(
   };
   const local = new Set(options.localAddresses);
   // ClusterIP.
-  b.add('KUBE-CLUSTER-IP', `${sp.clusterIP},${proto}:${sp.port}`);
-  vs(sp.clusterIP, sp.port, sp.internalPolicyLocal);
+  b.add('KUBE-CLUSTER-IP', `${sp.clusterIP},${proto}:${port}`);
+  vs(sp.clusterIP, port, sp.internalPolicyLocal);
   b.bound.add(sp.clusterIP);
   // externalIPs.
   for (const ip of sp.externalIPs) {
     b.add(
       sp.externalPolicyLocal ? 'KUBE-EXTERNAL-IP-LOCAL' : 'KUBE-EXTERNAL-IP',
-      `${ip},${proto}:${sp.port}`,
+      `${ip},${proto}:${port}`,
     );
-    vs(ip, sp.port, sp.externalPolicyLocal);
+    vs(ip, port, sp.externalPolicyLocal);
     if (!local.has(ip)) b.bound.add(ip);
   }
   // LoadBalancer ingress IPs.
   const allowNode =
     sp.loadBalancerSourceRanges.length > 0 && sourceRangesAllowNode(sp, options.nodeIP);
   for (const ip of sp.loadBalancerVIPs) {
-    const entry = `${ip},${proto}:${sp.port}`;
+    const entry = `${ip},${proto}:${port}`;
     b.add('KUBE-LOAD-BALANCER', entry);
     if (sp.externalPolicyLocal) b.add('KUBE-LOAD-BALANCER-LOCAL', entry);
     if (sp.loadBalancerSourceRanges.length > 0) {
@@ -150,7 +153,7 @@ function planServicePort(
         b.add('KUBE-LOAD-BALANCER-SOURCE-CIDR', `${entry},${cidr}`);
       if (allowNode) b.add('KUBE-LOAD-BALANCER-SOURCE-IP', `${entry},${ip}`);
     }
-    vs(ip, sp.port, sp.externalPolicyLocal);
+    vs(ip, port, sp.externalPolicyLocal);
     if (!local.has(ip)) b.bound.add(ip);
   }
   // NodePorts: one VS per node address.

@@ -8,6 +8,7 @@ import { quoteArg } from '../../netfilter/iptables/render.js';
 import { ifNotLocal } from '../iptables/options.js';
 import { sourceRangesAllowNode } from '../model/traffic-policy.js';
 import { FILTER_CHAINS, IPSET_RULE_ROWS, NAT_CHAINS } from './names.js';
+import { portOf } from './options.js';
 import type { IpsetPlan, IpvsPlanInput } from './plan.js';
 
 export interface IpvsIptablesRule {
@@ -121,7 +122,7 @@ export function planIptablesRules(
         '--vproto',
         sp.protocol.toLowerCase(),
         '--vport',
-        String(sp.port),
+        String(portOf(sp.port)),
         '-j',
         'DROP',
       );
