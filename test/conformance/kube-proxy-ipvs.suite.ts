@@ -133,10 +133,12 @@ class IpvsFixtureProxier {
   private readonly slices = new Map<string, EndpointSlice>();
   plan: IpvsPlan | undefined;
 
-  constructor(
-    readonly options: IpvsProxierOptions,
-    readonly family: IPFamily,
-  ) {
+  readonly options: IpvsProxierOptions;
+  readonly family: IPFamily;
+
+  constructor(options: IpvsProxierOptions, family: IPFamily) {
+    this.options = options;
+    this.family = family;
     this.svcTracker = new ServiceChangeTracker(family);
     this.epTracker = new EndpointsChangeTracker(family, options.nodeName);
   }
