@@ -130,3 +130,26 @@ export function sortRealServers(list: readonly RealServer[]): RealServer[] {
 function cmpString(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/** One `ipvsadm` command, as `ipvsadm -R` reads them (`-A -E -D -a -e -d -C`). */
+export type IpvsOperation =
+  | { readonly verb: 'addService' | 'editService'; readonly virtualServer: VirtualServer }
+  | { readonly verb: 'deleteService'; readonly id: VirtualServerId }
+  | {
+      readonly verb: 'addReal' | 'editReal';
+      readonly id: VirtualServerId;
+      readonly realServer: RealServer;
+    }
+  | {
+      readonly verb: 'deleteReal';
+      readonly id: VirtualServerId;
+      readonly realServer: Pick<RealServer, 'address' | 'port'>;
+    }
+  | { readonly verb: 'clear' };
+
+/** IP protocol numbers, for ipvsadm's listing order (TCP 6 < UDP 17 < SCTP 132). */
+export const PROTOCOL_NUMBERS: Readonly<Record<IpvsProtocol, number>> = {
+  tcp: 6,
+  udp: 17,
+  sctp: 132,
+};
