@@ -270,3 +270,36 @@ test('trace --rules reads an IPVS bundle (detected or --rules-format ipvs): wrr 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('trace -f --proxy-mode ipvs follows the IPVS planner: NodePort masqueraded, named', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-trace-ipvs-f-'));
+  try {
+    const file = join(dir, 'web.yaml');
+    writeFileSync(
+      file,
+      MANIFESTS.replace(
+        'ports: [{name: http, port: 80,',
+        'type: NodePort\n  ports: [{name: http, port: 80, nodePort: 30080,',
+      ),
+    );
+    const r = trace(
+      ['-f', file, '--proxy-mode', 'ipvs'],
+      '203.0.113.5',
+      '172.18.0.2:30080',
+      '--json',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as {
+      outcomes: { probability: number; masquerade: boolean; servicePort?: string }[];
+    };
+    assert.ok(out.outcomes.length > 0);
+    for (const o of out.outcomes) {
+      assert.equal(o.masquerade, true);
+      assert.equal(o.servicePort, 'default/web:http');
+    }
+    const total = out.outcomes.reduce((a, o) => a + o.probability, 0);
+    assert.equal(Number(total.toFixed(6)), 1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -31,6 +31,7 @@ import { nftRulesFromManifests } from '../trace/nft/from-manifests.js';
 import { detectRulesFormat, loadNftRules, type RulesFormat } from '../trace/nft/input.js';
 import { traceNftPacket } from '../trace/nft/trace.js';
 import { looksLikeIpvsBundle, parseIpvsBundle, serviceNamesOf } from '../trace/ipvs/bundle.js';
+import { ipvsRulesFromManifests } from '../trace/ipvs/from-manifests.js';
 import type { IpvsTraceState } from '../trace/ipvs/step.js';
 import { parseCIDR } from '../util/ip.js';
 import {
@@ -187,15 +188,10 @@ async function loadRules(
     localAddresses: node.nodeIPs,
     clusterCIDR: cidrs.find((c) => parseCIDR(c)?.family === family) ?? '',
   };
-  if (proxyModeOf(flags) === 'ipvs')
-    throw new ValidationError([
-      {
-        object: 'trace',
-        field: '--proxy-mode',
-        message:
-          'ipvs with -f is not available yet: trace the output of `svcnet render --mode ipvs` with --rules',
-      },
-    ]);
+  if (proxyModeOf(flags) === 'ipvs') {
+    const r = ipvsRulesFromManifests(set, { ...settings, zone: node.zone });
+    return { format: 'iptables', doc: r.document, names: endpointNames(set), ipvs: r.ipvs };
+  }
   if (proxyModeOf(flags) === 'nftables') {
     const rendered = nftRulesFromManifests(set, { ...settings, zone: node.zone });
     return { format: 'nft', ruleset: rendered.ruleset, names: endpointNames(set) };
@@ -346,7 +342,7 @@ export function registerTraceCommand(program: Command): void {
     )
     .option(
       '-f, --filename <file>',
-      'Kubernetes manifests (Services, EndpointSlices, Nodes; file, directory or - for stdin) rendered by the iptables or nftables planner (repeatable)',
+      'Kubernetes manifests (Services, EndpointSlices, Nodes; file, directory or - for stdin) rendered by the iptables, nftables or IPVS planner (repeatable)',
       collect,
     )
     .addOption(

@@ -7,6 +7,7 @@
 // Pure.
 
 import { SvcnetError } from '../../errors.js';
+import type { IpsetSet } from '../../netfilter/ipset/model.js';
 import { parseSave } from '../../netfilter/ipset/parse.js';
 import { cidrContains, parseCIDR, parseIP, type ParsedCIDR, type ParsedIP } from '../../util/ip.js';
 import type { Protocol } from '../packet.js';
@@ -97,18 +98,29 @@ export function parseIpsetSave(text: string): Map<string, Ipset> {
         `line ${i + 1}: ipset save: add to ${name} before its create line`,
       );
   });
+  return ipsetsOf(parseSave(text).values(), (name, value) => `line ${lineOf(name, value)}: `);
+}
+
+/**
+ * netfilter/ipset's sets (parsed or planned) with their entries split into dimensions; an
+ * entry not of its set's type is INVALID_INPUT (`where` names its line).
+ */
+export function ipsetsOf(
+  input: Iterable<IpsetSet>,
+  where: (name: string, value: string) => string = () => '',
+): Map<string, Ipset> {
   const sets = new Map<string, Ipset>();
-  for (const [name, set] of parseSave(text)) {
+  for (const set of input) {
     const entries = set.entries.map((e): IpsetEntry => {
       const dims = parseEntry(set.type, e.value);
       if (!dims)
         throw new SvcnetError(
           'INVALID_INPUT',
-          `line ${lineOf(name, e.value)}: ipset save: ${e.value} is not an entry of a ${set.type} set`,
+          `${where(set.name, e.value)}ipset save: ${e.value} is not an entry of a ${set.type} set`,
         );
       return { text: e.value, dims, ...(e.comment !== undefined ? { comment: e.comment } : {}) };
     });
-    sets.set(name, { name, type: set.type, entries });
+    sets.set(set.name, { name: set.name, type: set.type, entries });
   }
   return sets;
 }

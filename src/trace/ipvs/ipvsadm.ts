@@ -6,7 +6,7 @@
 // services (-f) are kept aside: the tracer does not follow them. Pure.
 
 import { SvcnetError } from '../../errors.js';
-import type { IpvsForward } from '../../netfilter/ipvs/model.js';
+import type { IpvsForward, IpvsService } from '../../netfilter/ipvs/model.js';
 import { parseSave } from '../../netfilter/ipvs/parse.js';
 import { parseIP, type ParsedIP } from '../../util/ip.js';
 import { formatHostPort, type Protocol } from '../packet.js';
@@ -62,7 +62,12 @@ export function parseIpvsadmSave(text: string): IpvsTable {
       return '';
     })
     .join('\n');
-  const virtualServers = parseSave(kept).map((svc): VirtualServer => {
+  return { virtualServers: virtualServersOf(parseSave(kept)), ignored };
+}
+
+/** netfilter/ipvs's services (parsed or planned) with parsed addresses. */
+export function virtualServersOf(services: readonly IpvsService[]): VirtualServer[] {
+  return services.map((svc): VirtualServer => {
     const v = svc.virtualServer;
     return {
       protocol: v.protocol,
@@ -78,5 +83,4 @@ export function parseIpvsadmSave(text: string): IpvsTable {
       })),
     };
   });
-  return { virtualServers, ignored };
 }
