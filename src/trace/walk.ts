@@ -635,6 +635,9 @@ export function tracePacket(
     : ctx;
   const walker = new Walker(prepared, packet, runCtx);
   const notes = traceNotes(prepared.view, ctx);
+  const fwmark = prepared.ipvs?.ipvs.ignored.length ?? 0;
+  if (fwmark > 0)
+    notes.push(`IPVS: ${fwmark} fwmark service line(s) not followed (kube-proxy writes none)`);
   const pipeline = new Pipeline(walker, runCtx);
   pipeline.run(pipeline.stages(), initialState(packet, runCtx));
   return {
