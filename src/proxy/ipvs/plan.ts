@@ -6,7 +6,6 @@
 // Graceful termination (weight 0 while connections drain) depends on kernel state and is the
 // applier's job: the plan lists the real servers wanted now, each at weight 1.
 
-import type { Protocol } from '../../kube/types.js';
 import type { IPFamily } from '../../util/ip.js';
 import { ipFamilyOf } from '../../util/ip.js';
 import type { EndpointInfo } from '../model/endpoint.js';
