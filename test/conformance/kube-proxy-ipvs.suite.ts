@@ -176,6 +176,16 @@ class IpvsFixtureProxier {
     }
   }
 
+  /** Services (`ns/name`) with a ready endpoint on this node, after applying pending changes. */
+  localReadyServices(): number {
+    const snap = takeSnapshot(this.svcTracker, this.epTracker);
+    const names = new Set<string>();
+    for (const [key, eps] of snap.endpoints) {
+      if (eps.some((e) => e.isLocal && e.ready)) names.add(key.slice(0, key.lastIndexOf('/')));
+    }
+    return names.size;
+  }
+
   sync(): void {
     const snap = takeSnapshot(this.svcTracker, this.epTracker);
     this.plan = planIpvs({
@@ -312,6 +322,17 @@ function runSteps(fixture: Fixture, profile: IpvsProfile): CaseResult[] {
       proxier.sync();
       continue;
     }
+    if (step.action === 'updateEndpointsMap') continue; // applied by the expectation below
+    if (step.action === 'expectLocalReadyEndpointsCount') {
+      const got = proxier.localReadyServices();
+      const name = `${fixture.file} #${++n} ${step.action}`;
+      results.push(
+        got === step.value
+          ? { name, status: 'passed' }
+          : { name, status: 'failed', detail: `got ${got}, want ${String(step.value)}` },
+      );
+      continue;
+    }
     const name = `${fixture.file} #${++n} ${step.action}`;
     const check = CHECKS[step.action];
     if (!check) {
@@ -358,7 +379,6 @@ const NOT_BUILT: Record<string, string> = {
   'ipset-vectors.json': 'ipset version check and entry sync belong to ipvs-lib / the applier',
   'ipvsadm-format-vectors.json': 'ipvsadm text formats belong to ipvs-lib',
   'misc-unit-vectors.json': 'node-IP and filter helpers not built here',
-  'TestNoEndpointsMetric.json': 'no-local-endpoints gauges of IPVS mode not built yet',
 };
 
 function checkReference(dir: string): CaseResult[] {
@@ -438,7 +458,39 @@ function runCases(
         : { name, status: 'failed', detail: 'rule not as expected' };
     });
   }
+  if (fixture.test === 'TestNoEndpointsMetric') return noEndpointsMetricCases(fixture, profiles);
   return undefined;
+}
+
+/** The no-local-endpoints gauges after one sync of each case's Service and slice. */
+function noEndpointsMetricCases(
+  fixture: Fixture,
+  profiles: Record<string, IpvsProfile>,
+): CaseResult[] {
+  const cases = fixture.cases as unknown as {
+    subtest: string;
+    service: Service;
+    endpointSlice: EndpointSlice;
+    expect: Record<string, number>;
+  }[];
+  return cases.map((c) => {
+    const name = `${fixture.file} ${c.subtest}`;
+    const profile = resolve(profiles, fixture.proxier?.profile, fixture.proxier?.overrides);
+    const p = new IpvsFixtureProxier(ipvsOptionsOf(profile), profile.ipFamily);
+    p.applyObjectStep({ action: 'upsertServices', objects: [c.service] });
+    p.applyObjectStep({ action: 'upsertEndpointSlices', objects: [c.endpointSlice] });
+    p.sync();
+    const counts = p.plan?.noLocalEndpoints;
+    const problems: string[] = [];
+    for (const [metric, want] of Object.entries(c.expect)) {
+      const policy = /traffic_policy="(\w+)"/.exec(metric)?.[1];
+      const got = policy === 'internal' ? counts?.internal : counts?.external;
+      if (got !== want) problems.push(`${metric}: got ${String(got)}, want ${want}`);
+    }
+    return problems.length === 0
+      ? { name, status: 'passed' }
+      : { name, status: 'failed', detail: problems.join('; ') };
+  });
 }
 
 export const suite: ConformanceSuite = {
