@@ -303,3 +303,27 @@ test('trace -f --proxy-mode ipvs follows the IPVS planner: NodePort masqueraded,
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('trace --rules reads what `svcnet render --mode ipvs` prints (detected)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-trace-ipvs-render-'));
+  try {
+    const manifests = join(dir, 'web.yaml');
+    writeFileSync(manifests, MANIFESTS);
+    const rendered = svcnet(['render', '--mode', 'ipvs', '-f', manifests]);
+    assert.equal(rendered.code, 0, rendered.stderr);
+    const rules = join(dir, 'node.txt');
+    writeFileSync(rules, rendered.stdout);
+    const r = trace(['--rules', rules], '10.244.0.5', '10.96.0.20:80', '--json');
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { outcomes: { dnat: string; probability: number }[] };
+    assert.deepEqual(
+      out.outcomes.map((o) => [o.dnat, o.probability]),
+      [
+        ['10.244.1.2:8080', 0.5],
+        ['10.244.2.2:8080', 0.5],
+      ],
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
