@@ -85,8 +85,8 @@ spec:
 
 test('bad input: exit-2 errors naming the object and field', async () => {
   await rejects(
-    runRender({ mode: 'ipvs', file: ['examples/nginx.yaml'] }, []),
-    /^--mode: proxy mode "ipvs" is not built yet/,
+    runRender({ mode: 'kernelspace', file: ['examples/nginx.yaml'] }, []),
+    /^--mode: proxy mode "kernelspace" is not built yet/,
   );
   await rejects(
     runRender({ mode: 'userspace', file: ['examples/nginx.yaml'] }, []),
@@ -215,7 +215,7 @@ test('every example renders', async () => {
   assert.equal(dns.match(/^:KUBE-SVC-/gm)?.length, 3, 'one chain per port');
 });
 
-test("--config: kubeadm's config.conf renders; its mode is honoured, a mode not built is an error", async () => {
+test("--config: kubeadm's config.conf renders; its mode is honoured (ipvs included)", async () => {
   const conf = readFileSync(
     join(import.meta.dirname, '..', 'proxy', 'testdata', 'kubeadm-config.conf'),
     'utf8',
@@ -225,9 +225,12 @@ test("--config: kubeadm's config.conf renders; its mode is honoured, a mode not 
   assert.match(out, /cluster CIDR 10\.244\.0\.0\/16 \(from --config\)/);
   assert.equal(out.match(/-j DNAT --to-destination 10\.244\.\d+\.\d+:80/g)?.length, 3);
   const ipvs = file('config-ipvs.conf', conf.replace('mode: iptables', 'mode: ipvs'));
+  const fromFile = await runRender({ file: ['examples/nginx.yaml'], config: ipvs }, []);
+  assert.match(fromFile, /^# svcnet render --mode ipvs/);
+  const space = file('config-ks.conf', conf.replace('mode: iptables', 'mode: kernelspace'));
   await rejects(
-    runRender({ file: ['examples/nginx.yaml'], config: ipvs }, []),
-    /config-ipvs\.conf: mode: proxy mode "ipvs" is not built yet/,
+    runRender({ file: ['examples/nginx.yaml'], config: space }, []),
+    /config-ks\.conf: mode: proxy mode "kernelspace" is not built yet/,
   );
   // An explicit --mode wins over the file's, as kube-proxy's flags do.
   const forced = await runRender(
@@ -267,4 +270,69 @@ test('warns naming objects defined twice and the one that wins', async () => {
   const none: string[] = [];
   await runRender({ file: [b] }, none);
   assert.deepEqual(none, []);
+});
+
+const WALKTHROUGH_NGINX = `apiVersion: v1
+kind: Service
+metadata: {name: nginx, namespace: default}
+spec:
+  clusterIP: 10.102.97.154
+  selector: {app: nginx}
+  ports: [{port: 80, protocol: TCP, targetPort: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: nginx-abc, namespace: default, labels: {kubernetes.io/service-name: nginx}}
+addressType: IPv4
+endpoints:
+- addresses: [192.168.76.141]
+  conditions: {ready: true}
+- addresses: [192.168.76.142]
+  conditions: {ready: true}
+ports: [{port: 80, protocol: TCP}]
+`;
+
+test("--mode ipvs --format ipvsadm-list: the walkthrough's nginx as `ipvsadm -L -n` shows it", async () => {
+  const f = file('walkthrough-nginx.yaml', WALKTHROUGH_NGINX);
+  const out = await runRender({ mode: 'ipvs', format: 'ipvsadm-list', file: [f] }, []);
+  assert.equal(
+    out,
+    [
+      'IP Virtual Server version 1.2.1 (size=4096)',
+      'Prot LocalAddress:Port Scheduler Flags',
+      '  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn',
+      'TCP  10.102.97.154:80 rr',
+      '  -> 192.168.76.141:80            Masq    1      0          0         ',
+      '  -> 192.168.76.142:80            Masq    1      0          0         ',
+    ].join('\n'),
+  );
+  await rejects(
+    runRender({ mode: 'iptables', format: 'ipvsadm-list', file: [f] }, []),
+    /^--format ipvsadm-list: needs --mode ipvs/,
+  );
+  await rejects(
+    runRender({ mode: 'ipvs', format: 'json', file: [f] }, []),
+    /^--format: must be one of restore, ipvsadm-list/,
+  );
+});
+
+test('--mode ipvs: ipvsadm -S -n, ipset save and iptables-restore sections', async () => {
+  const f = file('walkthrough-nginx2.yaml', WALKTHROUGH_NGINX);
+  const out = await runRender({ mode: 'ipvs', file: [f] }, []);
+  assert.match(out, /^# svcnet render --mode ipvs/);
+  assert.match(out, /^-A -t 10\.102\.97\.154:80 -s rr$/m);
+  assert.match(out, /^-a -t 10\.102\.97\.154:80 -r 192\.168\.76\.141:80 -m -w 1$/m);
+  assert.match(
+    out,
+    /^create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536$/m,
+  );
+  assert.match(out, /^add KUBE-CLUSTER-IP 10\.102\.97\.154,tcp:80$/m);
+  assert.match(out, /^add KUBE-IPVS-IPS 10\.102\.97\.154$/m);
+  assert.match(out, /# kube-ipvs0 addresses: 10\.102\.97\.154/);
+  assert.match(
+    out,
+    /^-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip \+ port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10\.244\.0\.0\/16 -j KUBE-MARK-MASQ$/m,
+  );
+  assert.match(out, /^-A KUBE-MARK-MASQ -j MARK --or-mark 0x00004000$/m);
+  assert.match(out, /^\*filter$/m);
 });

@@ -32,7 +32,20 @@ import { planFromObjects } from '../proxy/iptables/plan-objects.js';
 import type { NftablesPlan } from '../proxy/nftables/plan.js';
 import { planNftablesFromObjects } from '../proxy/nftables/plan-objects.js';
 import { renderTransaction } from '../netfilter/nftables/render.js';
-import { nftablesProxierOptionsFor, proxierOptionsFor } from '../proxy/proxier-options.js';
+import {
+  ipvsProxierOptionsFor,
+  nftablesProxierOptionsFor,
+  proxierOptionsFor,
+} from '../proxy/proxier-options.js';
+import { BUILT_PROXY_MODES } from '../proxy/config.js';
+import { planIpvsFromObjects } from '../proxy/ipvs/plan-objects.js';
+import type { IpvsPlan } from '../proxy/ipvs/plan.js';
+import { renderIpvsIptables } from '../proxy/ipvs/rules.js';
+import {
+  renderList as renderIpvsList,
+  renderSave as renderIpvsSave,
+} from '../netfilter/ipvs/render.js';
+import { renderSave as renderIpsetSave } from '../netfilter/ipset/render.js';
 import { isServiceCIDR, serviceCIDRsOf } from '../kube/service-cidr.js';
 import type { ProxierOptionsConfig, ProxyNode } from '../proxy/proxier-options.js';
 import type { ProxyMode } from '../proxy/config.js';
@@ -44,8 +57,13 @@ export { DEFAULT_NODE_IP, DEFAULT_NODE_NAME };
 /** Pod CIDRs used when neither --cluster-cidr nor --config gives one (kind's and the lab's). */
 export const DEFAULT_CLUSTER_CIDRS = ['10.244.0.0/16', 'fd00:10:244::/56'];
 
+/** Output formats: the apply inputs (default), or ipvs mode's `ipvsadm -L -n` listing. */
+export const RENDER_FORMATS = ['restore', 'ipvsadm-list'] as const;
+
 export interface RenderOptions {
   readonly mode?: string;
+  /** `restore` (default) or `ipvsadm-list` (ipvs mode only). */
+  readonly format?: string;
   readonly file: readonly string[];
   readonly node?: string;
   readonly nodeIp?: readonly string[];
@@ -103,6 +121,7 @@ function optionsConfig(
   node: NodeContext,
   cidrs: readonly string[],
 ): ProxierOptionsConfig {
+  // IPVS mode masquerades as iptables.* configures it, as kube-proxy does.
   const section = mode === 'nftables' ? cfg.nftables : cfg.iptables;
   return {
     ...defaultProxyConfig(node.name),
@@ -236,6 +255,51 @@ function nftSection(
   return formatNftSection(plan);
 }
 
+/** One family's IPVS plan, with the options the daemon would use on this node. */
+function ipvsPlanFor(
+  family: IPFamily,
+  cfg: KubeProxyConfig,
+  node: NodeContext,
+  cidrs: readonly string[],
+  set: ManifestSet,
+  warnings: string[],
+): IpvsPlan {
+  const options = ipvsProxierOptionsFor(
+    optionsConfig(cfg, 'ipvs', node, cidrs),
+    proxyNodeOfContext(node),
+    { localAddresses: localAddresses(family, node) },
+    family,
+    cfg.ipvs.scheduler,
+  );
+  noteNoDetector(cfg, family, node, options.localDetector, warnings);
+  const { plan, warnings: tracked } = planIpvsFromObjects(
+    set.services,
+    set.endpointSlices,
+    options,
+    family,
+  );
+  warnings.push(...tracked.map((w) => `${family}: ${w}`));
+  return plan;
+}
+
+/** One family's three IPVS sections, each in the form its tool reads back. */
+function formatIpvsSection(plan: IpvsPlan): string {
+  const f = plan.family;
+  const sets = new Map(plan.ipsets.map((s) => [s.name, s]));
+  return [
+    `# ===== ${f}: ipvsadm -S -n (for \`ipvsadm -R\`): ${plan.virtualServers.length} virtual server(s) =====`,
+    renderIpvsSave(plan.virtualServers).trimEnd(),
+    `# ===== ${f}: ipset save (for \`ipset restore\`) =====`,
+    renderIpsetSave(sets).trimEnd(),
+    `# ===== ${f}: iptables-restore input (for \`${binary(f)}-restore --noflush\`) =====`,
+    `# kube-ipvs0 addresses: ${plan.boundAddresses.join(' ') || '(none)'}`,
+    renderIpvsIptables(plan.iptables).trimEnd(),
+  ]
+    .filter((l) => l !== '')
+    .join('\n')
+    .concat('\n');
+}
+
 function hasFamily(set: ManifestSet, family: IPFamily): boolean {
   return set.services.some((s) =>
     [s.spec?.clusterIP ?? '', ...(s.spec?.clusterIPs ?? [])].some(
@@ -256,12 +320,26 @@ export async function runRender(opts: RenderOptions, warnings: string[]): Promis
   const mode = requireBuiltProxyMode(
     opts.mode ?? cfg.mode,
     opts.mode !== undefined ? '--mode' : `${opts.config ?? ''}: mode`,
+    [...BUILT_PROXY_MODES, 'ipvs'],
   );
+  const format = opts.format ?? 'restore';
+  if (!(RENDER_FORMATS as readonly string[]).includes(format))
+    throw bad(
+      `--format: must be one of ${RENDER_FORMATS.join(', ')}, got ${JSON.stringify(format)}`,
+    );
+  if (format === 'ipvsadm-list' && mode !== 'ipvs')
+    throw bad(`--format ipvsadm-list: needs --mode ipvs (mode is ${mode})`);
   const set = parseManifests(await readSources(opts.file));
   warnings.push(...set.duplicates);
   const node = pickNode(set, opts);
   const cidrs = clusterCIDRs(opts, cfg, notes);
   const families: IPFamily[] = hasFamily(set, 'IPv6') ? ['IPv4', 'IPv6'] : ['IPv4'];
+  if (mode === 'ipvs' && format === 'ipvsadm-list') {
+    // What `ipvsadm -L -n` shows once applied: one listing, both families.
+    const plans = families.map((f) => ipvsPlanFor(f, cfg, node, cidrs, set, warnings));
+    // Destination lines end in spaces (ipvsadm's layout): only the final newline goes.
+    return renderIpvsList(plans.flatMap((p) => p.virtualServers)).replace(/\n$/, '');
+  }
   const header = [
     `# svcnet render --mode ${mode}: what a full kube-proxy sync would apply on ${node.name}`,
     `# ${node.line}`,
@@ -269,6 +347,8 @@ export async function runRender(opts: RenderOptions, warnings: string[]): Promis
   ];
   const sections = families.map((family) => {
     if (mode === 'nftables') return nftSection(family, cfg, node, cidrs, set, warnings);
+    if (mode === 'ipvs')
+      return formatIpvsSection(ipvsPlanFor(family, cfg, node, cidrs, set, warnings));
     const options = optionsFor(family, cfg, node, cidrs, warnings);
     const { plan } = planFromObjects(set.services, set.endpointSlices, options, family);
     warnings.push(...plan.warnings.map((w) => `${family}: ${w}`));
@@ -279,6 +359,7 @@ export async function runRender(opts: RenderOptions, warnings: string[]): Promis
 
 interface RenderFlags {
   readonly mode?: string;
+  readonly format?: string;
   readonly proxyMode?: string;
   readonly filename?: readonly string[];
   readonly file?: readonly string[];
@@ -293,13 +374,19 @@ export function registerRenderCommand(program: Command): void {
   program
     .command('render')
     .description(
-      'print the iptables-restore input or nft transaction a full kube-proxy sync would apply for the given manifests',
+      'print the iptables-restore input, nft transaction or ipvsadm/ipset/iptables state a full kube-proxy sync would apply for the given manifests',
     )
     .addOption(
       new Option(
         '--mode <mode>',
-        "proxy mode: iptables or nftables (default: --config's mode, else iptables)",
+        "proxy mode: iptables, nftables or ipvs (default: --config's mode, else iptables)",
       ),
+    )
+    .addOption(
+      new Option(
+        '--format <format>',
+        'restore: the input of each apply tool (ipvs: ipvsadm -S -n, ipset save, iptables-restore); ipvsadm-list: what `ipvsadm -L -n` would show',
+      ).default('restore'),
     )
     .addOption(new Option('--proxy-mode <mode>', 'the same as --mode (kube-proxy spelling)'))
     .option(
@@ -334,6 +421,7 @@ export function registerRenderCommand(program: Command): void {
             ...(flags.mode !== undefined || flags.proxyMode !== undefined
               ? { mode: flags.proxyMode ?? flags.mode }
               : {}),
+            ...(flags.format !== undefined ? { format: flags.format } : {}),
             ...(flags.node !== undefined ? { node: flags.node } : {}),
             ...(flags.nodeIp !== undefined ? { nodeIp: flags.nodeIp } : {}),
             ...(flags.clusterCidr !== undefined ? { clusterCidr: flags.clusterCidr } : {}),

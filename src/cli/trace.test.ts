@@ -230,3 +230,100 @@ test('svcnet trace -f --proxy-mode nftables: an unallocated ClusterIP inside a S
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+const IPVS_BUNDLE = `-A -t 10.102.97.154:80 -s wrr
+-a -t 10.102.97.154:80 -r 192.168.76.141:80 -m -w 3
+-a -t 10.102.97.154:80 -r 192.168.76.142:80 -m -w 1
+create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536
+add KUBE-CLUSTER-IP 10.102.97.154,tcp:80
+*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-MARK-MASQ - [0:0]
+-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
+-A KUBE-SERVICES -m set --match-set KUBE-CLUSTER-IP dst,dst -j ACCEPT
+-A KUBE-MARK-MASQ -j MARK --or-mark 0x00004000
+COMMIT
+`;
+
+test('trace --rules reads an IPVS bundle (detected or --rules-format ipvs): wrr 3:1', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-trace-ipvs-'));
+  try {
+    const file = join(dir, 'node.txt');
+    writeFileSync(file, IPVS_BUNDLE);
+    for (const extra of [[], ['--rules-format', 'ipvs']]) {
+      const r = trace(['--rules', file, ...extra], '10.244.0.5', '10.102.97.154:80', '--json');
+      assert.equal(r.code, 0, r.stderr);
+      const out = JSON.parse(r.stdout) as { outcomes: { dnat: string; probability: number }[] };
+      assert.deepEqual(
+        out.outcomes.map((o) => [o.dnat, o.probability]),
+        [
+          ['192.168.76.141:80', 0.75],
+          ['192.168.76.142:80', 0.25],
+        ],
+      );
+    }
+    writeFileSync(file, `${IPVS_BUNDLE}add KUBE-CLUSTER-IP nonsense\n`);
+    const bad = trace(['--rules', file], '10.244.0.5', '10.102.97.154:80');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /node\.txt: line 13/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('trace -f --proxy-mode ipvs follows the IPVS planner: NodePort masqueraded, named', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-trace-ipvs-f-'));
+  try {
+    const file = join(dir, 'web.yaml');
+    writeFileSync(
+      file,
+      MANIFESTS.replace(
+        'ports: [{name: http, port: 80,',
+        'type: NodePort\n  ports: [{name: http, port: 80, nodePort: 30080,',
+      ),
+    );
+    const r = trace(
+      ['-f', file, '--proxy-mode', 'ipvs'],
+      '203.0.113.5',
+      '172.18.0.2:30080',
+      '--json',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as {
+      outcomes: { probability: number; masquerade: boolean; servicePort?: string }[];
+    };
+    assert.ok(out.outcomes.length > 0);
+    for (const o of out.outcomes) {
+      assert.equal(o.masquerade, true);
+      assert.equal(o.servicePort, 'default/web:http');
+    }
+    const total = out.outcomes.reduce((a, o) => a + o.probability, 0);
+    assert.equal(Number(total.toFixed(6)), 1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('trace --rules reads what `svcnet render --mode ipvs` prints (detected)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-trace-ipvs-render-'));
+  try {
+    const manifests = join(dir, 'web.yaml');
+    writeFileSync(manifests, MANIFESTS);
+    const rendered = svcnet(['render', '--mode', 'ipvs', '-f', manifests]);
+    assert.equal(rendered.code, 0, rendered.stderr);
+    const rules = join(dir, 'node.txt');
+    writeFileSync(rules, rendered.stdout);
+    const r = trace(['--rules', rules], '10.244.0.5', '10.96.0.20:80', '--json');
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { outcomes: { dnat: string; probability: number }[] };
+    assert.deepEqual(
+      out.outcomes.map((o) => [o.dnat, o.probability]),
+      [
+        ['10.244.1.2:8080', 0.5],
+        ['10.244.2.2:8080', 0.5],
+      ],
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

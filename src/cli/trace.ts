@@ -30,6 +30,9 @@ import type { Ruleset } from '../netfilter/nftables/model.js';
 import { nftRulesFromManifests } from '../trace/nft/from-manifests.js';
 import { detectRulesFormat, loadNftRules, type RulesFormat } from '../trace/nft/input.js';
 import { traceNftPacket } from '../trace/nft/trace.js';
+import { looksLikeIpvsBundle, parseIpvsBundle, serviceNamesOf } from '../trace/ipvs/bundle.js';
+import { ipvsRulesFromManifests } from '../trace/ipvs/from-manifests.js';
+import type { IpvsTraceState } from '../trace/ipvs/step.js';
 import { parseCIDR } from '../util/ip.js';
 import {
   DEFAULT_NODE_IP,
@@ -104,21 +107,46 @@ type LoadedRules =
       readonly format: 'iptables';
       readonly doc: IptablesDocument;
       readonly names: Map<string, string>;
+      /** IPVS mode: the ipsets and virtual servers besides the iptables rules. */
+      readonly ipvs?: IpvsTraceState;
     }
   | { readonly format: 'nft'; readonly ruleset: Ruleset; readonly names: Map<string, string> };
 
-/** The dataplane the rules are for: `--proxy-mode`, or `--mode iptables|nftables`. */
-function proxyModeOf(flags: TraceFlags): 'iptables' | 'nftables' | undefined {
+/** The dataplane the rules are for: `--proxy-mode`, or `--mode iptables|nftables|ipvs`. */
+function proxyModeOf(flags: TraceFlags): 'iptables' | 'nftables' | 'ipvs' | undefined {
   const m = flags.proxyMode ?? flags.mode;
-  return m === 'iptables' || m === 'nftables' ? m : undefined;
+  return m === 'iptables' || m === 'nftables' || m === 'ipvs' ? m : undefined;
 }
 
-/** `--rules-format`, else what `--proxy-mode` implies, else detected from the text. */
-function rulesFormatOf(flags: TraceFlags, text: string): RulesFormat {
-  if (flags.rulesFormat === 'iptables' || flags.rulesFormat === 'nft') return flags.rulesFormat;
+/**
+ * `--rules-format`, else what `--proxy-mode` implies, else detected from the text: ipvsadm or
+ * ipset lines make an IPVS bundle.
+ */
+function rulesFormatOf(flags: TraceFlags, text: string): RulesFormat | 'ipvs' {
+  const f = flags.rulesFormat;
+  if (f === 'iptables' || f === 'nft' || f === 'ipvs') return f;
   const mode = proxyModeOf(flags);
-  if (mode !== undefined) return mode === 'nftables' ? 'nft' : 'iptables';
-  return detectRulesFormat(text);
+  if (mode !== undefined) return mode === 'nftables' ? 'nft' : mode;
+  const detected = detectRulesFormat(text);
+  return detected === 'iptables' && looksLikeIpvsBundle(text) ? 'ipvs' : detected;
+}
+
+/** `--rules` text in the format `format`. */
+function rulesOfText(
+  format: RulesFormat | 'ipvs',
+  text: string,
+  family: 'IPv4' | 'IPv6',
+): LoadedRules {
+  if (format === 'nft') return { format: 'nft', ruleset: loadNftRules(text), names: new Map() };
+  if (format === 'iptables')
+    return { format: 'iptables', doc: selectFamily(parseDocument(text), family), names: new Map() };
+  const b = parseIpvsBundle(text);
+  return {
+    format: 'iptables',
+    doc: selectFamily(b.iptables, family),
+    names: new Map(),
+    ipvs: { ipsets: b.ipsets, ipvs: b.ipvs, serviceNames: serviceNamesOf(b.ipsets) },
+  };
 }
 
 /** The manifests given with -f and the node their rules are rendered for. */
@@ -142,9 +170,7 @@ async function loadRules(
     const path = flags.rules ?? '-';
     const text = await readInput(path);
     try {
-      return rulesFormatOf(flags, text) === 'nft'
-        ? { format: 'nft', ruleset: loadNftRules(text), names: new Map() }
-        : { format: 'iptables', doc: selectFamily(parseDocument(text), family), names: new Map() };
+      return rulesOfText(rulesFormatOf(flags, text), text, family);
     } catch (e) {
       if (e instanceof SvcnetError)
         throw new SvcnetError(e.code, `${path}: ${e.message}`, { cause: e });
@@ -162,6 +188,10 @@ async function loadRules(
     localAddresses: node.nodeIPs,
     clusterCIDR: cidrs.find((c) => parseCIDR(c)?.family === family) ?? '',
   };
+  if (proxyModeOf(flags) === 'ipvs') {
+    const r = ipvsRulesFromManifests(set, { ...settings, zone: node.zone });
+    return { format: 'iptables', doc: r.document, names: endpointNames(set), ipvs: r.ipvs };
+  }
   if (proxyModeOf(flags) === 'nftables') {
     const rendered = nftRulesFromManifests(set, { ...settings, zone: node.zone });
     return { format: 'nft', ruleset: rendered.ruleset, names: endpointNames(set) };
@@ -273,7 +303,10 @@ export async function runTrace(flags: TraceFlags): Promise<string> {
   const result = nameEndpoints(
     rules.format === 'nft'
       ? traceNftPacket(rules.ruleset, packet, ctx)
-      : tracePacket(rules.doc, packet, ctx, { assumeKubeProxyHooks: flags.assumeHooks }),
+      : tracePacket(rules.doc, packet, ctx, {
+          assumeKubeProxyHooks: flags.assumeHooks,
+          ...(rules.ipvs ? { ipvs: rules.ipvs } : {}),
+        }),
     rules.names,
   );
   const notes = [...(manifests ? [describeNode(manifests.node)] : []), ...result.notes];
@@ -296,27 +329,27 @@ export function registerTraceCommand(program: Command): void {
   program
     .command('trace')
     .description(
-      "explain a packet's path through a node's iptables or nftables rules: every outcome, its probability, the rules and the Service/endpoint behind them",
+      "explain a packet's path through a node's iptables, nftables or IPVS rules: every outcome, its probability, the rules and the Service/endpoint behind them",
     )
     .option(
       '--rules <file>',
-      'iptables-save output, iptables-restore input, `nft list ruleset` output or `nft -f` input (- for stdin)',
+      'iptables-save output, iptables-restore input, `nft list ruleset` output, `nft -f` input, or an IPVS bundle (`ipvsadm -S -n`, `ipset save` and `iptables-save` text in one file) (- for stdin)',
     )
     .addOption(
       new Option('--rules-format <format>', 'how to read --rules (auto: detected from the text)')
-        .choices(['auto', 'iptables', 'nft'])
+        .choices(['auto', 'iptables', 'nft', 'ipvs'])
         .default('auto'),
     )
     .option(
       '-f, --filename <file>',
-      'Kubernetes manifests (Services, EndpointSlices, Nodes; file, directory or - for stdin) rendered by the iptables or nftables planner (repeatable)',
+      'Kubernetes manifests (Services, EndpointSlices, Nodes; file, directory or - for stdin) rendered by the iptables, nftables or IPVS planner (repeatable)',
       collect,
     )
     .addOption(
       new Option(
         '--proxy-mode <mode>',
         'the dataplane: with -f, which planner renders the manifests; with --rules, the format (default: iptables, or detected)',
-      ).choices(['iptables', 'nftables']),
+      ).choices(['iptables', 'nftables', 'ipvs']),
     )
     .addOption(new Option('--file <file>').hideHelp().argParser(collect))
     .requiredOption('--src <ip>', 'source address of the packet')
@@ -358,9 +391,9 @@ export function registerTraceCommand(program: Command): void {
     .addOption(
       new Option(
         '--mode <mode>',
-        'kernel: what netfilter does; fixture-compatible: kube-proxy unit-test tracer semantics; iptables/nftables: --proxy-mode with kernel semantics',
+        'kernel: what netfilter does; fixture-compatible: kube-proxy unit-test tracer semantics; iptables/nftables/ipvs: --proxy-mode with kernel semantics',
       )
-        .choices(['kernel', 'fixture-compatible', 'iptables', 'nftables'])
+        .choices(['kernel', 'fixture-compatible', 'iptables', 'nftables', 'ipvs'])
         .default('kernel'),
     )
     .option(

@@ -62,6 +62,8 @@ export interface KubeProxyConfig {
   readonly enableProfiling: boolean;
   readonly iptables: IptablesModeConfig;
   readonly nftables: Omit<IptablesModeConfig, 'localhostNodePorts'>;
+  /** ipvs.scheduler ('' = rr); what `svcnet render --mode ipvs` reads of the ipvs section. */
+  readonly ipvs: { readonly scheduler: string };
   /** The effective sync periods (top-level fields, else the mode's). */
   readonly syncPeriodMs: number;
   readonly minSyncPeriodMs: number;
@@ -398,6 +400,7 @@ function build(raw: Raw): KubeProxyConfig {
     bindAddressHardFail: bool(raw, 'bindAddressHardFail', false),
     enableProfiling: bool(raw, 'enableProfiling', false),
     iptables,
+    ipvs: { scheduler: str(raw, 'ipvs.scheduler', '') },
     nftables,
     syncPeriodMs: durNonZero(raw, 'syncPeriod', modeSync.syncPeriodMs),
     minSyncPeriodMs: dur(raw, 'minSyncPeriod', modeSync.minSyncPeriodMs),

@@ -7,13 +7,22 @@
 import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
 import { nodeHostIPs } from '../kube/node-model.js';
 import type { Node } from '../kube/types.js';
-import { formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
+import {
+  cidrContains,
+  formatCIDR,
+  formatIP,
+  isLoopback,
+  parseCIDRSloppy,
+  parseIPSloppy,
+} from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import type { ProxyDaemonConfig } from './config.js';
 import { DEFAULT_OPTIONS, masqueradeMarkFromBit } from './iptables/options.js';
 import type { IptablesProxierOptions, LocalDetector, NfacctCounters } from './iptables/options.js';
 import { DEFAULT_NFTABLES_OPTIONS } from './nftables/options.js';
 import type { NftablesProxierOptions } from './nftables/options.js';
+import { DEFAULT_IPVS_OPTIONS } from './ipvs/options.js';
+import type { IpvsProxierOptions } from './ipvs/options.js';
 
 /** The parts of the proxy's Node the rules depend on. */
 export interface ProxyNode {
@@ -159,5 +168,54 @@ export function nftablesProxierOptionsFor(
         : config.nodePortAddresses,
     localAddresses: host.localAddresses,
     serviceCIDRs,
+  };
+}
+
+/**
+ * The addresses IPVS-mode NodePort virtual servers listen on: the host's addresses of
+ * `family` (loopback and IPv6 link-local dropped) inside `nodePortAddresses`, or all of
+ * them when it is empty or holds 0.0.0.0/0 / ::/0.
+ */
+export function ipvsNodePortIPs(
+  nodePortAddresses: readonly string[],
+  localAddresses: readonly string[],
+  family: IPFamily,
+): string[] {
+  const cidrs = nodePortAddresses
+    .map((c) => parseCIDRSloppy(c))
+    .filter((c) => c !== undefined && c.family === family);
+  const all = nodePortAddresses.length === 0 || cidrs.some((c) => c?.prefix === 0);
+  const out: string[] = [];
+  for (const a of localAddresses) {
+    const ip = parseIPSloppy(a.split('/')[0] ?? '');
+    if (!ip || ip.family !== family || isLoopback(ip)) continue;
+    const text = formatIP(ip);
+    if (family === 'IPv6' && text.toLowerCase().startsWith('fe80:')) continue;
+    if (!all && !cidrs.some((c) => c !== undefined && cidrContains(c, ip))) continue;
+    if (!out.includes(text)) out.push(text);
+  }
+  return out;
+}
+
+/** IPVS-mode options of one family (masquerading as iptables.* configures it, as upstream). */
+export function ipvsProxierOptionsFor(
+  config: ProxierOptionsConfig,
+  node: ProxyNode,
+  host: Pick<ProxyHost, 'localAddresses'>,
+  family: IPFamily,
+  scheduler: string,
+): IpvsProxierOptions {
+  return {
+    ...DEFAULT_IPVS_OPTIONS,
+    nodeName: node.name,
+    nodeIP: node.ips.find((ip) => parseIPSloppy(ip)?.family === family) ?? '',
+    nodeZone: node.zone,
+    scheduler: scheduler === '' ? DEFAULT_IPVS_OPTIONS.scheduler : scheduler,
+    localDetector: localDetectorFor(config, node, family),
+    // The IPVS proxier prints the mark with Go's %#08x: 0x00004000 for bit 14.
+    masqueradeMark: `0x${(1 << config.masqueradeBit).toString(16).padStart(8, '0')}`,
+    masqueradeAll: config.masqueradeAll,
+    nodePortIPs: ipvsNodePortIPs(config.nodePortAddresses, host.localAddresses, family),
+    localAddresses: host.localAddresses.map((a) => a.split('/')[0] ?? a),
   };
 }

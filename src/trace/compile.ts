@@ -18,11 +18,11 @@ import {
   type TargetPart,
 } from '../netfilter/iptables/rule.js';
 import {
-  MODULE_COMPILERS,
   addressMatch,
   fragmentMatch,
   interfaceMatch,
   isTracedModule,
+  moduleCompiler,
   protocolMatch,
   type Bad,
   type Match,
@@ -151,14 +151,19 @@ class RuleReading {
   }
 }
 
+/** How to compile: `withIpsets` evaluates `-m set` (traces with an ipset state). */
+export interface CompileOptions {
+  readonly withIpsets?: boolean;
+}
+
 /** Compiles one rule's arguments (what follows `-A CHAIN`). Never throws. */
-export function compileRule(args: readonly string[]): CompiledRule {
+export function compileRule(args: readonly string[], options: CompileOptions = {}): CompiledRule {
   const r = new RuleReading();
   for (const p of typedRuleOf(args).parts) r.read(p);
   // `! -p tcp -m tcp` makes no sense: protocol modules then see no protocol.
   const protocol = r.protocolNegated ? undefined : r.protocol;
   for (const inst of r.instances) {
-    const compile = isTracedModule(inst.module) ? MODULE_COMPILERS[inst.module] : undefined;
+    const compile = moduleCompiler(inst.module, options.withIpsets === true);
     if (!compile) r.bad(`match -m ${inst.module} is not supported`);
     else r.matches.push(...compile(inst.options, { module: inst.module, protocol, bad: r.bad }));
   }

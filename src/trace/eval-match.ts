@@ -2,8 +2,9 @@
 // (netfilter/iptables/rule.ts) — the built-in matches (`-p`, `-s`, `-d`, `-i`, `-o`, `-f`)
 // and the match extensions in MODULE_COMPILERS — each turning its part's options, read
 // through their typed views (netfilter/iptables/rule-views.ts), into predicates over the packet (MatchEnv), or reporting why it cannot (the rule is then
-// "unsupported" and assumed not to match). An extension without a compiler here (set,
-// physdev, limit, anything unknown) is reported by name. Pure.
+// "unsupported" and assumed not to match). An extension without a compiler here (physdev,
+// limit, anything unknown) is reported by name; `set` is evaluated only when the trace has an
+// ipset state (IPVS mode, moduleCompiler), else it is reported too. Pure.
 
 import {
   addrtypeOf,
@@ -12,6 +13,7 @@ import {
   multiportOf,
   portMatchOf,
   recentOf,
+  setOf,
   statisticOf,
 } from '../netfilter/iptables/rule-views.js';
 import type { RuleOption } from '../netfilter/iptables/rule.js';
@@ -45,6 +47,8 @@ export interface MatchEnv {
   recentAge(name: string, ip: ParsedIP): number | undefined;
   /** fixture-compatible mode: recent, mark and conntrack/state matches never match. */
   readonly neverMatchStateful: boolean;
+  /** `-m set` lookup (IPVS mode traces): whether the packet is in set `name` with `flags`. */
+  readonly inSet?: (name: string, flags: readonly string[]) => boolean;
 }
 
 /** true / false, or "matches with this probability" (statistic). */
@@ -359,4 +363,22 @@ export const MODULE_COMPILERS: Readonly<Record<string, ModuleCompiler>> = {
 
 export function isTracedModule(name: string): boolean {
   return Object.hasOwn(MODULE_COMPILERS, name);
+}
+
+/** `-m set --match-set NAME FLAGS` (each set, `!` per set) against the trace's ipsets. */
+const setModule: ModuleCompiler = (opts, { bad }) => {
+  const view = setOf(opts);
+  if (view.returnNomatch) bad('set --return-nomatch is not supported');
+  return view.sets.map((s) =>
+    negated(
+      simple('set', (env) => env.inSet?.(s.name, s.flags) ?? false),
+      s.negate,
+    ),
+  );
+};
+
+/** The compiler of extension `name`; `set` only for traces that carry an ipset state. */
+export function moduleCompiler(name: string, withIpsets: boolean): ModuleCompiler | undefined {
+  if (withIpsets && name === 'set') return setModule;
+  return isTracedModule(name) ? MODULE_COMPILERS[name] : undefined;
 }

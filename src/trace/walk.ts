@@ -22,7 +22,20 @@ import type { MatchEnv } from './eval-match.js';
 import type { Target } from './eval-target.js';
 import { objectsFromComment } from './explain.js';
 import { buildView, type RulesetView } from './hooks.js';
-import { formatHostPort, isLocalAddress, type Packet, type TraceContext } from './packet.js';
+import { setMatch } from './ipvs/ipset.js';
+import {
+  findVirtualServer,
+  ipvsBranches,
+  virtualServerAddresses,
+  type IpvsTraceState,
+} from './ipvs/step.js';
+import {
+  formatHostPort,
+  isLocalAddress,
+  type Packet,
+  type Protocol,
+  type TraceContext,
+} from './packet.js';
 import type { Hook, StepEffect, TraceResult, Verdict } from './result.js';
 import {
   cloneState,
@@ -42,17 +55,24 @@ export { nameEndpoints } from './result.js';
 export interface TraceOptions {
   /** Add kube-proxy's built-in-chain jumps when the input has none (default true). */
   readonly assumeKubeProxyHooks?: boolean;
+  /** IPVS mode: the ipsets `-m set` reads and the virtual servers the IPVS step follows. */
+  readonly ipvs?: IpvsTraceState;
 }
 
 /** A ruleset ready to trace many packets: the view, and rules compiled as they are met. */
 export interface PreparedRuleset {
   readonly view: RulesetView;
   readonly compiled: Map<Rule, CompiledRule>;
+  readonly ipvs?: IpvsTraceState;
 }
 
 /** Prepares `doc` once for several traces (tracePacket accepts either). */
 export function prepareRuleset(doc: IptablesDocument, options: TraceOptions = {}): PreparedRuleset {
-  return { view: buildView(doc, options.assumeKubeProxyHooks ?? true), compiled: new Map() };
+  return {
+    view: buildView(doc, options.assumeKubeProxyHooks ?? true),
+    compiled: new Map(),
+    ...(options.ipvs ? { ipvs: options.ipvs } : {}),
+  };
 }
 
 const MAX_DEPTH = 64;
@@ -70,17 +90,23 @@ interface At {
 class Walker extends WalkerBase<Rule> {
   private readonly compiled: Map<Rule, CompiledRule>;
   private readonly view: RulesetView;
+  readonly ipvs: IpvsTraceState | undefined;
 
   constructor(rules: PreparedRuleset, packet: Packet, ctx: TraceContext) {
     super(packet, ctx);
     this.view = rules.view;
     this.compiled = rules.compiled;
+    this.ipvs = rules.ipvs;
+  }
+
+  get protocol(): Protocol {
+    return this.packet.protocol;
   }
 
   private compile(r: Rule): CompiledRule {
     let c = this.compiled.get(r);
     if (!c) {
-      c = compileRule(r.args);
+      c = compileRule(r.args, { withIpsets: this.ipvs !== undefined });
       this.compiled.set(r, c);
     }
     for (const n of c.notes) this.notes.add(`line ${r.line ?? '?'}: ${n}`);
@@ -109,7 +135,19 @@ class Walker extends WalkerBase<Rule> {
       recentAge: (name, ip) =>
         ip.family === src.family && ip.value === src.value ? recent.get(name) : undefined,
       neverMatchStateful: ctx.mode === 'fixture-compatible',
+      ...(this.ipvs ? { inSet: (name, flags) => this.inSet(name, flags, s) } : {}),
     };
+  }
+
+  /** `-m set`: a set the state does not hold matches nothing (iptables would refuse it). */
+  private inSet(name: string, flags: readonly string[], s: State): boolean {
+    const set = this.ipvs?.ipsets.get(name);
+    if (!set) {
+      this.notes.add(`ipset ${name} is not in the input: assumed empty`);
+      return false;
+    }
+    const p = { ...s, protocol: this.packet.protocol };
+    return setMatch(set, flags, p) !== undefined;
   }
 
   private step(
@@ -375,6 +413,7 @@ type Stage =
       readonly chain: string;
     }
   | { readonly kind: 'route'; readonly after: 'prerouting' | 'output' }
+  | { readonly kind: 'ipvs'; readonly hook: 'INPUT' | 'OUTPUT' }
   | { readonly kind: 'deliver'; readonly where: 'local' | 'forward' };
 
 function deliver(where: 'local' | 'forward'): Stage[] {
@@ -397,6 +436,15 @@ class Pipeline extends PathRunner<Walker> {
         { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-EXTERNAL-SERVICES' },
         { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-NODEPORTS' },
         { kind: 'chain', hook: 'FORWARD', table: 'filter', chain: 'KUBE-PROXY-FIREWALL' },
+      ];
+    if (this.ctx.origin === 'node' && this.walker.ipvs)
+      // IPVS takes the node's own packets in LOCAL_OUT right after nat OUTPUT.
+      return [
+        { kind: 'hook', hook: 'OUTPUT', tables: this.natTables(['raw', 'mangle', 'nat']) },
+        { kind: 'ipvs', hook: 'OUTPUT' },
+        { kind: 'hook', hook: 'OUTPUT', tables: ['filter', 'security'] },
+        { kind: 'hook', hook: 'POSTROUTING', tables: this.natTables(['mangle', 'nat']) },
+        { kind: 'route', after: 'output' },
       ];
     if (this.ctx.origin === 'node')
       return [
@@ -428,6 +476,10 @@ class Pipeline extends PathRunner<Walker> {
       this.route(stage.after, state);
       return;
     }
+    if (stage.kind === 'ipvs') {
+      this.ipvsStep(stage.hook, state, rest);
+      return;
+    }
     if (stage.kind === 'chain') {
       const exits = this.walker.runChain(stage.hook, stage.table, stage.chain, 0, state, 0);
       this.continueWith(exits, true, (s) => {
@@ -453,11 +505,69 @@ class Pipeline extends PathRunner<Walker> {
     });
   }
 
+  /**
+   * The IPVS step: a packet to a virtual server goes on once per real server (DNATed, with
+   * its probability); from LOCAL_IN it is sent out through OUTPUT and POSTROUTING. Any
+   * other packet goes on with `rest`.
+   */
+  private ipvsStep(hook: 'INPUT' | 'OUTPUT', state: State, rest: readonly Stage[]): void {
+    const t = this.walker.ipvs;
+    const p = this.walker.protocol;
+    const vs = t && findVirtualServer(t, p, state.dst, state.dstPort);
+    if (!t || !vs) {
+      this.run(rest, state);
+      return;
+    }
+    for (const b of ipvsBranches(t, vs, hook)) {
+      if (b.probability === 0) {
+        this.walker.notes.add(`IPVS: ${b.step.detail}`);
+        continue;
+      }
+      const s = cloneState(state);
+      s.path.push(b.step);
+      s.probability *= b.probability;
+      const rs = b.realServer;
+      if (!rs) {
+        this.done.push({ state: s, verdict: 'reject', by: 'rule' });
+        continue;
+      }
+      s.dst = rs.ip;
+      s.dstPort = rs.port;
+      s.dnat = formatHostPort(rs.ip, rs.port);
+      if (hook === 'OUTPUT') {
+        this.run(rest, s);
+        continue;
+      }
+      s.outInterface = this.ctx.outInterface;
+      const where = isLocalAddress(this.ctx, rs.ip) ? 'local' : 'forward';
+      this.run(
+        [
+          { kind: 'hook', hook: 'OUTPUT', tables: ['mangle', 'filter', 'security'] },
+          { kind: 'hook', hook: 'POSTROUTING', tables: this.natTables(['mangle', 'nat']) },
+          ...deliver(where),
+        ],
+        s,
+      );
+    }
+  }
+
   /** Routing on the (possibly DNATed) destination: to the node itself, or on out of it. */
   private route(after: 'prerouting' | 'output', state: State): void {
     const local = isLocalAddress(this.ctx, state.dst);
     if (after === 'prerouting') {
-      if (local) {
+      if (local && this.walker.ipvs) {
+        // IPVS takes the packet in LOCAL_IN after filter INPUT, before nat INPUT.
+        state.outInterface = undefined;
+        this.run(
+          [
+            { kind: 'hook', hook: 'INPUT', tables: ['mangle', 'filter', 'security'] },
+            { kind: 'ipvs', hook: 'INPUT' },
+            { kind: 'hook', hook: 'INPUT', tables: this.natTables(['nat']) },
+            ...deliver('local'),
+          ],
+          state,
+        );
+      } else if (local) {
         state.outInterface = undefined;
         const tables = this.natTables(['mangle', 'nat', 'filter', 'security']);
         this.run([{ kind: 'hook', hook: 'INPUT', tables }, ...deliver('local')], state);
@@ -516,14 +626,24 @@ export function tracePacket(
   options: TraceOptions = {},
 ): TraceResult {
   const prepared = 'view' in rules ? rules : prepareRuleset(rules, options);
-  const walker = new Walker(prepared, packet, ctx);
+  // Virtual server addresses are bound on kube-ipvs0: local to the node.
+  const runCtx = prepared.ipvs
+    ? {
+        ...ctx,
+        localAddresses: [...ctx.localAddresses, ...virtualServerAddresses(prepared.ipvs)],
+      }
+    : ctx;
+  const walker = new Walker(prepared, packet, runCtx);
   const notes = traceNotes(prepared.view, ctx);
-  const pipeline = new Pipeline(walker, ctx);
-  pipeline.run(pipeline.stages(), initialState(packet, ctx));
+  const fwmark = prepared.ipvs?.ipvs.ignored.length ?? 0;
+  if (fwmark > 0)
+    notes.push(`IPVS: ${fwmark} fwmark service line(s) not followed (kube-proxy writes none)`);
+  const pipeline = new Pipeline(walker, runCtx);
+  pipeline.run(pipeline.stages(), initialState(packet, runCtx));
   return {
     packet,
     context: ctx,
-    outcomes: pipeline.done.map((d) => toOutcome(d, ctx)),
+    outcomes: pipeline.done.map((d) => toOutcome(d, runCtx)),
     unsupported: walker.unsupportedRules(),
     notes: [...notes, ...walker.notes],
   };
