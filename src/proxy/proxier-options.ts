@@ -117,6 +117,16 @@ export function localDetectorFor(
   }
 }
 
+/** What every mode's options take from the Node for one family: name, node IP, zone, detector. */
+function familyNode(config: ProxierOptionsConfig, node: ProxyNode, family: IPFamily) {
+  return {
+    nodeName: node.name,
+    nodeIP: node.ips.find((ip) => parseIPSloppy(ip)?.family === family) ?? '',
+    nodeZone: node.zone,
+    localDetector: localDetectorFor(config, node, family),
+  };
+}
+
 /** The plan options of one family from the config, the Node and the host. */
 export function proxierOptionsFor(
   config: ProxierOptionsConfig,
@@ -126,10 +136,7 @@ export function proxierOptionsFor(
 ): IptablesProxierOptions {
   return {
     ...DEFAULT_OPTIONS,
-    nodeName: node.name,
-    nodeIP: node.ips.find((ip) => parseIPSloppy(ip)?.family === family) ?? '',
-    nodeZone: node.zone,
-    localDetector: localDetectorFor(config, node, family),
+    ...familyNode(config, node, family),
     masqueradeMark: masqueradeMarkFromBit(config.masqueradeBit),
     masqueradeAll: config.masqueradeAll,
     nodePortAddresses: config.nodePortAddresses,
@@ -156,10 +163,7 @@ export function nftablesProxierOptionsFor(
 ): NftablesProxierOptions {
   return {
     ...DEFAULT_NFTABLES_OPTIONS,
-    nodeName: node.name,
-    nodeIP: node.ips.find((ip) => parseIPSloppy(ip)?.family === family) ?? '',
-    nodeZone: node.zone,
-    localDetector: localDetectorFor(config, node, family),
+    ...familyNode(config, node, family),
     masqueradeMark: masqueradeMarkFromBit(config.masqueradeBit),
     masqueradeAll: config.masqueradeAll,
     nodePortAddresses:
@@ -207,11 +211,8 @@ export function ipvsProxierOptionsFor(
 ): IpvsProxierOptions {
   return {
     ...DEFAULT_IPVS_OPTIONS,
-    nodeName: node.name,
-    nodeIP: node.ips.find((ip) => parseIPSloppy(ip)?.family === family) ?? '',
-    nodeZone: node.zone,
+    ...familyNode(config, node, family),
     scheduler: scheduler === '' ? DEFAULT_IPVS_OPTIONS.scheduler : scheduler,
-    localDetector: localDetectorFor(config, node, family),
     // The IPVS proxier prints the mark with Go's %#08x: 0x00004000 for bit 14.
     masqueradeMark: `0x${(1 << config.masqueradeBit).toString(16).padStart(8, '0')}`,
     masqueradeAll: config.masqueradeAll,

@@ -450,7 +450,7 @@ const NOT_BUILT: Record<string, string> = {
   'ipset-vectors.json':
     'ipset version check and entry sync: run by the ipset unit tests of src/netfilter/ipset (ipvs-lib)',
   'misc-unit-vectors.json':
-    'TestGetNodeIPs, TestIpIsValidForSet, TestFilterCIDRs, Test_getFirstColumn helpers not built',
+    'host helpers of the IPVS daemon (node IPs minus kube-ipvs0, /proc/modules, excludeCIDRs per family): TestGetNodeIPs, TestIpIsValidForSet, TestFilterCIDRs, Test_getFirstColumn',
 };
 
 function checkReference(dir: string): CaseResult[] {
