@@ -58,8 +58,12 @@ function checkProtoPort(text: string): string | EntryCheck {
 }
 
 function join(parts: readonly (string | EntryCheck)[]): EntryCheck {
-  for (const p of parts) if (typeof p !== 'string') return p;
-  return { ok: true, value: parts.join(',') };
+  const out: string[] = [];
+  for (const p of parts) {
+    if (typeof p !== 'string') return p;
+    out.push(p);
+  }
+  return { ok: true, value: out.join(',') };
 }
 
 /** Validates `value` against `set` (type, family, bitmap range) and canonicalizes it. */
@@ -75,27 +79,20 @@ export function checkEntry(
       `${JSON.stringify(value)} has ${String(parts.length)} parts; ${set.type} needs ${String(want)}`,
     );
   }
+  const [a = '', b = '', c = ''] = parts;
   switch (set.type) {
     case 'hash:ip':
-      return join([checkIP(parts[0]!, family, 'IP')]);
+      return join([checkIP(a, family, 'IP')]);
     case 'hash:net':
-      return join([checkNet(parts[0]!, family)]);
+      return join([checkNet(a, family)]);
     case 'hash:ip,port':
-      return join([checkIP(parts[0]!, family, 'IP'), checkProtoPort(parts[1]!)]);
+      return join([checkIP(a, family, 'IP'), checkProtoPort(b)]);
     case 'hash:ip,port,ip':
-      return join([
-        checkIP(parts[0]!, family, 'IP'),
-        checkProtoPort(parts[1]!),
-        checkIP(parts[2]!, family, 'second IP'),
-      ]);
+      return join([checkIP(a, family, 'IP'), checkProtoPort(b), checkIP(c, family, 'second IP')]);
     case 'hash:ip,port,net':
-      return join([
-        checkIP(parts[0]!, family, 'IP'),
-        checkProtoPort(parts[1]!),
-        checkNet(parts[2]!, family),
-      ]);
+      return join([checkIP(a, family, 'IP'), checkProtoPort(b), checkNet(c, family)]);
     case 'bitmap:port':
-      return checkBitmapPort(set, parts[0]!);
+      return checkBitmapPort(set, a);
   }
 }
 

@@ -112,19 +112,24 @@ export class FakeIpset {
   private apply(sets: Map<string, LiveSet>, op: IpsetOperation): void {
     switch (op.verb) {
       case 'create':
-        return this.create(sets, op.set, op.exist ?? false);
+        this.create(sets, op.set, op.exist ?? false);
+        return;
       case 'add':
-        return this.add(need(sets, op.name), op.entry, op.exist ?? false);
+        this.add(need(sets, op.name), op.entry, op.exist ?? false);
+        return;
       case 'del':
-        return this.del(need(sets, op.name), op.entry, op.exist ?? false);
+        this.del(need(sets, op.name), op.entry, op.exist ?? false);
+        return;
       case 'flush':
         for (const live of op.name === undefined ? sets.values() : [need(sets, op.name)])
           live.entries.clear();
         return;
       case 'destroy':
-        return this.destroy(sets, op.name);
+        this.destroy(sets, op.name);
+        return;
       case 'swap':
-        return swap(sets, op.name, op.other);
+        swap(sets, op.name, op.other);
+        return;
     }
   }
 

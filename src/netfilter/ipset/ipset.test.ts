@@ -12,9 +12,9 @@ import { renderRestore, renderSave, type IpsetOperation } from './render.js';
 
 const DIR = join(fixturesDir(), 'kube-proxy', 'ipvs');
 
-function readJson<T>(file: string): T | undefined {
+function readJson(file: string): unknown {
   const path = join(DIR, file);
-  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as T) : undefined;
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as unknown) : undefined;
 }
 
 function newSet(name: string, type: IpsetType, family: 'inet' | 'inet6' = 'inet'): IpsetSet {
@@ -105,8 +105,12 @@ test('TestSyncIPSetEntries vectors: syncing opaque entries leaves exactly the wa
     currentEntries: string[];
     expectedEntries: string[];
   }
-  const file = readJson<{ groups: { test: string; vectors: Vector[] }[] }>('ipset-vectors.json');
-  if (!file) return t.skip('fixtures absent');
+  const file = readJson('ipset-vectors.json') as
+    { groups: { test: string; vectors: Vector[] }[] } | undefined;
+  if (!file) {
+    t.skip('fixtures absent');
+    return;
+  }
   const group = file.groups.find((g) => g.test === 'TestSyncIPSetEntries')!;
   for (const v of group.vectors) {
     assert.ok(isIpsetType(v.type), v.subtest);
@@ -133,10 +137,13 @@ test('TestSyncIPSetEntries vectors: syncing opaque entries leaves exactly the wa
 });
 
 test('every set of ipvs-reference.json accepts its example entry (and its IPv6 name fits)', (t) => {
-  const ref = readJson<{
-    ipsets: { sets: { name: string; type: string; ipv6Name: string; example: string }[] };
-  }>('ipvs-reference.json');
-  if (!ref) return t.skip('fixtures absent');
+  const ref = readJson('ipvs-reference.json') as
+    | { ipsets: { sets: { name: string; type: string; ipv6Name: string; example: string }[] } }
+    | undefined;
+  if (!ref) {
+    t.skip('fixtures absent');
+    return;
+  }
   const fake = new FakeIpset();
   for (const s of ref.ipsets.sets) {
     assert.ok(isIpsetType(s.type), s.name);

@@ -29,7 +29,7 @@ export function tokenizeLine(line: string): string[] {
       i++;
       while (i < line.length && line[i] !== '"') {
         if (line[i] === '\\' && i + 1 < line.length) i++;
-        word += line[i];
+        word += line.charAt(i);
         i++;
       }
       if (i >= line.length) throw new Error('unterminated quoted string');
@@ -72,7 +72,7 @@ function parseCreate(words: readonly string[]): IpsetSet {
     comment?: boolean;
   } = {};
   for (let i = 0; i < rest.length; i++) {
-    const w = rest[i]!;
+    const w = rest[i] ?? '';
     if (w === 'family') {
       const f = rest[++i];
       if (f !== 'inet' && f !== 'inet6') throw new Error(`bad family ${String(f)}`);
@@ -95,7 +95,7 @@ function parseEntry(words: readonly string[]): { name: string; entry: IpsetEntry
   if (name === undefined || value === undefined) throw new Error('needs a set name and an entry');
   let comment: string | undefined;
   for (let i = 0; i < rest.length; i++) {
-    const w = rest[i]!;
+    const w = rest[i] ?? '';
     if (w === 'comment') {
       comment = rest[++i];
       if (comment === undefined) throw new Error('comment needs a value');
@@ -131,7 +131,7 @@ function parseWords(words: string[]): IpsetOperation {
     case 'swap':
     case 'w':
       if (args.length !== 2) throw new Error('swap takes two set names');
-      return { verb: 'swap', name: args[0]!, other: args[1]! };
+      return { verb: 'swap', name: args[0] ?? '', other: args[1] ?? '' };
     default:
       throw new Error(`unknown command ${String(verb)}`);
   }
@@ -173,6 +173,6 @@ export function parseSave(text: string): Map<string, IpsetSet> {
     }
   }
   for (const [name, set] of sets)
-    sets.set(name, { ...set, entries: sortEntries(entries.get(name)!) });
+    sets.set(name, { ...set, entries: sortEntries(entries.get(name) ?? []) });
   return sets;
 }

@@ -82,8 +82,8 @@ export function renderSet(set: IpsetSet): string {
 
 /** `ipset save` of a state: sets in name order (canonical; the kernel keeps creation order). */
 export function renderSave(state: IpsetState): string {
-  return [...state.keys()]
-    .sort()
-    .map((name) => renderSet(state.get(name)!))
+  return [...state.values()]
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map(renderSet)
     .join('');
 }

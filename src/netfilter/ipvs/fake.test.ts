@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SvcnetError } from '../../errors.js';
 import { FakeIpvs, IpvsError } from './fake.js';
-import type { VirtualServer } from './model.js';
+import { fromKubeProxyFlagNames, toKubeProxyFlagNames, type VirtualServer } from './model.js';
 
 const VS: VirtualServer = {
   protocol: 'tcp',
@@ -50,40 +50,58 @@ test('kernel-like refusals: duplicate, missing, bad scheduler', () => {
   const ipvs = new FakeIpvs();
   ipvs.addVirtualServer(VS);
   assert.equal(
-    code(() => ipvs.addVirtualServer(VS)),
+    code(() => {
+      ipvs.addVirtualServer(VS);
+    }),
     'CONFLICT',
   );
   assert.equal(
-    code(() => ipvs.deleteVirtualServer({ ...VS, port: 81 })),
+    code(() => {
+      ipvs.deleteVirtualServer({ ...VS, port: 81 });
+    }),
     'NOT_FOUND',
   );
   assert.equal(
-    code(() => ipvs.updateVirtualServer({ ...VS, port: 81 })),
+    code(() => {
+      ipvs.updateVirtualServer({ ...VS, port: 81 });
+    }),
     'NOT_FOUND',
   );
   assert.equal(
-    code(() => ipvs.addVirtualServer({ ...VS, port: 81, scheduler: 'nope' })),
+    code(() => {
+      ipvs.addVirtualServer({ ...VS, port: 81, scheduler: 'nope' });
+    }),
     'INVALID_INPUT',
   );
   ipvs.addRealServer(VS, RS);
   assert.equal(
-    code(() => ipvs.addRealServer(VS, RS)),
+    code(() => {
+      ipvs.addRealServer(VS, RS);
+    }),
     'CONFLICT',
   );
   assert.equal(
-    code(() => ipvs.deleteRealServer(VS, { address: '1.1.1.1', port: 80 })),
+    code(() => {
+      ipvs.deleteRealServer(VS, { address: '1.1.1.1', port: 80 });
+    }),
     'NOT_FOUND',
   );
   assert.equal(
-    code(() => ipvs.updateRealServer(VS, { ...RS, port: 81 })),
+    code(() => {
+      ipvs.updateRealServer(VS, { ...RS, port: 81 });
+    }),
     'NOT_FOUND',
   );
   assert.equal(
-    code(() => ipvs.addRealServer({ ...VS, protocol: 'udp' }, RS)),
+    code(() => {
+      ipvs.addRealServer({ ...VS, protocol: 'udp' }, RS);
+    }),
     'NOT_FOUND',
   );
   assert.equal(
-    code(() => ipvs.getRealServers({ ...VS, protocol: 'udp' })),
+    code(() => {
+      ipvs.getRealServers({ ...VS, protocol: 'udp' });
+    }),
     'NOT_FOUND',
   );
 });
@@ -93,7 +111,9 @@ test('a restore script applies atomically: a failing line leaves the table untou
   ipvs.restore('-A -t 10.0.0.1:80 -s rr\n-a -t 10.0.0.1:80 -r 10.1.0.1:80 -m -w 1\n');
   const before = ipvs.save();
   assert.throws(
-    () => ipvs.restore('-A -u 10.0.0.1:53 -s rr\n-A -t 10.0.0.1:80 -s rr\n'),
+    () => {
+      ipvs.restore('-A -u 10.0.0.1:53 -s rr\n-A -t 10.0.0.1:80 -s rr\n');
+    },
     (err: unknown) =>
       err instanceof IpvsError &&
       err.index === 1 &&
@@ -122,4 +142,16 @@ test('list() prints ipvsadm -L -n with zero counters', () => {
       'SCTP 10.102.97.154:80 rr\n' +
       '  -> 192.168.76.141:80            Masq    1      0          0         \n',
   );
+});
+
+test('kube-proxy flag names map to model flags and back', () => {
+  assert.deepEqual(fromKubeProxyFlagNames(['sourceHash', 'persistent']), [
+    'persistent',
+    'schedFlag2',
+  ]);
+  assert.deepEqual(toKubeProxyFlagNames(['persistent', 'hashed', 'schedFlag2']), [
+    'persistent',
+    'sourceHash',
+  ]);
+  assert.throws(() => fromKubeProxyFlagNames(['nope']), /unknown kube-proxy IPVS flag/);
 });

@@ -233,8 +233,8 @@ function applyRealOperation(
   const exists = s.realServers.has(key);
   if (op.verb === 'addReal' && exists) refuse('CONFLICT', 'Destination already exists');
   if (op.verb === 'editReal' && !exists) refuse('NOT_FOUND', 'No such destination');
-  const { activeConn: _a, inactConn: _i, ...rs } = op.realServer;
-  s.realServers.set(key, rs);
+  const { address, port, weight, forward } = op.realServer;
+  s.realServers.set(key, { address, port, weight, forward });
 }
 
 function cloneTable(table: Table): Table {

@@ -153,3 +153,31 @@ export const PROTOCOL_NUMBERS: Readonly<Record<IpvsProtocol, number>> = {
   udp: 17,
   sctp: 132,
 };
+
+/**
+ * kube-proxy's names of the flags it sets (utilipvs FlagPersistent, FlagHashed,
+ * FlagSourceHash), as the fixtures list them, mapped to the model's names.
+ */
+export const KUBE_PROXY_FLAG_NAMES: Readonly<Record<string, VirtualServerFlag>> = {
+  persistent: 'persistent',
+  hashed: 'hashed',
+  sourceHash: 'schedFlag2',
+};
+
+/** `['persistent', 'sourceHash']` → model flags; unknown names throw. */
+export function fromKubeProxyFlagNames(names: readonly string[]): VirtualServerFlag[] {
+  return normalizeFlags(
+    names.map((n) => {
+      const f = KUBE_PROXY_FLAG_NAMES[n];
+      if (f === undefined) throw new Error(`unknown kube-proxy IPVS flag ${n}`);
+      return f;
+    }),
+  );
+}
+
+/** Model flags → kube-proxy's names, without `hashed` (the fixtures' form). */
+export function toKubeProxyFlagNames(flags: readonly VirtualServerFlag[]): string[] {
+  return Object.entries(KUBE_PROXY_FLAG_NAMES)
+    .filter(([name, f]) => name !== 'hashed' && flags.includes(f))
+    .map(([name]) => name);
+}

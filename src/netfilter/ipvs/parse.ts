@@ -25,7 +25,7 @@ import {
 export function splitHostPort(text: string): { address: string; port: number } {
   const m = /^\[([^\]]+)\]:(\d+)$/.exec(text) ?? /^([^:[\]]+):(\d+)$/.exec(text);
   if (!m) throw new Error(`${JSON.stringify(text)} is not address:port`);
-  const address = canonicalIP(m[1]!);
+  const address = canonicalIP(m[1] ?? '');
   const port = Number(m[2]);
   if (address === undefined) throw new Error(`${JSON.stringify(m[1])} is not an IP address`);
   if (port > 65535) throw new Error(`port ${String(port)} is out of range`);
@@ -103,13 +103,13 @@ function needValue(words: readonly string[], i: number, opt: string): string {
 function parseArgs(words: readonly string[]): Args {
   const a: Args = { flags: [] };
   for (let i = 0; i < words.length; i++) {
-    const w = words[i]!;
+    const w = words[i] ?? '';
     const proto = PROTOCOL_SWITCHES[w];
     if (proto) a.id = { protocol: proto, ...splitHostPort(needValue(words, ++i, w)) };
     else if (w === '-s' || w === '--scheduler') a.scheduler = needValue(words, ++i, w);
     else if (w === '-p' || w === '--persistent') {
       a.flags.push('persistent');
-      if (words[i + 1] !== undefined && /^\d+$/.test(words[i + 1]!)) a.timeout = Number(words[++i]);
+      if (/^\d+$/.test(words[i + 1] ?? '')) a.timeout = Number(words[++i]);
       else a.timeout = 300;
     } else if (w === '-M' || w === '--netmask') a.netmask = parseNetmask(needValue(words, ++i, w));
     else if (w === '-o' || w === '--ops') a.flags.push('onePacket');
@@ -259,7 +259,7 @@ export function parseList(text: string): IpvsListing {
     const current = services[services.length - 1];
     if (!current) throw new Error('destination line before any service line');
     current.realServers.push({
-      ...splitHostPort(d[1]!),
+      ...splitHostPort(d[1] ?? ''),
       forward: d[2] as IpvsForward,
       weight: Number(d[3]),
       activeConn: Number(d[4]),
@@ -270,14 +270,14 @@ export function parseList(text: string): IpvsListing {
 }
 
 function listedService(m: RegExpExecArray): VirtualServer {
-  const protocol = toIpvsProtocol(m[1]!)!;
+  const protocol = toIpvsProtocol(m[1] ?? '') ?? 'tcp';
   const flags: VirtualServerFlag[] = m[4] ? parseSchedFlags(m[4]) : [];
   if (m[5] !== undefined) flags.push('persistent');
   if (m[7]) flags.push('onePacket');
   return {
     protocol,
-    ...splitHostPort(m[2]!),
-    scheduler: m[3]!,
+    ...splitHostPort(m[2] ?? ''),
+    scheduler: m[3] ?? '',
     flags: normalizeFlags(flags),
     ...(m[5] !== undefined ? { timeoutSeconds: Number(m[5]) } : {}),
     ...(m[6] !== undefined ? { netmask: parseNetmask(m[6]) } : {}),
