@@ -231,11 +231,11 @@ test('the daemon mode: --proxy-mode wins over the file; nftables takes the nftab
   );
   assert.equal(requireBuiltProxyMode('nftables', '--proxy-mode', DAEMON_PROXY_MODES), 'nftables');
   assert.throws(
-    () => requireBuiltProxyMode('ipvs', '--proxy-mode', DAEMON_PROXY_MODES),
+    () => requireBuiltProxyMode('kernelspace', '--proxy-mode', DAEMON_PROXY_MODES),
     (e: unknown) =>
       e instanceof SvcnetError &&
       e.code === 'INVALID_INPUT' &&
       e.message ===
-        '--proxy-mode: proxy mode "ipvs" is not built yet (svcnet implements iptables, nftables only)',
+        '--proxy-mode: proxy mode "kernelspace" is not built yet (svcnet implements iptables, nftables, ipvs only)',
   );
 });

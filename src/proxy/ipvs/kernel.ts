@@ -38,11 +38,15 @@ function ofFamily(family: IPFamily, list: readonly IpvsService[]): IpvsService[]
 
 /** Execs ipvsadm and ipset; iptables through the iptables backend. */
 export class RealIpvsKernel implements IpvsKernel {
-  constructor(
-    private readonly execer: Execer,
-    readonly family: IPFamily,
-    private readonly iptables: IptablesBackend,
-  ) {}
+  readonly family: IPFamily;
+  private readonly execer: Execer;
+  private readonly iptables: IptablesBackend;
+
+  constructor(execer: Execer, family: IPFamily, iptables: IptablesBackend) {
+    this.execer = execer;
+    this.family = family;
+    this.iptables = iptables;
+  }
 
   async readIpvs(): Promise<IpvsService[]> {
     const res = await runChecked(this.execer, { cmd: 'ipvsadm', args: ['-S', '-n'] });
@@ -70,12 +74,17 @@ export class RealIpvsKernel implements IpvsKernel {
 
 /** The Fakes behind one family (FakeIpvs and FakeIpset may be shared by both families). */
 export class FakeIpvsKernel implements IpvsKernel {
-  constructor(
-    readonly family: IPFamily,
-    readonly ipvs: FakeIpvs,
-    readonly ipset: FakeIpset,
-    readonly iptables: FakeIptables,
-  ) {}
+  readonly family: IPFamily;
+  readonly ipvs: FakeIpvs;
+  readonly ipset: FakeIpset;
+  readonly iptables: FakeIptables;
+
+  constructor(family: IPFamily, ipvs: FakeIpvs, ipset: FakeIpset, iptables: FakeIptables) {
+    this.family = family;
+    this.ipvs = ipvs;
+    this.ipset = ipset;
+    this.iptables = iptables;
+  }
 
   readIpvs(): Promise<IpvsService[]> {
     return Promise.resolve(ofFamily(this.family, [...this.ipvs.state().values()]));
