@@ -10,6 +10,7 @@ import { endpoint, slice } from '../../kube/testing.js';
 import { FakeIptables } from '../../netfilter/iptables/fake.js';
 import { FakeIpset } from '../../netfilter/ipset/fake.js';
 import { FakeIpvs } from '../../netfilter/ipvs/fake.js';
+import { SvcnetError } from '../../errors.js';
 import { FakeIp } from '../../os/ip.js';
 import { TEST_NODE, baseDeps, proxierFakes, startProxier, startSynced, svc } from '../testing.js';
 import { FakeIpvsKernel } from './kernel.js';
@@ -111,4 +112,16 @@ test('a deleted Service: its virtual server is removed and its address unbound',
   );
   assert.deepEqual(await s.dummyAddrs(), ['10.96.0.20']);
   assert.deepEqual(s.ipset.entries('KUBE-CLUSTER-IP'), ['10.96.0.20,tcp:5432']);
+});
+
+test('no ip_vs in the kernel: the start is refused in one line, before anything is programmed', async () => {
+  const { requireIpvs } = await import('../dataplane.js');
+  await assert.rejects(
+    requireIpvs(() => Promise.resolve({ ok: false, reason: 'no /proc/net/ip_vs' })),
+    (e: unknown) =>
+      e instanceof SvcnetError &&
+      e.code === 'UNSUPPORTED' &&
+      e.message === 'ipvs mode needs the ip_vs kernel module: no /proc/net/ip_vs',
+  );
+  await requireIpvs(() => Promise.resolve({ ok: true }));
 });
