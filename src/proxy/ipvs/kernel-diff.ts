@@ -4,6 +4,7 @@
 // no longer wants is first kept at weight 0 (graceful termination: new connections go
 // elsewhere while the old ones drain) and deleted by a later sync that finds it at weight 0.
 
+import type { IpsetSet } from '../../netfilter/ipset/model.js';
 import type { IpsetOperation } from '../../netfilter/ipset/render.js';
 import { normalizeFlags, realServerKey, virtualServerKey } from '../../netfilter/ipvs/model.js';
 import type { IpvsOperation, IpvsService, VirtualServer } from '../../netfilter/ipvs/model.js';
@@ -72,8 +73,14 @@ export function diffIpvs(
 export function ipsetOps(sets: readonly IpsetPlan[]): IpsetOperation[] {
   const ops: IpsetOperation[] = [];
   for (const s of sets) {
-    const { base: _base, comment: _comment, ...set } = s;
-    ops.push({ verb: 'create', set: { ...set, entries: [] }, exist: true });
+    const set: IpsetSet = {
+      name: s.name,
+      type: s.type,
+      ...(s.family !== undefined ? { family: s.family } : {}),
+      options: s.options,
+      entries: [],
+    };
+    ops.push({ verb: 'create', set, exist: true });
     ops.push({ verb: 'flush', name: s.name });
     for (const entry of s.entries) ops.push({ verb: 'add', name: s.name, entry });
   }

@@ -71,9 +71,11 @@ test('a ClusterIP Service: one virtual server, two real servers, the ipsets and 
     '10.96.0.10:80 -> 10.244.1.5:8080 w1',
     '10.96.0.10:80 -> 10.244.2.6:8080 w1',
   ]);
-  const vs = [...s.ipvs.state().values()][0]?.virtualServer;
-  assert.equal(vs?.scheduler, 'rr');
-  assert.equal(vs?.protocol, 'tcp');
+  const vss = [...s.ipvs.state().values()].map((v) => v.virtualServer);
+  assert.deepEqual(
+    vss.map((v) => `${v.protocol} ${v.scheduler}`),
+    ['tcp rr'],
+  );
   assert.deepEqual(s.ipset.entries('KUBE-CLUSTER-IP'), ['10.96.0.10,tcp:80']);
   assert.deepEqual(s.ipset.entries('KUBE-IPVS-IPS'), ['10.96.0.10']);
   assert.ok(s.ipset.has('KUBE-LOOP-BACK'));

@@ -76,7 +76,7 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
       endpoints: begun.snapshot.endpoints,
       options,
     });
-    let bytes = 0;
+    let bytes: number;
     try {
       bytes = await this.apply(f, plan, options);
     } catch (err) {
