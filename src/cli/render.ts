@@ -374,7 +374,7 @@ export function registerRenderCommand(program: Command): void {
   program
     .command('render')
     .description(
-      'print the iptables-restore input, nft transaction or IPVS state (ipvsadm, ipset, iptables) a full kube-proxy sync would apply for the given manifests',
+      'print the iptables-restore input, nft transaction or ipvsadm/ipset/iptables state a full kube-proxy sync would apply for the given manifests',
     )
     .addOption(
       new Option(
@@ -385,7 +385,7 @@ export function registerRenderCommand(program: Command): void {
     .addOption(
       new Option(
         '--format <format>',
-        'restore: what the mode applies (ipvs: ipvsadm -S -n, ipset save and iptables-restore sections); ipvsadm-list: what `ipvsadm -L -n` would show (ipvs mode)',
+        'restore: the input of each apply tool (ipvs: ipvsadm -S -n, ipset save, iptables-restore); ipvsadm-list: what `ipvsadm -L -n` would show',
       ).default('restore'),
     )
     .addOption(new Option('--proxy-mode <mode>', 'the same as --mode (kube-proxy spelling)'))

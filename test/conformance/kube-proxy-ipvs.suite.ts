@@ -14,8 +14,10 @@ import { EndpointsChangeTracker } from '../../src/proxy/model/endpoints-change-t
 import { takeSnapshot } from '../../src/proxy/model/snapshot.js';
 import { IPSET_DEFS, IPSET_RULE_ROWS, ipsetName } from '../../src/proxy/ipvs/names.js';
 import { planIpvs } from '../../src/proxy/ipvs/plan.js';
-import type { IpvsPlan, PlannedIpvsService } from '../../src/proxy/ipvs/plan.js';
+import type { IpvsPlan } from '../../src/proxy/ipvs/plan.js';
 import { ruleJump, ruleMatchSet } from '../../src/proxy/ipvs/rules.js';
+import { applyIpvsOperations, reconcileIpvs } from '../../src/proxy/ipvs/reconcile.js';
+import type { IpvsService, VirtualServerFlag } from '../../src/netfilter/ipvs/model.js';
 import type { IpvsProxierOptions } from '../../src/proxy/ipvs/options.js';
 import { cidrContains, parseCIDRSloppy, parseIPSloppy, isLoopback } from '../../src/util/ip.js';
 import type { IPFamily } from '../../src/util/ip.js';
@@ -43,6 +45,7 @@ interface IpvsProfile {
   readonly scheduler: string;
   readonly iptablesHasRandomFully: boolean;
   readonly ipsetNamesIPv6Prefixed: boolean;
+  readonly excludeCIDRs: string[];
 }
 
 interface VsJSON {
@@ -132,6 +135,10 @@ class IpvsFixtureProxier {
   private readonly services = new Map<string, Service>();
   private readonly slices = new Map<string, EndpointSlice>();
   plan: IpvsPlan | undefined;
+  /** The fake kernel's virtual servers (0 connections everywhere, as upstream's fake). */
+  kernel = new Map<string, IpvsService>();
+  initialSync = false;
+  excludeCIDRs: readonly string[] = [];
 
   readonly options: IpvsProxierOptions;
   readonly family: IPFamily;
@@ -176,6 +183,16 @@ class IpvsFixtureProxier {
     }
   }
 
+  /** Services (`ns/name`) with a ready endpoint on this node, after applying pending changes. */
+  localReadyServices(): number {
+    const snap = takeSnapshot(this.svcTracker, this.epTracker);
+    const names = new Set<string>();
+    for (const [key, eps] of snap.endpoints) {
+      if (eps.some((e) => e.isLocal && e.ready)) names.add(key.slice(0, key.lastIndexOf('/')));
+    }
+    return names.size;
+  }
+
   sync(): void {
     const snap = takeSnapshot(this.svcTracker, this.epTracker);
     this.plan = planIpvs({
@@ -184,6 +201,19 @@ class IpvsFixtureProxier {
       endpoints: snap.endpoints,
       options: this.options,
     });
+    this.reconcile(this.plan.virtualServers, true);
+    this.initialSync = false;
+  }
+
+  reconcile(wanted: readonly IpvsService[], deleteStale: boolean): void {
+    const ops = reconcileIpvs(this.kernel, wanted, {
+      family: this.family,
+      excludeCIDRs: this.excludeCIDRs,
+      connections: () => 0,
+      initialSync: this.initialSync,
+      deleteStale,
+    });
+    this.kernel = applyIpvsOperations(this.kernel, ops);
   }
 }
 
@@ -192,7 +222,7 @@ function vsText(v: VsJSON): string {
   return `${v.protocol.toUpperCase()} ${v.address}:${v.port} ${v.scheduler ?? ''} [${flags.join(',')}] ${v.timeout ?? 0}`;
 }
 
-function plannedVsJSON(s: PlannedIpvsService): VsJSON {
+function plannedVsJSON(s: IpvsService): VsJSON {
   const v = s.virtualServer;
   return {
     protocol: v.protocol,
@@ -212,15 +242,31 @@ function sameSet(got: string[], want: string[]): string | undefined {
     : `got ${JSON.stringify(g)}, want ${JSON.stringify(w)}`;
 }
 
-function findVs(plan: IpvsPlan, v: VsJSON): PlannedIpvsService | undefined {
+function findVs(kernel: ReadonlyMap<string, IpvsService>, v: VsJSON): IpvsService | undefined {
   const protocol = toIpvsProtocol(v.protocol);
   if (!protocol) return undefined;
-  const key = virtualServerKey({ protocol, address: v.address, port: v.port });
-  return plan.virtualServers.find((s) => virtualServerKey(s.virtualServer) === key);
+  return kernel.get(virtualServerKey({ protocol, address: v.address, port: v.port }));
 }
 
-function checkVirtualServers(plan: IpvsPlan, step: Step): string | undefined {
-  const got = plan.virtualServers.map(plannedVsJSON);
+function toModelVs(v: VsJSON): IpvsService {
+  const flags = (v.flags ?? [])
+    .filter((f) => f !== 'hashed')
+    .map((f) => (f === 'sourceHash' ? 'schedFlag2' : f) as VirtualServerFlag);
+  return {
+    virtualServer: {
+      protocol: toIpvsProtocol(v.protocol) ?? 'tcp',
+      address: v.address,
+      port: v.port,
+      scheduler: v.scheduler ?? 'rr',
+      flags,
+      ...(v.timeout ? { timeoutSeconds: v.timeout } : {}),
+    },
+    realServers: [],
+  };
+}
+
+function checkVirtualServers(p: IpvsFixtureProxier, step: Step): string | undefined {
+  const got = [...p.kernel.values()].map(plannedVsJSON);
   if (step.compare === 'count') {
     return got.length === step.count
       ? undefined
@@ -237,10 +283,10 @@ function checkVirtualServers(plan: IpvsPlan, step: Step): string | undefined {
   return sameSet(got.map(vsText), want);
 }
 
-function checkRealServers(plan: IpvsPlan, step: Step): string | undefined {
+function checkRealServers(p: IpvsFixtureProxier, step: Step): string | undefined {
   const v = step.virtualServer;
   if (!v) return 'no virtualServer';
-  const vs = findVs(plan, v);
+  const vs = findVs(p.kernel, v);
   const got = vs?.realServers ?? [];
   if (step.compare === 'allWeightsEqual') {
     const bad = got.filter((r) => r.weight !== step.weight);
@@ -259,7 +305,9 @@ function checkRealServers(plan: IpvsPlan, step: Step): string | undefined {
   return sameSet(gotText, wantText);
 }
 
-function checkIPSets(plan: IpvsPlan, step: Step): string | undefined {
+function checkIPSets(p: IpvsFixtureProxier, step: Step): string | undefined {
+  const plan = p.plan;
+  if (!plan) return 'no sync';
   const problems: string[] = [];
   for (const s of step.sets ?? []) {
     const set = plan.ipsets.find((x) => x.name === s.name);
@@ -277,7 +325,9 @@ function checkIPSets(plan: IpvsPlan, step: Step): string | undefined {
   return problems.length === 0 ? undefined : problems.join('; ');
 }
 
-function checkChains(plan: IpvsPlan, step: Step): string | undefined {
+function checkChains(p: IpvsFixtureProxier, step: Step): string | undefined {
+  const plan = p.plan;
+  if (!plan) return 'no sync';
   const problems: string[] = [];
   for (const c of step.chains ?? []) {
     const rules = [
@@ -293,16 +343,61 @@ function checkChains(plan: IpvsPlan, step: Step): string | undefined {
 
 const NO_OP_STEPS = new Set(['servicesSynced', 'endpointSlicesSynced', 'comment']);
 
-const CHECKS: Record<string, (plan: IpvsPlan, step: Step) => string | undefined> = {
+const CHECKS: Record<string, (p: IpvsFixtureProxier, step: Step) => string | undefined> = {
   expectVirtualServers: checkVirtualServers,
   expectRealServers: checkRealServers,
   expectIPSets: checkIPSets,
   expectIPTablesChains: checkChains,
-  expectBoundAddresses: (plan, step) => sameSet([...plan.boundAddresses], step.addresses ?? []),
+  expectBoundAddresses: (p, step) =>
+    sameSet([...(p.plan?.boundAddresses ?? [])], step.addresses ?? []),
 };
+
+/** setRealServerWeights, setInitialSync and syncEndpoint act on the fake kernel directly. */
+function kernelStep(p: IpvsFixtureProxier, raw: Step): boolean {
+  const step = raw as Step & {
+    servicePortName?: { namespace: string; name: string; port: string };
+  };
+  const vs = step.virtualServer ? findVs(p.kernel, step.virtualServer) : undefined;
+  switch (step.action) {
+    case 'setRealServerWeights':
+      if (vs)
+        p.kernel.set(virtualServerKey(vs.virtualServer), {
+          virtualServer: vs.virtualServer,
+          realServers: vs.realServers.map((r) => ({ ...r, weight: step.weight ?? 0 })),
+        });
+      return true;
+    case 'setInitialSync':
+      p.initialSync = step.value === true;
+      return true;
+    case 'syncEndpoint': {
+      // The real servers the named service port plans for this VS (none if the name matches none).
+      const n = step.servicePortName;
+      const name = n
+        ? n.port === ''
+          ? `${n.namespace}/${n.name}`
+          : `${n.namespace}/${n.name}:${n.port}`
+        : '';
+      const planned = p.plan?.virtualServers.find(
+        (s) =>
+          s.servicePort === name &&
+          vs !== undefined &&
+          virtualServerKey(s.virtualServer) === virtualServerKey(vs.virtualServer),
+      );
+      if (vs)
+        p.reconcile(
+          [{ virtualServer: vs.virtualServer, realServers: planned?.realServers ?? [] }],
+          false,
+        );
+      return true;
+    }
+    default:
+      return false;
+  }
+}
 
 function runSteps(fixture: Fixture, profile: IpvsProfile): CaseResult[] {
   const proxier = new IpvsFixtureProxier(ipvsOptionsOf(profile), profile.ipFamily);
+  proxier.excludeCIDRs = profile.excludeCIDRs;
   const results: CaseResult[] = [];
   let n = 0;
   for (const raw of fixture.steps ?? []) {
@@ -312,17 +407,25 @@ function runSteps(fixture: Fixture, profile: IpvsProfile): CaseResult[] {
       proxier.sync();
       continue;
     }
+    if (step.action === 'updateEndpointsMap') continue; // applied by the expectation below
+    if (kernelStep(proxier, step)) continue;
+    if (step.action === 'expectLocalReadyEndpointsCount') {
+      const got = proxier.localReadyServices();
+      const name = `${fixture.file} #${++n} ${step.action}`;
+      results.push(
+        got === step.value
+          ? { name, status: 'passed' }
+          : { name, status: 'failed', detail: `got ${got}, want ${String(step.value)}` },
+      );
+      continue;
+    }
     const name = `${fixture.file} #${++n} ${step.action}`;
     const check = CHECKS[step.action];
     if (!check) {
       results.push({ name, status: 'skipped', detail: `not built: step ${step.action}` });
       continue;
     }
-    if (!proxier.plan) {
-      results.push({ name, status: 'failed', detail: 'no sync before the expectation' });
-      continue;
-    }
-    const problem = check(proxier.plan, step);
+    const problem = check(proxier, step);
     results.push(
       problem === undefined
         ? { name, status: 'passed' }
@@ -343,22 +446,11 @@ function resolve(
 }
 
 const NOT_BUILT: Record<string, string> = {
-  'TestCleanLegacyService.json':
-    'stale virtual-server cleanup belongs to the IPVS applier (ipvs-daemon)',
-  'TestCleanLegacyService6.json':
-    'stale virtual-server cleanup belongs to the IPVS applier (ipvs-daemon)',
-  'TestCleanLegacyServiceWithRealServers.json':
-    'stale virtual-server cleanup belongs to the IPVS applier (ipvs-daemon)',
-  'TestCleanLegacyRealServersExcludeCIDRs.json':
-    'stale virtual-server cleanup belongs to the IPVS applier (ipvs-daemon)',
-  'Test_syncService.json':
-    'per-VS kernel update (syncService) belongs to the IPVS applier (ipvs-daemon)',
   'TestCreateAndLinkKubeChain.json':
     'chain creation and jump rules belong to the IPVS applier (ipvs-daemon)',
   'ipset-vectors.json': 'ipset version check and entry sync belong to ipvs-lib / the applier',
   'ipvsadm-format-vectors.json': 'ipvsadm text formats belong to ipvs-lib',
   'misc-unit-vectors.json': 'node-IP and filter helpers not built here',
-  'TestNoEndpointsMetric.json': 'no-local-endpoints gauges of IPVS mode not built yet',
 };
 
 function checkReference(dir: string): CaseResult[] {
@@ -438,7 +530,124 @@ function runCases(
         : { name, status: 'failed', detail: 'rule not as expected' };
     });
   }
+  if (fixture.test === 'TestNoEndpointsMetric') return noEndpointsMetricCases(fixture, profiles);
+  if (fixture.test === 'Test_syncService') return syncServiceCases(fixture, profiles);
+  if (fixture.test.startsWith('TestCleanLegacy')) return cleanLegacyCases(fixture, profiles);
   return undefined;
+}
+
+/** The no-local-endpoints gauges after one sync of each case's Service and slice. */
+function noEndpointsMetricCases(
+  fixture: Fixture,
+  profiles: Record<string, IpvsProfile>,
+): CaseResult[] {
+  const cases = fixture.cases as unknown as {
+    subtest: string;
+    service: Service;
+    endpointSlice: EndpointSlice;
+    expect: Record<string, number>;
+  }[];
+  return cases.map((c) => {
+    const name = `${fixture.file} ${c.subtest}`;
+    const profile = resolve(profiles, fixture.proxier?.profile, fixture.proxier?.overrides);
+    const p = new IpvsFixtureProxier(ipvsOptionsOf(profile), profile.ipFamily);
+    p.applyObjectStep({ action: 'upsertServices', objects: [c.service] });
+    p.applyObjectStep({ action: 'upsertEndpointSlices', objects: [c.endpointSlice] });
+    p.sync();
+    const counts = p.plan?.noLocalEndpoints;
+    const problems: string[] = [];
+    for (const [metric, want] of Object.entries(c.expect)) {
+      const policy = /traffic_policy="(\w+)"/.exec(metric)?.[1];
+      const got = policy === 'internal' ? counts?.internal : counts?.external;
+      if (got !== want) problems.push(`${metric}: got ${String(got)}, want ${want}`);
+    }
+    return problems.length === 0
+      ? { name, status: 'passed' }
+      : { name, status: 'failed', detail: problems.join('; ') };
+  });
+}
+
+/** Per-VS sync over a preloaded kernel VS (upstream syncService; binding is the applier's). */
+function syncServiceCases(fixture: Fixture, profiles: Record<string, IpvsProfile>): CaseResult[] {
+  const cases = fixture.cases as unknown as {
+    case: number;
+    note: string;
+    preloadVirtualServer: VsJSON | null;
+    newVirtualServer: VsJSON;
+    expectVirtualServers: VsJSON[];
+  }[];
+  return cases.map((c) => {
+    const name = `${fixture.file} case ${c.case} ${c.note}`;
+    const profile = resolve(profiles, fixture.proxier?.profile, fixture.proxier?.overrides);
+    const p = new IpvsFixtureProxier(ipvsOptionsOf(profile), profile.ipFamily);
+    if (c.preloadVirtualServer) {
+      const pre = toModelVs(c.preloadVirtualServer);
+      p.kernel.set(virtualServerKey(pre.virtualServer), pre);
+    }
+    p.reconcile([toModelVs(c.newVirtualServer)], false);
+    const problem = sameSet(
+      [...p.kernel.values()].map((s) => vsText(plannedVsJSON(s))),
+      c.expectVirtualServers.map(vsText),
+    );
+    return problem === undefined
+      ? { name, status: 'passed' }
+      : { name, status: 'failed', detail: problem };
+  });
+}
+
+/** Stale-VS cleanup over a preloaded kernel (upstream cleanLegacyService). */
+function cleanLegacyCases(fixture: Fixture, profiles: Record<string, IpvsProfile>): CaseResult[] {
+  const f = fixture as unknown as {
+    preloadVirtualServers: Record<string, VsJSON>;
+    preloadRealServers?: { virtualServer: string; realServer: RsJSON }[];
+    activeServices: string[];
+    expect: {
+      remainingCount?: number;
+      remaining?: string[];
+      removed?: string[];
+      remainingRealServers?: number;
+    };
+  };
+  const profile = resolve(profiles, fixture.proxier?.profile, fixture.proxier?.overrides);
+  const p = new IpvsFixtureProxier(ipvsOptionsOf(profile), profile.ipFamily);
+  p.excludeCIDRs = profile.excludeCIDRs;
+  const keyOfId: Record<string, string> = {};
+  for (const [id, v] of Object.entries(f.preloadVirtualServers)) {
+    const m = toModelVs(v);
+    const reals = (f.preloadRealServers ?? [])
+      .filter((r) => r.virtualServer === id)
+      .map((r) => ({
+        address: r.realServer.address,
+        port: r.realServer.port,
+        weight: r.realServer.weight,
+        forward: 'Masq' as const,
+      }));
+    keyOfId[id] = virtualServerKey(m.virtualServer);
+    p.kernel.set(keyOfId[id], { virtualServer: m.virtualServer, realServers: reals });
+  }
+  const active = f.activeServices
+    .map((id) => p.kernel.get(keyOfId[id] ?? ''))
+    .filter((s) => s !== undefined);
+  p.reconcile(active, true);
+  const problems: string[] = [];
+  const e = f.expect;
+  if (e.remainingCount !== undefined && p.kernel.size !== e.remainingCount)
+    problems.push(`remaining ${p.kernel.size}, want ${e.remainingCount}`);
+  for (const id of e.remaining ?? [])
+    if (!p.kernel.has(keyOfId[id] ?? '')) problems.push(`${id} removed`);
+  for (const id of e.removed ?? [])
+    if (p.kernel.has(keyOfId[id] ?? '')) problems.push(`${id} kept`);
+  if (e.remainingRealServers !== undefined) {
+    const n = [...p.kernel.values()].reduce((a, s) => a + s.realServers.length, 0);
+    if (n !== e.remainingRealServers)
+      problems.push(`real servers ${n}, want ${e.remainingRealServers}`);
+  }
+  const name = fixture.file;
+  return [
+    problems.length === 0
+      ? { name, status: 'passed' }
+      : { name, status: 'failed', detail: problems.join('; ') },
+  ];
 }
 
 export const suite: ConformanceSuite = {

@@ -8,12 +8,7 @@ import { ipsetName } from './names.js';
 import { renderIpvsIptables, ruleJump, ruleMatchSet } from './rules.js';
 
 function svc(name: string, spec: Record<string, unknown>): Service {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name, namespace: 'ns' },
-    spec,
-  } as Service;
+  return { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: 'ns' }, spec };
 }
 
 function slice(service: string, endpoints: unknown[], port = 80): EndpointSlice {
@@ -87,8 +82,9 @@ test('ClientIP affinity makes the virtual server persistent with its timeout', (
   });
   const { plan } = planIpvsFromObjects([s], [], opts, 'IPv4');
   const vs = plan.virtualServers[0]?.virtualServer;
-  assert.deepEqual(vs?.flags, ['persistent']);
-  assert.equal(vs?.timeoutSeconds, 600);
+  assert.ok(vs);
+  assert.deepEqual(vs.flags, ['persistent']);
+  assert.equal(vs.timeoutSeconds, 600);
 });
 
 test('terminating endpoints serve only when no endpoint is ready (KEP-1669)', () => {

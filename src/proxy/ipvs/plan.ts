@@ -6,7 +6,6 @@
 // Graceful termination (weight 0 while connections drain) depends on kernel state and is the
 // applier's job: the plan lists the real servers wanted now, each at weight 1.
 
-import type { Protocol } from '../../kube/types.js';
 import type { IPFamily } from '../../util/ip.js';
 import { ipFamilyOf } from '../../util/ip.js';
 import type { EndpointInfo } from '../model/endpoint.js';
@@ -45,6 +44,8 @@ export interface IpvsPlan {
   /** Every set of IPSET_DEFS, in that order (empty ones included: kube-proxy creates them all). */
   readonly ipsets: readonly IpsetPlan[];
   readonly iptables: readonly IpvsIptablesRule[];
+  /** Services with endpoints but none local for a Local traffic policy (the sync gauges). */
+  readonly noLocalEndpoints: { readonly internal: number; readonly external: number };
 }
 
 export interface IpvsPlanInput {
@@ -67,6 +68,8 @@ function realServersOf(endpoints: readonly EndpointInfo[]): RealServer[] {
 class Builder {
   readonly vs: PlannedIpvsService[] = [];
   readonly bound = new Set<string>();
+  readonly noLocalInternal = new Set<string>();
+  readonly noLocalExternal = new Set<string>();
   readonly sets = new Map<string, Set<string>>(IPSET_DEFS.map((d) => [d.name, new Set<string>()]));
 
   add(set: string, entry: string): void {
@@ -103,6 +106,8 @@ function planServicePort(
     nodeName: options.nodeName,
     nodeZone: options.nodeZone ?? '',
   });
+  if (decision.noLocalEndpointsInternal) b.noLocalInternal.add(sp.serviceKey);
+  if (decision.noLocalEndpointsExternal) b.noLocalExternal.add(sp.serviceKey);
   for (const ep of endpoints) {
     if (ep.isLocal) b.add('KUBE-LOOP-BACK', `${ep.ip},${proto}:${ep.port},${ep.ip}`);
   }
@@ -199,6 +204,7 @@ export function planIpvs(input: IpvsPlanInput): IpvsPlan {
     boundAddresses: [...b.bound].sort(),
     ipsets,
     iptables: planIptablesRules(input, ipsets),
+    noLocalEndpoints: { internal: b.noLocalInternal.size, external: b.noLocalExternal.size },
   };
 }
 
