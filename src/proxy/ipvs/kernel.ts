@@ -11,9 +11,9 @@ import type { FakeIpset } from '../../netfilter/ipset/fake.js';
 import { renderRestore as renderIpsetRestore } from '../../netfilter/ipset/render.js';
 import type { IpsetOperation } from '../../netfilter/ipset/render.js';
 import type { FakeIpvs } from '../../netfilter/ipvs/fake.js';
-import { isIPv6Address } from '../../netfilter/ipvs/model.js';
+import { isIPv6Address, realServerKey, virtualServerKey } from '../../netfilter/ipvs/model.js';
 import type { IpvsOperation, IpvsService } from '../../netfilter/ipvs/model.js';
-import { parseSave } from '../../netfilter/ipvs/parse.js';
+import { parseList, parseSave } from '../../netfilter/ipvs/parse.js';
 import { renderRestore as renderIpvsRestore } from '../../netfilter/ipvs/render.js';
 import type { Execer } from '../../os/exec.js';
 import { runChecked } from '../../os/exec.js';
@@ -22,7 +22,10 @@ import type { IPFamily } from '../../util/ip.js';
 /** One family's IPVS, ipset and iptables operations (real or Fake). */
 export interface IpvsKernel {
   readonly family: IPFamily;
-  /** The virtual servers of this family, as `ipvsadm -S -n` lists them. */
+  /**
+   * The virtual servers of this family, as `ipvsadm -S -n` lists them, each real server with
+   * its connection counters (`ipvsadm -L -n`) for graceful termination.
+   */
   readIpvs(): Promise<IpvsService[]>;
   /** Applies the commands in one `ipvsadm -R`. */
   applyIpvs(ops: readonly IpvsOperation[]): Promise<void>;
@@ -49,8 +52,23 @@ export class RealIpvsKernel implements IpvsKernel {
   }
 
   async readIpvs(): Promise<IpvsService[]> {
-    const res = await runChecked(this.execer, { cmd: 'ipvsadm', args: ['-S', '-n'] });
-    return ofFamily(this.family, parseSave(res.stdout));
+    const save = await runChecked(this.execer, { cmd: 'ipvsadm', args: ['-S', '-n'] });
+    const list = await runChecked(this.execer, { cmd: 'ipvsadm', args: ['-L', '-n'] });
+    const conns = new Map<string, { activeConn?: number; inactConn?: number }>();
+    for (const s of parseList(list.stdout).services)
+      for (const rs of s.realServers)
+        conns.set(`${virtualServerKey(s.virtualServer)} ${realServerKey(rs)}`, rs);
+    return ofFamily(this.family, parseSave(save.stdout)).map((s) => ({
+      virtualServer: s.virtualServer,
+      realServers: s.realServers.map((rs) => {
+        const c = conns.get(`${virtualServerKey(s.virtualServer)} ${realServerKey(rs)}`);
+        return {
+          ...rs,
+          ...(c?.activeConn !== undefined ? { activeConn: c.activeConn } : {}),
+          ...(c?.inactConn !== undefined ? { inactConn: c.inactConn } : {}),
+        };
+      }),
+    }));
   }
 
   async applyIpvs(ops: readonly IpvsOperation[]): Promise<void> {

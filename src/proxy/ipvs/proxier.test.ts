@@ -10,6 +10,7 @@ import { endpoint, slice } from '../../kube/testing.js';
 import { FakeIptables } from '../../netfilter/iptables/fake.js';
 import { FakeIpset } from '../../netfilter/ipset/fake.js';
 import { FakeIpvs } from '../../netfilter/ipvs/fake.js';
+import type { IpvsService } from '../../netfilter/ipvs/model.js';
 import { SvcnetError } from '../../errors.js';
 import { FakeIp } from '../../os/ip.js';
 import { TEST_NODE, baseDeps, proxierFakes, startProxier, startSynced, svc } from '../testing.js';
@@ -18,16 +19,29 @@ import { IPVS_DUMMY_DEVICE } from './names.js';
 import { DEFAULT_IPVS_OPTIONS } from './options.js';
 import { IpvsProxier } from './proxier.js';
 
+/** FakeIpvsKernel whose real servers report `conns` active connections (the Fake has none). */
+class ConnKernel extends FakeIpvsKernel {
+  conns = 0;
+
+  override async readIpvs(): Promise<IpvsService[]> {
+    return (await super.readIpvs()).map((s) => ({
+      virtualServer: s.virtualServer,
+      realServers: s.realServers.map((rs) => ({ ...rs, activeConn: this.conns })),
+    }));
+  }
+}
+
 function setup() {
   const f = proxierFakes();
   const ipvs = new FakeIpvs();
   const ipset = new FakeIpset();
   const iptables = new FakeIptables('IPv4');
   const ip = new FakeIp();
+  const kernel = new ConnKernel('IPv4', ipvs, ipset, iptables);
   const proxier = new IpvsProxier({
     ...baseDeps(f),
     ip,
-    families: [{ family: 'IPv4', kernel: new FakeIpvsKernel('IPv4', ipvs, ipset, iptables) }],
+    families: [{ family: 'IPv4', kernel }],
     optionsFor: () => ({ ...DEFAULT_IPVS_OPTIONS, nodeName: TEST_NODE }),
   });
   startProxier(proxier, f);
@@ -42,7 +56,7 @@ function setup() {
           `${s.virtualServer.address}:${s.virtualServer.port} -> ${r.address}:${r.port} w${r.weight}`,
       ),
     );
-  return { f, ipvs, ipset, iptables, dummyAddrs, reals };
+  return { f, ipvs, ipset, iptables, kernel, dummyAddrs, reals };
 }
 
 /** Slice of ns/NAME, port p 8080: `ready` endpoints ready, `terminating` ones serving-terminating. */
@@ -84,8 +98,9 @@ test('a ClusterIP Service: one virtual server, two real servers, the ipsets and 
   assert.match(save, /-A KUBE-SERVICES .*--match-set KUBE-CLUSTER-IP dst,dst/);
 });
 
-test('a terminating endpoint is kept at weight 0, then deleted by the next sync', async () => {
+test('a terminating endpoint is kept at weight 0 while it has connections, then deleted', async () => {
   const s = setup();
+  s.kernel.conns = 1;
   s.f.services.upsert(svc('web', '10.96.0.10', 80));
   s.f.slices.upsert(slice2('web', ['10.244.1.5', '10.244.2.6']));
   await startSynced(s.f);
@@ -95,6 +110,9 @@ test('a terminating endpoint is kept at weight 0, then deleted by the next sync'
     '10.96.0.10:80 -> 10.244.1.5:8080 w1',
     '10.96.0.10:80 -> 10.244.2.6:8080 w0',
   ]);
+  await s.f.clock.advance(30_000);
+  assert.equal(s.reals().length, 2, 'still draining');
+  s.kernel.conns = 0;
   await s.f.clock.advance(30_000);
   assert.deepEqual(s.reals(), ['10.96.0.10:80 -> 10.244.1.5:8080 w1']);
 });

@@ -4,7 +4,8 @@
 // the whole state and applies it: the kube-ipvs0 dummy ensured and its addresses bound
 // (through the `Ip` seam), every ipset created -exist, flushed and refilled (one `ipset
 // restore`), the virtual/real servers diffed against `ipvsadm -S -n` read back and changed in
-// one `ipvsadm -R` (a removed real server kept at weight 0 for one sync, then deleted), the
+// one `ipvsadm -R` (reconcileIpvs: a removed TCP real server with connections kept at weight
+// 0 while they drain, then deleted), the
 // iptables rules with iptables-restore --noflush, and last the addresses no longer wanted
 // unbound. Order matters: sets exist before the rules that match them, virtual servers
 // before their addresses attract traffic. Every sync is full (the state is read back).
@@ -18,7 +19,10 @@ import { ProxierBase, newFamilyTrackers } from '../proxier-base.js';
 import type { FamilyTrackers, ProxierBaseDeps } from '../proxier-base.js';
 import type { SyncReport } from '../proxier.js';
 import type { IpvsKernel } from './kernel.js';
-import { diffAddresses, diffIpvs, ipsetOps } from './kernel-diff.js';
+import { diffAddresses, ipsetOps } from './kernel-diff.js';
+import { reconcileIpvs } from './reconcile.js';
+import { makeIpvsState, realServerKey, virtualServerKey } from '../../netfilter/ipvs/model.js';
+import type { RealServer, VirtualServer } from '../../netfilter/ipvs/model.js';
 import { IPVS_DUMMY_DEVICE } from './names.js';
 import type { IpvsProxierOptions } from './options.js';
 import { planIpvs } from './plan.js';
@@ -37,6 +41,10 @@ export interface IpvsProxierDeps extends ProxierBaseDeps {
 interface FamilyState extends FamilyTrackers {
   readonly kernel: IpvsKernel;
   lastPlan: IpvsPlan | undefined;
+}
+
+function connKey(vs: VirtualServer, rs: RealServer): string {
+  return `${virtualServerKey(vs)} ${realServerKey(rs)}`;
 }
 
 function hostBits(family: IPFamily): number {
@@ -78,7 +86,7 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
     });
     let bytes: number;
     try {
-      bytes = await this.apply(f, plan, options);
+      bytes = await this.apply(f, plan);
     } catch (err) {
       this.deps.log.error({ err, ipFamily: f.family }, 'ipvs sync failed');
       throw err;
@@ -88,8 +96,8 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
     f.needFullSync = false;
     return this.finishSync(f, begun, {
       fullSync: true,
-      noLocalEndpointsInternal: 0,
-      noLocalEndpointsExternal: 0,
+      noLocalEndpointsInternal: plan.noLocalEndpoints.internal,
+      noLocalEndpointsExternal: plan.noLocalEndpoints.external,
       numServices: plan.virtualServers.length,
       numEndpoints: plan.virtualServers.reduce((n, v) => n + v.realServers.length, 0),
       bytes,
@@ -97,18 +105,24 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
   }
 
   /** Applies one family's plan (see the file header for the order); returns the bytes of rules. */
-  private async apply(
-    f: FamilyState,
-    plan: IpvsPlan,
-    options: IpvsProxierOptions,
-  ): Promise<number> {
+  private async apply(f: FamilyState, plan: IpvsPlan): Promise<number> {
     const link = await this.ensureDummy();
     const current = link.addrs.filter((a) => a.family === f.family).map((a) => a.local);
     const { bind, unbind } = diffAddresses(plan.boundAddresses, current);
     await f.kernel.applyIpsets(ipsetOps(plan.ipsets));
     const existing = await f.kernel.readIpvs();
-    const owned = new Set([...current, ...plan.boundAddresses, ...options.nodePortIPs]);
-    await f.kernel.applyIpvs(diffIpvs(plan.virtualServers, existing, (a) => owned.has(a)));
+    const conns = new Map<string, number>();
+    for (const s of existing)
+      for (const rs of s.realServers)
+        conns.set(connKey(s.virtualServer, rs), (rs.activeConn ?? 0) + (rs.inactConn ?? 0));
+    await f.kernel.applyIpvs(
+      reconcileIpvs(makeIpvsState(existing), plan.virtualServers, {
+        family: f.family,
+        excludeCIDRs: [],
+        connections: (vs, rs) => conns.get(connKey(vs, rs)) ?? 0,
+        initialSync: f.lastPlan === undefined,
+      }),
+    );
     const bits = hostBits(f.family);
     if (bind.length > 0)
       await this.ip.batch(
