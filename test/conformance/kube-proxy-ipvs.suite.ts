@@ -15,8 +15,9 @@ import { takeSnapshot } from '../../src/proxy/model/snapshot.js';
 import { IPSET_DEFS, IPSET_RULE_ROWS, ipsetName } from '../../src/proxy/ipvs/names.js';
 import { planIpvs } from '../../src/proxy/ipvs/plan.js';
 import type { IpvsPlan } from '../../src/proxy/ipvs/plan.js';
-import { ruleJump, ruleMatchSet } from '../../src/proxy/ipvs/rules.js';
+import { renderIpvsIptables, ruleJump, ruleMatchSet } from '../../src/proxy/ipvs/rules.js';
 import { applyIpvsOperations, reconcileIpvs } from '../../src/proxy/ipvs/reconcile.js';
+import { renderList, renderSave } from '../../src/netfilter/ipvs/render.js';
 import type { IpvsService, VirtualServerFlag } from '../../src/netfilter/ipvs/model.js';
 import type { IpvsProxierOptions } from '../../src/proxy/ipvs/options.js';
 import { cidrContains, parseCIDRSloppy, parseIPSloppy, isLoopback } from '../../src/util/ip.js';
@@ -446,11 +447,10 @@ function resolve(
 }
 
 const NOT_BUILT: Record<string, string> = {
-  'TestCreateAndLinkKubeChain.json':
-    'chain creation and jump rules belong to the IPVS applier (ipvs-daemon)',
-  'ipset-vectors.json': 'ipset version check and entry sync belong to ipvs-lib / the applier',
-  'ipvsadm-format-vectors.json': 'ipvsadm text formats belong to ipvs-lib',
-  'misc-unit-vectors.json': 'node-IP and filter helpers not built here',
+  'ipset-vectors.json':
+    'ipset version check and entry sync: run by the ipset unit tests of src/netfilter/ipset (ipvs-lib)',
+  'misc-unit-vectors.json':
+    'TestGetNodeIPs, TestIpIsValidForSet, TestFilterCIDRs, Test_getFirstColumn helpers not built',
 };
 
 function checkReference(dir: string): CaseResult[] {
@@ -532,6 +532,7 @@ function runCases(
   }
   if (fixture.test === 'TestNoEndpointsMetric') return noEndpointsMetricCases(fixture, profiles);
   if (fixture.test === 'Test_syncService') return syncServiceCases(fixture, profiles);
+  if (fixture.test === 'TestCreateAndLinkKubeChain') return chainDeclarationCases(fixture);
   if (fixture.test.startsWith('TestCleanLegacy')) return cleanLegacyCases(fixture, profiles);
   return undefined;
 }
@@ -564,6 +565,70 @@ function noEndpointsMetricCases(
     return problems.length === 0
       ? { name, status: 'passed' }
       : { name, status: 'failed', detail: problems.join('; ') };
+  });
+}
+
+/** The worked example: its state as `ipvsadm -L -n` and `ipvsadm -S -n` print it. */
+function ipvsadmFormatCases(dir: string): CaseResult[] {
+  const doc = readJSON(join(dir, 'ipvsadm-format-vectors.json')) as {
+    exampleState: (VsJSON & {
+      schedFlags: string[];
+      persistentTimeout: number | null;
+      realServers: (RsJSON & { activeConn: number; inactConn: number })[];
+    })[];
+    exampleListOutput: string;
+    exampleSaveOutput: string;
+  };
+  const state: IpvsService[] = doc.exampleState.map((v) => {
+    const base = toModelVs({
+      ...v,
+      flags: [
+        ...(v.persistentTimeout !== null ? ['persistent'] : []),
+        ...(v.schedFlags.some((f) => f.endsWith('-port')) ? ['sourceHash'] : []),
+      ],
+      timeout: v.persistentTimeout ?? 0,
+    });
+    return {
+      virtualServer: base.virtualServer,
+      realServers: v.realServers.map((r) => ({
+        address: r.address,
+        port: r.port,
+        weight: r.weight,
+        forward: 'Masq' as const,
+        activeConn: r.activeConn,
+        inactConn: r.inactConn,
+      })),
+    };
+  });
+  const cases: [string, string, string][] = [
+    ['ipvsadm -L -n', renderList(state), doc.exampleListOutput],
+    ['ipvsadm -S -n', renderSave(state), doc.exampleSaveOutput],
+  ];
+  return cases.map(([what, got, want]) => {
+    const name = `ipvsadm-format-vectors.json example ${what}`;
+    return got === want
+      ? { name, status: 'passed' }
+      : { name, status: 'failed', detail: `got:\n${got}want:\n${want}` };
+  });
+}
+
+/** The `:CHAIN - [0:0]` declarations of each table in the restore input. */
+function chainDeclarationCases(fixture: Fixture): CaseResult[] {
+  const decls = (
+    fixture as unknown as { expectChainDeclarations: { table: string; text: string }[] }
+  ).expectChainDeclarations;
+  const text = renderIpvsIptables([]);
+  return decls.map((d) => {
+    const name = `${fixture.file} ${d.table}`;
+    const block = text.split(`*${d.table}\n`)[1]?.split('COMMIT')[0] ?? '';
+    const got = block
+      .split('\n')
+      .filter((l) => l.startsWith(':'))
+      .map((l) => `${l}\n`)
+      .join('');
+    return got === d.text
+      ? { name, status: 'passed' }
+      : { name, status: 'failed', detail: `got ${JSON.stringify(got)}` };
   });
 }
 
@@ -663,6 +728,10 @@ export const suite: ConformanceSuite = {
       if (fixture.file === 'profiles.json') continue;
       if (fixture.file === 'ipvs-reference.json') {
         results.push(...checkReference(dir));
+        continue;
+      }
+      if (fixture.file === 'ipvsadm-format-vectors.json') {
+        results.push(...ipvsadmFormatCases(dir));
         continue;
       }
       const notBuilt = NOT_BUILT[fixture.file];

@@ -9,6 +9,7 @@ import { ifNotLocal } from '../iptables/options.js';
 import { sourceRangesAllowNode } from '../model/traffic-policy.js';
 import { FILTER_CHAINS, IPSET_RULE_ROWS, NAT_CHAINS } from './names.js';
 import { portOf } from './options.js';
+import type { IpvsProxierOptions } from './options.js';
 import type { IpsetPlan, IpvsPlanInput } from './plan.js';
 
 export interface IpvsIptablesRule {
@@ -30,12 +31,18 @@ export function ruleMatchSet(r: IpvsIptablesRule): string {
   return i >= 0 ? (r.args[i + 1] ?? '') : '';
 }
 
-/** The iptables rules for `input`, given the plan's ipsets (rules exist only for non-empty sets). */
-export function planIptablesRules(
-  input: IpvsPlanInput,
-  ipsets: readonly IpsetPlan[],
-): IpvsIptablesRule[] {
-  const { options, family } = input;
+/** Writes rules into `out`, naming the plan's ipsets. */
+interface RuleContext {
+  readonly out: IpvsIptablesRule[];
+  readonly set: (base: string) => IpsetPlan;
+  readonly nonEmpty: (base: string) => boolean;
+  readonly nat: (chain: string, ...args: string[]) => void;
+  readonly filter: (chain: string, ...args: string[]) => void;
+  /** `-m comment --comment C -m set --match-set SET match` for the set's rules. */
+  readonly commentSet: (base: string, match: string) => string[];
+}
+
+function ruleContext(ipsets: readonly IpsetPlan[]): RuleContext {
   const out: IpvsIptablesRule[] = [];
   const byBase = new Map(ipsets.map((s) => [s.base, s]));
   const set = (base: string): IpsetPlan => {
@@ -43,24 +50,41 @@ export function planIptablesRules(
     if (!s) throw new Error(`ipvs plan: no ipset ${base}`);
     return s;
   };
-  const nonEmpty = (base: string): boolean => set(base).entries.length > 0;
-  const nat = (chain: string, ...args: string[]): void => {
-    out.push({ table: 'nat', chain, args });
+  return {
+    out,
+    set,
+    nonEmpty: (base) => set(base).entries.length > 0,
+    nat: (chain, ...args) => out.push({ table: 'nat', chain, args }),
+    filter: (chain, ...args) => out.push({ table: 'filter', chain, args }),
+    commentSet: (base, match) => [
+      '-m',
+      'comment',
+      '--comment',
+      set(base).comment,
+      '-m',
+      'set',
+      '--match-set',
+      set(base).name,
+      match,
+    ],
   };
-  const filter = (chain: string, ...args: string[]): void => {
-    out.push({ table: 'filter', chain, args });
-  };
-  const commentSet = (base: string, match: string): string[] => [
-    '-m',
-    'comment',
-    '--comment',
-    set(base).comment,
-    '-m',
-    'set',
-    '--match-set',
-    set(base).name,
-    match,
-  ];
+}
+
+/** The iptables rules for `input`, given the plan's ipsets (rules exist only for non-empty sets). */
+export function planIptablesRules(
+  input: IpvsPlanInput,
+  ipsets: readonly IpsetPlan[],
+): IpvsIptablesRule[] {
+  const ctx = ruleContext(ipsets);
+  writeServiceRules(ctx, input);
+  writeFixedRules(ctx, input.options);
+  return ctx.out;
+}
+
+/** KUBE-SERVICES and the set-matching rules, up to the ACCEPTs that end KUBE-SERVICES. */
+function writeServiceRules(ctx: RuleContext, input: IpvsPlanInput): void {
+  const { options, family } = input;
+  const { out, set, nonEmpty, nat, filter, commentSet } = ctx;
   nat('KUBE-SERVICES', '-s', family === 'IPv6' ? '::1/128' : '127.0.0.0/8', '-j', 'RETURN');
   for (const row of IPSET_RULE_ROWS) {
     if (!nonEmpty(row.set)) continue;
@@ -132,6 +156,11 @@ export function planIptablesRules(
     if (nonEmpty(base))
       nat('KUBE-SERVICES', '-m', 'set', '--match-set', set(base).name, 'dst,dst', '-j', 'ACCEPT');
   }
+}
+
+/** KUBE-FORWARD, filter KUBE-NODE-PORT, KUBE-IPVS-FILTER, KUBE-POSTROUTING and KUBE-MARK-MASQ. */
+function writeFixedRules(ctx: RuleContext, options: IpvsProxierOptions): void {
+  const { set, nat, filter, commentSet } = ctx;
   const mark = options.masqueradeMark;
   filter(
     'KUBE-FORWARD',
@@ -213,7 +242,6 @@ export function planIptablesRules(
     ...(options.hasRandomFully ? ['--random-fully'] : []),
   );
   nat('KUBE-MARK-MASQ', '-j', 'MARK', '--or-mark', mark);
-  return out;
 }
 
 /** iptables-restore input: nat then filter, each with its chain declarations. */
