@@ -1,5 +1,5 @@
-// `svcnet proxy`: the kube-proxy-compatible daemon for one node, in iptables or nftables mode
-// (`--proxy-mode`, alias `--mode`, or the file's `mode:`). Flags mirror kube-proxy's; settings
+// `svcnet proxy`: the kube-proxy-compatible daemon for one node, in iptables, nftables or ipvs
+// mode (`--proxy-mode`, alias `--mode`, or the file's `mode:`). Flags mirror kube-proxy's; settings
 // come from defaults, then the KubeProxyConfiguration file (`--config`), then flags given
 // explicitly on the command line. `--cleanup` removes every rule, chain and table any mode of
 // the proxy created and exits. Logs go to stderr (text on a terminal, JSON
@@ -43,7 +43,7 @@ interface ProxyFlags extends ProxyConfigFlags {
 }
 
 async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
-  // --proxy-mode (or --mode) wins over the file's mode; ipvs and kernelspace are refused
+  // --proxy-mode (or --mode) wins over the file's mode; kernelspace is refused
   // (exit 2) before anything loads: a configuration that asks for them must never get rules
   // of another mode silently.
   const flagMode = flags.proxyMode ?? flags.mode;
@@ -56,6 +56,12 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
     flagMode ??
     requireBuiltProxyMode(file?.mode ?? '', `${flags.config ?? ''}: mode`, DAEMON_PROXY_MODES);
   const cfg = resolveProxyConfig({ ...flags, proxyMode: mode }, file, hostname().toLowerCase());
+  // ipvs mode on a kernel without ip_vs: one line and exit 1, before anything is touched
+  // (not even the other modes' leftovers).
+  if (cfg.mode === 'ipvs' && flags.cleanup !== true) {
+    const { requireIpvs } = await import('../proxy/dataplane.js');
+    await requireIpvs();
+  }
   // Held while the daemon and the client library load (seconds), so a taken port exits 1 at
   // once; released just before the daemon binds them for real (whole or not at all).
   const hold =
@@ -139,10 +145,10 @@ export function registerProxyCommand(program: Command): void {
   const cmd = daemonCommand(
     program,
     'proxy',
-    'kube-proxy-compatible Service proxy for one node (iptables or nftables mode)',
+    'kube-proxy-compatible Service proxy for one node (iptables, nftables or ipvs mode)',
     'kubeconfig of the API server (default: clientConnection.kubeconfig of --config, $KUBECONFIG, else in-cluster)',
   )
-    .option('--proxy-mode <mode>', 'proxy mode: iptables (default) or nftables')
+    .option('--proxy-mode <mode>', 'proxy mode: iptables (default), nftables or ipvs')
     .addOption(new Option('--mode <mode>', 'alias of --proxy-mode').hideHelp())
     .option('--hostname-override <node>', 'name of this node (default: the hostname)')
     .option('--config <file>', 'KubeProxyConfiguration file (flags given explicitly win)')

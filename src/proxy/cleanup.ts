@@ -1,6 +1,7 @@
 // Removing a proxy mode's kernel state, as kube-proxy's CleanupLeftovers does: iptables mode's
 // KUBE-* chains and the rules that jump to them (plan-cleanup.ts, one restore per family),
-// nftables mode's `ip kube-proxy` and `ip6 kube-proxy` tables (one `nft -f` each). The daemon
+// nftables mode's `ip kube-proxy` and `ip6 kube-proxy` tables (one `nft -f` each), ipvs mode's
+// virtual servers on kube-ipvs0, the dummy and the KUBE-* ipsets (ipvs/kernel-cleanup.ts). The daemon
 // removes the modes it does not run when it starts, so switching modes leaves no rules of the
 // old one behind (KEP-3866); `svcnet proxy --cleanup` removes every mode's. A host without a
 // mode's tool (no nft, no ip6tables) has nothing of that mode to remove: that is logged, not
@@ -18,12 +19,18 @@ import { planCleanup } from './iptables/plan-cleanup.js';
 import { RealNftBackend } from '../netfilter/nftables/backend.js';
 import type { NftBackend } from '../netfilter/nftables/backend.js';
 import { tableRefOf } from './nftables/plan.js';
+import { RealIpvsCleaner } from './ipvs/kernel-cleanup.js';
+import type { IpvsCleaner } from './ipvs/kernel-cleanup.js';
+import { RealIp } from '../os/ip.js';
 
-/** What one mode's cleanup removed in one family. */
+/** What one mode's cleanup removed in one family (ipvs: both families, reported as IPv4). */
 export interface CleanupResult {
   readonly mode: DaemonProxyMode;
   readonly family: IPFamily;
-  /** iptables: chains and hook rules; nftables: 1 when the table existed (then deleted). */
+  /**
+   * iptables: chains and hook rules; nftables: 1 when the table existed (then deleted); ipvs:
+   * virtual servers in `rules`, ipsets in `chains`, 1 in `tables` when kube-ipvs0 existed.
+   */
   readonly chains: number;
   readonly rules: number;
   readonly tables: number;
@@ -44,6 +51,8 @@ export interface CleanupSeams {
   /** One backend per family; may throw (no iptables on the host). */
   readonly iptables: () => Promise<readonly CleanupIptables[]>;
   readonly nftables: () => Promise<readonly NftTableCleaner[]>;
+  /** ipvs mode's state (absent: nothing of ipvs mode to remove). */
+  readonly ipvs?: () => Promise<IpvsCleaner>;
 }
 
 /** An NftTableCleaner over an NftBackend (the `nft` tool, or a Fake). */
@@ -104,6 +113,7 @@ export function realCleanupSeams(
     iptables: () => cleanupBackends(execer, families, variantSetting),
     nftables: () =>
       Promise.resolve(families.map((f) => nftTableCleaner(new RealNftBackend(execer, f)))),
+    ipvs: () => Promise.resolve(new RealIpvsCleaner(execer, new RealIp(execer))),
   };
 }
 
@@ -155,7 +165,32 @@ export async function cleanupLeftovers(
       }
     }
   }
+  if (running !== 'ipvs' && seams.ipvs !== undefined)
+    out.push(...(await cleanupIpvs(seams.ipvs, log)));
   return out;
+}
+
+/** ipvs mode's part of cleanupLeftovers: failures are logged, never fatal. */
+async function cleanupIpvs(
+  cleaner: () => Promise<IpvsCleaner>,
+  log: Logger,
+): Promise<CleanupResult[]> {
+  try {
+    const r = await (await cleaner()).removeIpvs();
+    if (r.virtualServers + r.ipsets > 0 || r.device) log.info(r, 'Cleaned up ipvs state');
+    return [
+      {
+        mode: 'ipvs',
+        family: 'IPv4',
+        chains: r.ipsets,
+        rules: r.virtualServers,
+        tables: r.device ? 1 : 0,
+      },
+    ];
+  } catch (err) {
+    log.warn({ err: message(err) }, 'ipvs cleanup skipped');
+    return [];
+  }
 }
 
 /** One line per mode and family, for --cleanup's output. */
@@ -164,7 +199,9 @@ export function formatCleanup(results: readonly CleanupResult[]): string {
     .map((r) =>
       r.mode === 'iptables'
         ? `${r.family}: removed ${r.chains} chains, ${r.rules} rules`
-        : `${r.family}: ${r.tables > 0 ? 'removed' : 'no'} nftables table ${tableKey(tableRefOf(r.family))}`,
+        : r.mode === 'ipvs'
+          ? `ipvs: removed ${r.rules} virtual servers, ${r.chains} ipsets, ${r.tables > 0 ? 'the' : 'no'} kube-ipvs0 device`
+          : `${r.family}: ${r.tables > 0 ? 'removed' : 'no'} nftables table ${tableKey(tableRefOf(r.family))}`,
     )
     .join('\n');
 }

@@ -222,20 +222,21 @@ test('the daemon mode: --proxy-mode wins over the file; nftables takes the nftab
   assert.equal(ipt.masqueradeBit, 10);
   assert.equal(ipt.masqueradeAll, false);
   assert.equal(resolveProxyConfig({ proxyMode: 'nftables' }, undefined, 'h').mode, 'nftables');
+  assert.equal(resolveProxyConfig({ proxyMode: 'ipvs' }, undefined, 'h').mode, 'ipvs');
   assert.throws(
-    () => resolveProxyConfig({ proxyMode: 'ipvs' }, undefined, 'h'),
+    () => resolveProxyConfig({ proxyMode: 'kernelspace' }, undefined, 'h'),
     (e: unknown) =>
       e instanceof ValidationError &&
       e.errors[0]?.field === '--proxy-mode' &&
-      /"ipvs" is not built yet/.test(e.errors[0].message),
+      /"kernelspace" is not built yet/.test(e.errors[0].message),
   );
   assert.equal(requireBuiltProxyMode('nftables', '--proxy-mode', DAEMON_PROXY_MODES), 'nftables');
   assert.throws(
-    () => requireBuiltProxyMode('ipvs', '--proxy-mode', DAEMON_PROXY_MODES),
+    () => requireBuiltProxyMode('kernelspace', '--proxy-mode', DAEMON_PROXY_MODES),
     (e: unknown) =>
       e instanceof SvcnetError &&
       e.code === 'INVALID_INPUT' &&
       e.message ===
-        '--proxy-mode: proxy mode "ipvs" is not built yet (svcnet implements iptables, nftables only)',
+        '--proxy-mode: proxy mode "kernelspace" is not built yet (svcnet implements iptables, nftables, ipvs only)',
   );
 });

@@ -429,8 +429,8 @@ function build(raw: Raw): KubeProxyConfig {
 export const BUILT_PROXY_MODES: readonly ProxyMode[] = ['iptables', 'nftables'];
 
 /** The modes the proxy daemon (`svcnet proxy`) runs. */
-export type DaemonProxyMode = 'iptables' | 'nftables';
-export const DAEMON_PROXY_MODES: readonly DaemonProxyMode[] = ['iptables', 'nftables'];
+export type DaemonProxyMode = 'iptables' | 'nftables' | 'ipvs';
+export const DAEMON_PROXY_MODES: readonly DaemonProxyMode[] = ['iptables', 'nftables', 'ipvs'];
 
 /**
  * Throws INVALID_INPUT (CLI exit 2) when `mode` is a valid kube-proxy mode svcnet does not
@@ -488,6 +488,8 @@ export function parseKubeProxyConfiguration(text: string, path: string): KubePro
 export interface ProxyDaemonConfig {
   /** The dataplane programmed (`--proxy-mode`, else the file's `mode`; default iptables). */
   readonly mode: DaemonProxyMode;
+  /** ipvs mode's scheduler (`ipvs.scheduler` of the file; '' or absent = rr). */
+  readonly ipvsScheduler?: string;
   readonly nodeName: string;
   /** IP families to program; IPv4 first. */
   readonly families: readonly IPFamily[];
@@ -681,6 +683,7 @@ export function resolveProxyConfig(
   if (syncPeriodMs <= 0) bad('--iptables-sync-period', 'must be greater than 0');
   const cfg: ProxyDaemonConfig = {
     mode: proxyMode as DaemonProxyMode,
+    ipvsScheduler: f.ipvs.scheduler,
     nodeName,
     families: familiesOf(clusterCIDRs),
     clusterCIDRs,

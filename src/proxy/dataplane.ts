@@ -4,6 +4,9 @@
 // kube-proxy's image does), counts into the nfacct objects the host has and runs the canary
 // monitor (a flushed table forces a full resync); nftables mode owns its tables, so it needs
 // neither (kube-proxy's nftables mode has no canary: the hourly full sync restores state).
+// ipvs mode refuses to start where the kernel has no ip_vs (one line, exit 1), then programs
+// IPVS through ipvsadm, its ipsets through ipset and its iptables rules through the detected
+// iptables variant; every ipvs sync is full, so it needs no canary either.
 
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -24,12 +27,22 @@ import type { NftBackend } from '../netfilter/nftables/backend.js';
 import { NftablesProxier } from './nftables/proxier.js';
 import { NftablesMetrics } from './nftables/sync-metrics.js';
 import type { ProxyHost } from './proxier-options.js';
-import { nftablesProxierOptionsFor, proxierOptionsFor, proxyNodeOf } from './proxier-options.js';
+import {
+  ipvsProxierOptionsFor,
+  nftablesProxierOptionsFor,
+  proxierOptionsFor,
+  proxyNodeOf,
+} from './proxier-options.js';
 import type { Proxier } from './proxier.js';
 import { SvcnetError } from '../errors.js';
+import type { Ip } from '../os/ip.js';
+import { RealIp } from '../os/ip.js';
+import { RealIpvsKernel, probeIpvs } from './ipvs/kernel.js';
+import type { IpvsKernel, IpvsProbe } from './ipvs/kernel.js';
+import { IpvsProxier } from './ipvs/proxier.js';
 
 /** The iptables variant programmed, `nftables`, or `injected` (backends given by a test). */
-export type DataplaneVariant = IptablesVariant | 'injected' | 'nftables';
+export type DataplaneVariant = IptablesVariant | 'injected' | 'nftables' | 'ipvs';
 
 /** Makes a family's nftables backend (tests: Fakes). */
 export type NftBackendFor = (family: IPFamily) => NftBackend;
@@ -58,6 +71,12 @@ export interface DataplaneDeps {
   readonly host: () => ProxyHost;
   readonly iptables?: (family: IPFamily) => IptablesBackend;
   readonly nftables?: NftBackendFor;
+  /** ipvs mode's kernel per family (tests: FakeIpvsKernel); default: the real tools. */
+  readonly ipvs?: (family: IPFamily) => IpvsKernel;
+  /** ipvs mode's kube-ipvs0 seam; default: the `ip` tool. */
+  readonly ip?: Ip;
+  /** Whether the kernel has ip_vs; default: /proc/net/ip_vs or /sys/module/ip_vs. */
+  readonly ipvsProbe?: IpvsProbe;
 }
 
 /** Builds the mode's proxier and what it runs beside it (see the file header). */
@@ -65,7 +84,47 @@ export async function makeDataplane(
   cfg: ProxyDaemonConfig,
   deps: DataplaneDeps,
 ): Promise<Dataplane> {
+  if (cfg.mode === 'ipvs') return ipvsDataplane(cfg, deps);
   return cfg.mode === 'nftables' ? nftablesDataplane(cfg, deps) : iptablesDataplane(cfg, deps);
+}
+
+/** Throws UNSUPPORTED (CLI exit 1) with one line where the kernel has no ip_vs. */
+export async function requireIpvs(probe: IpvsProbe = probeIpvs): Promise<void> {
+  const r = await probe();
+  if (!r.ok)
+    throw new SvcnetError(
+      'UNSUPPORTED',
+      `ipvs mode needs the ip_vs kernel module: ${r.reason ?? 'not available'}`,
+    );
+}
+
+async function ipvsDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promise<Dataplane> {
+  // Checked before anything is programmed: a node without ip_vs is never half set up.
+  await requireIpvs(deps.ipvsProbe);
+  let make = deps.ipvs;
+  if (make === undefined) {
+    const { backends } = await iptablesBackends(cfg, deps);
+    make = (family) => {
+      const b = backends.find((x) => x.family === family);
+      if (b === undefined) throw new Error(`no iptables backend for ${family}`);
+      return new RealIpvsKernel(deps.execer, family, b);
+    };
+  }
+  const kernelOf = make;
+  const proxier = new IpvsProxier({
+    ...commonDeps(cfg, deps),
+    ip: deps.ip ?? new RealIp(deps.execer),
+    families: cfg.families.map((family) => ({ family, kernel: kernelOf(family) })),
+    optionsFor: (family, node) =>
+      ipvsProxierOptionsFor(
+        cfg,
+        proxyNodeOf(cfg.nodeName, node),
+        deps.host(),
+        family,
+        cfg.ipvsScheduler ?? '',
+      ),
+  });
+  return { proxier, variant: deps.ipvs === undefined ? 'ipvs' : 'injected', monitors: [] };
 }
 
 async function iptablesBackends(

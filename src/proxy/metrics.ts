@@ -77,7 +77,7 @@ export class ProxyMetrics {
   /** svcnet's own: objects the proxy skipped because they were invalid. */
   readonly invalidObjectsTotal: Counter<'kind'>;
 
-  constructor(registry: Registry, mode: 'iptables' | 'nftables' = 'iptables') {
+  constructor(registry: Registry, mode: 'iptables' | 'nftables' | 'ipvs' = 'iptables') {
     const registers = [registry];
     const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
       new Counter<L>({ name, help, labelNames, registers });
