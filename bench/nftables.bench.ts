@@ -23,7 +23,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { endpoint, service as serviceOf, slice as sliceOf } from '../src/kube/testing.js';
 import type { EndpointSlice, Service } from '../src/kube/types.js';
 import { RealNftBackend } from '../src/netfilter/nftables/backend.js';
 import type { Transaction } from '../src/netfilter/nftables/model.js';
@@ -35,6 +34,7 @@ import type { ProxySnapshot } from '../src/proxy/model/snapshot.js';
 import { DEFAULT_NFTABLES_OPTIONS } from '../src/proxy/nftables/options.js';
 import type { NftablesProxierOptions } from '../src/proxy/nftables/options.js';
 import { planNftables, tableRefOf } from '../src/proxy/nftables/plan.js';
+import { benchService, benchSlice } from './workload.js';
 import type { NftPlanState, NftablesPlan } from '../src/proxy/nftables/plan.js';
 
 const JSON_OUT = process.argv.includes('--json');
@@ -75,33 +75,8 @@ function verdict(value: number, target: number, limit: string): string {
     : `target ${String(target)}: MISSED (${limit})`;
 }
 
-function ip(base: number, i: number): string {
-  return `${String(base)}.${String((i >> 16) & 255)}.${String((i >> 8) & 255)}.${String(i & 255)}`;
-}
-
-function service(i: number): Service {
-  return serviceOf(`ns${String(i % 100)}/svc${String(i)}`, {
-    clusterIP: ip(172, i + 1),
-    ports: [
-      {
-        name: 'http',
-        port: 80,
-        protocol: 'TCP',
-        ...(i % 10 === 0 ? { nodePort: 30000 + (i % 2000) } : {}),
-      },
-    ],
-    ...(i % 10 === 0 ? { type: 'NodePort' as const } : {}),
-  });
-}
-
-function slice(i: number, salt = 0): EndpointSlice {
-  return sliceOf(
-    `ns${String(i % 100)}/svc${String(i)}`,
-    Array.from({ length: ENDPOINTS }, (_, e) =>
-      endpoint(ip(10, i * ENDPOINTS + e + salt), { nodeName: `node-${String(e % 5)}` }),
-    ),
-  );
-}
+const service = benchService;
+const slice = (i: number, salt = 0): EndpointSlice => benchSlice(i, ENDPOINTS, salt);
 
 /** n Services; the trackers are fed as a proxy's informers feed them (not timed). */
 class Workload {

@@ -6,11 +6,10 @@ import { DEFAULT_OPTIONS } from '../src/proxy/iptables/options.js';
 import type { IptablesProxierOptions } from '../src/proxy/iptables/options.js';
 import { planIptables } from '../src/proxy/iptables/plan.js';
 import type { PlanState } from '../src/proxy/iptables/plan.js';
-import { endpoint, service as serviceOf, slice as sliceOf } from '../src/kube/testing.js';
-import type { EndpointSlice, Service } from '../src/kube/types.js';
 import { trackObjects } from '../src/proxy/iptables/plan-objects.js';
 import { takeSnapshot } from '../src/proxy/model/snapshot.js';
 import type { ProxySnapshot } from '../src/proxy/model/snapshot.js';
+import { benchService, benchSlice } from './workload.js';
 
 const OPTIONS: IptablesProxierOptions = {
   ...DEFAULT_OPTIONS,
@@ -20,33 +19,8 @@ const OPTIONS: IptablesProxierOptions = {
   localAddresses: ['127.0.0.1', '172.18.0.2'],
 };
 
-function ip(base: number, i: number): string {
-  return `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-}
-
-function service(i: number): Service {
-  return serviceOf(`ns${i % 100}/svc${i}`, {
-    clusterIP: ip(172, i + 1),
-    ports: [
-      {
-        name: 'http',
-        port: 80,
-        protocol: 'TCP',
-        ...(i % 10 === 0 ? { nodePort: 30000 + (i % 2000) } : {}),
-      },
-    ],
-    ...(i % 10 === 0 ? { type: 'NodePort' as const } : {}),
-  });
-}
-
-function slice(i: number, endpoints: number, salt = 0): EndpointSlice {
-  return sliceOf(
-    `ns${i % 100}/svc${i}`,
-    Array.from({ length: endpoints }, (_, e) =>
-      endpoint(ip(10, i * endpoints + e + salt), { nodeName: `node-${e % 5}` }),
-    ),
-  );
-}
+const service = benchService;
+const slice = benchSlice;
 
 /** `make(0) … make(n - 1)`, made one at a time (each is garbage once the trackers read it). */
 function* each<T>(n: number, make: (i: number) => T): Generator<T> {
