@@ -297,7 +297,7 @@ async function partials(): Promise<void> {
   figure('nftables-kernel-add-one-10k', addMs, 'ms', 50);
   figure('nftables-peer-add-one-10k', median(add.peer), 'ms');
   const change = await measure('change one endpoint', (k) => {
-    const i = 17 + k * 997;
+    const i = (17 + k * 997) % w.n;
     const e = slice(i, 1_000_000 + k);
     w.keep(e);
     t.endpoints.update(slice(i), e);
