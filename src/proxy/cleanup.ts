@@ -8,8 +8,10 @@
 // fatal, except an IPv4 iptables failure under --cleanup (the caller asked for exactly that).
 
 import type { Logger } from 'pino';
-import { RealIptables, commandsFor, detectIptablesVariant } from '../netfilter/iptables/backend.js';
-import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/backend.js';
+import { RealIptables } from '../netfilter/iptables/backend.js';
+import type { IptablesBackend } from '../netfilter/iptables/backend.js';
+import { commandsOfChoice, resolveIptablesVariant } from '../netfilter/iptables/variant.js';
+import type { IptablesVariantSetting } from '../netfilter/iptables/variant.js';
 import { parseDocument } from '../netfilter/iptables/parse.js';
 import type { Execer } from '../os/exec.js';
 import { tableKey } from '../netfilter/nftables/model.js';
@@ -88,25 +90,20 @@ export async function cleanupIptables(
   return out;
 }
 
-/** Backends for the iptables cleanup (variant detected like the daemon). */
+/** Backends for the iptables cleanup: the variant the daemon's proxier uses (variant.ts). */
 export async function cleanupBackends(
   execer: Execer,
   families: readonly IPFamily[],
-  variantSetting: 'auto' | IptablesVariant,
+  variantSetting: IptablesVariantSetting,
 ): Promise<IptablesBackend[]> {
-  let variant: IptablesVariant;
-  let specific = true;
-  if (variantSetting === 'auto') ({ variant, specific } = await detectIptablesVariant(execer));
-  else variant = variantSetting;
-  return families.map(
-    (f) => new RealIptables(execer, f, commandsFor(f, specific ? variant : undefined)),
-  );
+  const choice = await resolveIptablesVariant(variantSetting, execer);
+  return families.map((f) => new RealIptables(execer, f, commandsOfChoice(choice, f)));
 }
 
 /** The real tools, both families (a family the host lacks is skipped by the cleanup). */
 export function realCleanupSeams(
   execer: Execer,
-  variantSetting: 'auto' | IptablesVariant,
+  variantSetting: IptablesVariantSetting,
 ): CleanupSeams {
   const families: IPFamily[] = ['IPv4', 'IPv6'];
   return {

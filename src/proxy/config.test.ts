@@ -240,3 +240,28 @@ test('the daemon mode: --proxy-mode wins over the file; nftables takes the nftab
         '--proxy-mode: proxy mode "kernelspace" is not built yet (svcnet implements iptables, nftables, ipvs only)',
   );
 });
+
+test('iptables.svcnetVariant (a svcnet extension) sets the backend; --iptables-variant wins', () => {
+  const file = parseKubeProxyConfiguration(
+    `${HEAD}iptables:\n  svcnetVariant: legacy\n`,
+    'kp.yaml',
+  );
+  assert.equal(file.iptablesVariant, 'legacy');
+  assert.equal(defaultKubeProxyConfig().iptablesVariant, 'auto');
+  assert.equal(resolveProxyConfig({}, file, 'h').iptablesVariant, 'legacy');
+  assert.equal(resolveProxyConfig({ iptablesVariant: 'nft' }, file, 'h').iptablesVariant, 'nft');
+  assert.equal(resolveProxyConfig({ iptablesVariant: '' }, file, 'h').iptablesVariant, 'legacy');
+  assert.equal(resolveProxyConfig({}, undefined, 'h').iptablesVariant, 'auto');
+  const empty = `${HEAD}iptables:\n  svcnetVariant: ""\n`;
+  assert.equal(parseKubeProxyConfiguration(empty, 'kp.yaml').iptablesVariant, 'auto');
+  assert.deepEqual(errorsOf(`${HEAD}iptables:\n  svcnetVariant: nf_tables\n`), [
+    'iptables.svcnetVariant: must be auto, legacy or nft, got "nf_tables"',
+  ]);
+  assert.deepEqual(errorsOf(`${HEAD}iptables:\n  variant: nft\n`), [
+    'iptables.variant: unknown field',
+  ]);
+  assert.throws(
+    () => resolveProxyConfig({ iptablesVariant: 'both' }, file, 'h'),
+    /--iptables-variant: must be auto, legacy or nft, got "both"/,
+  );
+});

@@ -12,7 +12,7 @@
 import { parseYamlDocument } from '../kube/manifest.js';
 import { SvcnetError, ValidationError } from '../errors.js';
 import type { FieldError } from '../errors.js';
-import type { IptablesVariant } from '../netfilter/iptables/backend.js';
+import type { IptablesVariantSetting } from '../netfilter/iptables/variant.js';
 import { formatCIDR, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import type { ConntrackSettings } from './node-setup.js';
@@ -76,6 +76,8 @@ export interface KubeProxyConfig {
   readonly oomScoreAdj: number;
   readonly conntrack: ConntrackConfig;
   readonly configSyncPeriodMs: number;
+  /** `iptables.svcnetVariant`, a svcnet extension: the iptables backend (default auto). */
+  readonly iptablesVariant: IptablesVariantSetting;
 }
 
 const SECOND = 1000;
@@ -141,7 +143,14 @@ const SCHEMA: Record<string, FieldSpec> = {
   enableProfiling: 'bool',
   showHiddenMetricsForVersion: 'string',
   mode: 'string',
-  iptables: { masqueradeBit: 'int', masqueradeAll: 'bool', localhostNodePorts: 'bool', ...SYNC },
+  iptables: {
+    masqueradeBit: 'int',
+    masqueradeAll: 'bool',
+    localhostNodePorts: 'bool',
+    ...SYNC,
+    // svcnet extension (no upstream field starts with "svcnet"): the iptables backend.
+    svcnetVariant: 'string',
+  },
   ipvs: {
     ...SYNC,
     scheduler: 'string',
@@ -250,6 +259,7 @@ function dur(raw: Raw, path: string, dflt: number): number {
 const MODES = new Set(['iptables', 'nftables', 'ipvs', 'kernelspace']);
 const DETECT_MODES = new Set(['ClusterCIDR', 'NodeCIDR', 'BridgeInterface', 'InterfaceNamePrefix']);
 const NODE_PORT_KEYWORDS = new Set(['primary', 'localhost', 'all']);
+const IPTABLES_VARIANTS = new Set(['auto', 'legacy', 'nft']);
 
 function checkHostPort(raw: Raw, field: string, add: (f: string, m: string) => void) {
   const v = get(raw, field);
@@ -307,6 +317,7 @@ function checkSemantics(raw: Raw, add: (f: string, m: string) => void): void {
   if (detect === 'InterfaceNamePrefix' && str(raw, 'detectLocal.interfaceNamePrefix', '') === '')
     add('detectLocal.interfaceNamePrefix', 'required when detectLocalMode is InterfaceNamePrefix');
   checkClusterCIDR(raw, add);
+  checkIptablesVariant(get(raw, 'iptables.svcnetVariant'), 'iptables.svcnetVariant', add);
   const bind = get(raw, 'bindAddress');
   if (typeof bind === 'string' && bind !== '' && !parseIPSloppy(bind))
     add('bindAddress', `must be an IP address, got ${JSON.stringify(bind)}`);
@@ -333,6 +344,11 @@ function checkSemantics(raw: Raw, add: (f: string, m: string) => void): void {
     const v = get(raw, f);
     if (typeof v === 'number' && v < 0) add(f, `must not be negative, got ${v}`);
   }
+}
+
+function checkIptablesVariant(v: unknown, field: string, add: (f: string, m: string) => void) {
+  if (typeof v === 'string' && v !== '' && !IPTABLES_VARIANTS.has(v))
+    add(field, `must be auto, legacy or nft, got ${JSON.stringify(v)}`);
 }
 
 function checkClusterCIDR(raw: Raw, add: (f: string, m: string) => void): void {
@@ -422,6 +438,7 @@ function build(raw: Raw): KubeProxyConfig {
       udpStreamTimeoutMs: dur(raw, 'conntrack.udpStreamTimeout', 0),
     },
     configSyncPeriodMs: durNonZero(raw, 'configSyncPeriod', 15 * 60 * SECOND),
+    iptablesVariant: str(raw, 'iptables.svcnetVariant', 'auto') as IptablesVariantSetting,
   };
 }
 
@@ -510,8 +527,8 @@ export interface ProxyDaemonConfig {
   readonly conntrack: ConntrackSettings;
   /** How often the canary is checked. */
   readonly canaryIntervalMs: number;
-  /** `auto` detects like kube-proxy's image; otherwise forced. */
-  readonly iptablesVariant: 'auto' | IptablesVariant;
+  /** `auto` detects like kube-proxy's image (netfilter/iptables/variant.ts); otherwise forced. */
+  readonly iptablesVariant: IptablesVariantSetting;
 }
 
 /** The `svcnet proxy` flags that override the file (as given on the command line). */
@@ -660,9 +677,9 @@ export function resolveProxyConfig(
         '--nodeport-addresses',
         `must be CIDRs or primary, localhost, all; got ${JSON.stringify(a)}`,
       );
-  const variant = flags.iptablesVariant ?? 'auto';
-  if (variant !== 'auto' && variant !== 'legacy' && variant !== 'nft')
-    bad('--iptables-variant', `must be auto, legacy or nft, got ${JSON.stringify(variant)}`);
+  // An empty flag, like an empty field, means the default (the file's value, else auto).
+  const variant = flags.iptablesVariant || f.iptablesVariant;
+  checkIptablesVariant(variant, '--iptables-variant', bad);
   const proxyMode =
     flags.proxyMode === undefined || flags.proxyMode === '' ? f.mode : flags.proxyMode;
   if (!(DAEMON_PROXY_MODES as readonly string[]).includes(proxyMode))

@@ -10,8 +10,9 @@
 
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { RealIptables, commandsFor, detectIptablesVariant } from '../netfilter/iptables/backend.js';
+import { RealIptables } from '../netfilter/iptables/backend.js';
 import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/backend.js';
+import { commandsOfChoice, resolveIptablesVariant } from '../netfilter/iptables/variant.js';
 import { RealConntrack } from '../os/conntrack.js';
 import type { Execer } from '../os/exec.js';
 import type { Clock } from '../util/clock.js';
@@ -135,17 +136,17 @@ async function iptablesBackends(
     const make = deps.iptables;
     return { backends: cfg.families.map((f) => make(f)), variant: 'injected' };
   }
-  let variant: IptablesVariant;
-  let specific = true;
-  if (cfg.iptablesVariant === 'auto') {
-    ({ variant, specific } = await detectIptablesVariant(deps.execer));
-    deps.log.info({ variant }, 'Detected iptables mode');
-  } else variant = cfg.iptablesVariant;
+  // Memoized per execer: the same answer as the cleanup of other modes' leftovers got.
+  const choice = await resolveIptablesVariant(cfg.iptablesVariant, deps.execer);
+  deps.log.info(
+    { variant: choice.variant, setting: cfg.iptablesVariant, reason: choice.reason },
+    'Using iptables backend',
+  );
   return {
     backends: cfg.families.map(
-      (f) => new RealIptables(deps.execer, f, commandsFor(f, specific ? variant : undefined)),
+      (f) => new RealIptables(deps.execer, f, commandsOfChoice(choice, f)),
     ),
-    variant,
+    variant: choice.variant,
   };
 }
 

@@ -1,66 +1,19 @@
-// Tests of the real iptables backend's decisions and command lines through a scripted
-// FakeExecer: variant detection (hints, rule counts, default), restore flags and error
-// reporting, and check-then-insert for jump rules.
+// Tests of the real iptables backend's command lines through a scripted FakeExecer: restore
+// flags and error reporting, and check-then-insert for jump rules (variant choice:
+// variant.test.ts).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeExecer } from '../../os/exec.js';
-import {
-  RealIptables,
-  chooseIptablesVariant,
-  commandsFor,
-  detectIptablesVariant,
-  parseVariantFromVersion,
-  IptablesRestoreError,
-} from './backend.js';
+import { RealIptables, commandsFor, IptablesRestoreError } from './backend.js';
 
-const dump = (extra: string) => `*mangle\n:PREROUTING ACCEPT [0:0]\n${extra}COMMIT\n`;
-
-test('chooseIptablesVariant: hint chains win, then more rules, then the system default', () => {
-  const hint = dump(':KUBE-IPTABLES-HINT - [0:0]\n');
-  const rules = dump('-A PREROUTING -j ACCEPT\n-A PREROUTING -j ACCEPT\n');
-  assert.equal(
-    chooseIptablesVariant({ legacySave: hint, nftSave: rules, systemDefault: 'nft' }),
-    'legacy',
-  );
-  assert.equal(
-    chooseIptablesVariant({ legacySave: rules, nftSave: hint, systemDefault: 'legacy' }),
-    'nft',
-  );
-  assert.equal(
-    chooseIptablesVariant({ legacySave: rules, nftSave: dump(''), systemDefault: 'nft' }),
-    'legacy',
-  );
-  assert.equal(
-    chooseIptablesVariant({ legacySave: '', nftSave: rules, systemDefault: 'legacy' }),
-    'nft',
-  );
-  assert.equal(chooseIptablesVariant({ legacySave: '', nftSave: '', systemDefault: 'nft' }), 'nft');
-  assert.equal(chooseIptablesVariant({ nftSave: '', systemDefault: 'legacy' }), 'legacy');
-});
-
-test('parseVariantFromVersion and commandsFor', () => {
-  assert.equal(parseVariantFromVersion('iptables v1.8.9 (nf_tables)\n'), 'nft');
-  assert.equal(parseVariantFromVersion('iptables v1.8.7 (legacy)\n'), 'legacy');
-  assert.equal(parseVariantFromVersion('iptables v1.6.1\n'), undefined);
+test('commandsFor names one variant and family', () => {
   assert.deepEqual(commandsFor('IPv6', 'nft'), {
     iptables: 'ip6tables-nft',
     restore: 'ip6tables-nft-restore',
     save: 'ip6tables-nft-save',
   });
   assert.equal(commandsFor('IPv4', undefined).restore, 'iptables-restore');
-});
-
-test('detectIptablesVariant follows the rules found, ignoring a missing variant', async () => {
-  const ex = new FakeExecer().expect(
-    { cmd: 'iptables-legacy-save', result: { code: 0, stdout: dump('-A PREROUTING -j ACCEPT\n') } },
-    { cmd: 'ip6tables-legacy-save', result: { code: 0, stdout: '' } },
-    { cmd: 'iptables-nft-save', result: { code: 0, stdout: '' } },
-    { cmd: 'ip6tables-nft-save', result: { code: 0, stdout: '' } },
-    { cmd: 'iptables', args: ['--version'], result: { stdout: 'iptables v1.8.9 (nf_tables)\n' } },
-  );
-  assert.deepEqual(await detectIptablesVariant(ex), { variant: 'legacy', specific: true });
-  ex.verify();
 });
 
 test('restore sends the text with -w --noflush --counters and names the failing line', async () => {

@@ -1,9 +1,7 @@
 // The real iptables backend: runs iptables-restore / iptables-save / iptables for one IP
-// family through the Execer seam, in the caller's network namespace. It picks the iptables
-// variant (legacy or nft) the node already uses, the way kube-proxy's image does: look for
-// the kubelet's hint chains in each variant's ruleset, else take the variant holding more
-// rules, else the system default. Writing through the wrong variant leaves two rulesets the
-// kernel both applies (kubernetes #71305, #112477), so both families use one variant.
+// family through the Execer seam, in the caller's network namespace, with the binaries of one
+// iptables variant (legacy or nft); which one the node uses is decided in variant.ts, and both
+// families use the same.
 // The rule model, parser and renderer live next door; the atomic Fake is fake.ts.
 
 import type { Execer, ExecResult } from '../../os/exec.js';
@@ -58,47 +56,6 @@ export class IptablesRestoreError extends SvcnetError {
   }
 }
 
-/** Chains that mark which variant the node's kubelet (or kube-proxy) uses. */
-export const VARIANT_HINT_CHAINS: readonly string[] = ['KUBE-IPTABLES-HINT', 'KUBE-KUBELET-CANARY'];
-
-/** What detection saw of each variant (undefined: that variant's tools are missing). */
-export interface VariantEvidence {
-  readonly legacySave?: string;
-  readonly nftSave?: string;
-  /** The variant plain `iptables` is (from `iptables --version`). */
-  readonly systemDefault: IptablesVariant;
-}
-
-function hasHint(dump: string | undefined): boolean {
-  if (dump === undefined) return false;
-  return VARIANT_HINT_CHAINS.some((c) => new RegExp(`^:${c} `, 'm').test(dump));
-}
-
-function countRules(dump: string | undefined): number {
-  if (dump === undefined) return 0;
-  let n = 0;
-  for (const line of dump.split('\n')) if (line.startsWith('-A ')) n++;
-  return n;
-}
-
-/** Chooses the variant to program (pure): hint chains, then rule counts, then the default. */
-export function chooseIptablesVariant(ev: VariantEvidence): IptablesVariant {
-  if (ev.nftSave !== undefined && hasHint(ev.nftSave)) return 'nft';
-  if (ev.legacySave !== undefined && hasHint(ev.legacySave)) return 'legacy';
-  const legacy = countRules(ev.legacySave);
-  const nft = countRules(ev.nftSave);
-  if (ev.legacySave !== undefined && legacy > nft) return 'legacy';
-  if (ev.nftSave !== undefined && nft > legacy) return 'nft';
-  return ev.systemDefault;
-}
-
-/** Parses `iptables v1.8.9 (nf_tables)` / `(legacy)`. */
-export function parseVariantFromVersion(text: string): IptablesVariant | undefined {
-  if (/\(nf_tables\)/.test(text)) return 'nft';
-  if (/\(legacy\)/.test(text)) return 'legacy';
-  return undefined;
-}
-
 /** Commands of one variant and family. */
 export interface IptablesCommands {
   readonly iptables: string;
@@ -118,53 +75,6 @@ export function commandsFor(
     restore: `${base}${suffix}-restore`,
     save: `${base}${suffix}-save`,
   };
-}
-
-async function tryRun(
-  execer: Execer,
-  cmd: string,
-  args: string[],
-): Promise<ExecResult | undefined> {
-  try {
-    return await execer.run({ cmd, args, timeoutMs: 30_000 });
-  } catch {
-    return undefined; // not installed
-  }
-}
-
-/**
- * Detects the variant the node uses. Runs each variant's `iptables-save` (both families
- * count) and `iptables --version`; variants whose tools are missing are ignored.
- */
-export async function detectIptablesVariant(execer: Execer): Promise<{
-  variant: IptablesVariant;
-  /** Whether variant-specific binaries (`iptables-nft-restore` …) exist; else use plain names. */
-  specific: boolean;
-}> {
-  const dump = async (v: IptablesVariant): Promise<string | undefined> => {
-    const parts: string[] = [];
-    let any = false;
-    for (const fam of ['IPv4', 'IPv6'] as const) {
-      const r = await tryRun(execer, commandsFor(fam, v).save, []);
-      if (r?.code === 0) {
-        any = true;
-        parts.push(r.stdout);
-      }
-    }
-    return any ? parts.join('\n') : undefined;
-  };
-  const legacySave = await dump('legacy');
-  const nftSave = await dump('nft');
-  const version = await tryRun(execer, 'iptables', ['--version']);
-  const systemDefault =
-    parseVariantFromVersion(version?.stdout ?? '') ?? (nftSave !== undefined ? 'nft' : 'legacy');
-  const variant = chooseIptablesVariant({
-    ...(legacySave !== undefined ? { legacySave } : {}),
-    ...(nftSave !== undefined ? { nftSave } : {}),
-    systemDefault,
-  });
-  const specific = variant === 'legacy' ? legacySave !== undefined : nftSave !== undefined;
-  return { variant, specific };
 }
 
 const LINE_RE = /(?:error occurred at line|line):? (\d+)/i;
