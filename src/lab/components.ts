@@ -4,6 +4,7 @@
 // its node's network namespace, and waits for each one's readiness signal. Pure.
 
 import { join } from 'node:path';
+import type { IptablesVariant } from '../netfilter/iptables/backend.js';
 import type { LabPlan } from './topology.js';
 
 export type Readiness =
@@ -43,6 +44,8 @@ export interface ComponentOptions {
   readonly cni: 'svcnet' | 'reference';
   /** Every node's `svcnet proxy --proxy-mode` (default iptables). */
   readonly proxyMode?: LabProxyMode;
+  /** Every node's `--iptables-variant` in iptables mode (iptables-variant.ts); absent: auto. */
+  readonly iptablesVariant?: IptablesVariant;
   /** Directory holding the svcnet-cni plugin binary. */
   readonly cniBinDir: string;
 }
@@ -127,6 +130,9 @@ export function planComponents(
         n.name,
         '--cluster-cidr',
         plan.clusterCIDR,
+        ...((opts.proxyMode ?? 'iptables') === 'iptables' && opts.iptablesVariant !== undefined
+          ? ['--iptables-variant', opts.iptablesVariant]
+          : []),
       ],
       ready: { kind: 'none' },
     });

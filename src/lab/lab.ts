@@ -42,6 +42,7 @@ import {
   type RunRecord,
 } from './run.js';
 import { sandboxCommand, sandboxInitPid } from './sandbox.js';
+import { natSaveCommand } from './iptables-variant.js';
 import {
   CONTROL_SOCKET,
   HOST_KUBECONFIG,
@@ -361,13 +362,6 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
   return { ...lab, applied, timings: { components, ready: clock.now() - t0 } };
 }
 
-/**
- * A node's nat table, from whichever iptables backend its proxy programs (the proxy picks the
- * one holding kube-proxy's chains, else the system default).
- */
-const NAT_DUMP =
-  'iptables-save -t nat 2>/dev/null | grep -q "^:KUBE-SERVICES" && exec iptables-save -t nat; exec iptables-legacy-save -t nat 2>/dev/null';
-
 /** How often `lab up` looks at the cluster: six lists through the API server each time. */
 const POLL_MS = 500;
 
@@ -392,7 +386,8 @@ async function unprogrammedOnNode(
   }
   const expected = expectedEndpointRules(view.services, view.endpointSlices, view.node, n.name);
   if (expected.size === 0) return [];
-  const nat = await inLab(lab, n.netns, ['sh', '-c', NAT_DUMP]);
+  // The nat table of the backend the node's proxy programs (iptables-variant.ts).
+  const nat = await inLab(lab, n.netns, natSaveCommand(lab.state.iptablesVariant));
   return unprogrammedEndpoints(expected, nat.stdout);
 }
 

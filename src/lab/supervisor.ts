@@ -20,6 +20,9 @@ import { realClock, type Clock } from '../util/clock.js';
 import { certFingerprint, readRunRecord } from './run.js';
 import { applyNetworkScript, deleteNamespaces } from './network.js';
 import { mountPrivateDirs } from './sandbox.js';
+import { netnsExecer } from '../os/netns.js';
+import type { IptablesVariant } from '../netfilter/iptables/backend.js';
+import { withLabIptablesVariant } from './iptables-variant.js';
 import { waitForTermination } from '../os/process.js';
 import { networkScript, type LabPlan } from './topology.js';
 import {
@@ -42,6 +45,8 @@ export interface LabState {
   readonly cni: ComponentOptions['cni'];
   /** The node proxies' mode (absent in states written before it existed: iptables). */
   readonly proxyMode?: LabProxyMode;
+  /** The node proxies' iptables backend (iptables mode; absent in older states). */
+  readonly iptablesVariant?: IptablesVariant;
   readonly startedAt: string;
   readonly readyAt?: string;
   readonly error?: string;
@@ -191,16 +196,16 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
   mkdirSync(logDir, { recursive: true });
   let running: RunningComponent[] = [];
   let forwarder: Forwarder | undefined;
-  let ready: Pick<LabState, 'apiServer' | 'kubeconfig' | 'apiServerCA'>;
+  let ready: Pick<LabState, 'apiServer' | 'kubeconfig' | 'apiServerCA' | 'iptablesVariant'>;
+  let components = opts.components;
   try {
     await mountPrivateDirs(execer);
     await applyNetworkScript(opts.ip, execer, script);
     log(`network ready: ${plan.nodes.length} nodes`);
-    running = await startComponents(
-      planComponents(plan, paths, opts.components),
-      opts.self,
-      logDir,
-    );
+    const firstNode = plan.nodes[0]?.netns;
+    if (firstNode !== undefined)
+      components = await withLabIptablesVariant(components, netnsExecer(execer, firstNode), log);
+    running = await startComponents(planComponents(plan, paths, components), opts.self, logDir);
     const clusterKc = await waitForKubeconfig(paths.clusterKubeconfig, 30_000);
     const apiServerCA = kubeconfigCA(clusterKc, paths.clusterKubeconfig);
     forwarder = await startForwarder({ host: '127.0.0.1', port: 0 }, { path: paths.apiSocket });
@@ -209,7 +214,8 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     const kubeconfig = join(stateDir, HOST_KUBECONFIG);
     writeSecretFile(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name));
     await applyObjects(loadKubeConfig(kubeconfig), dnsAddon(plan));
-    ready = { apiServer, kubeconfig, apiServerCA };
+    const { iptablesVariant } = components;
+    ready = { apiServer, kubeconfig, apiServerCA, ...(iptablesVariant ? { iptablesVariant } : {}) };
     log(`components started; API server ${apiServer}`);
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
@@ -217,7 +223,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     await stopComponents(running);
     throw e;
   }
-  const specs = planComponents(plan, paths, opts.components);
+  const specs = planComponents(plan, paths, components);
   const control = await serveControl(join(stateDir, CONTROL_SOCKET), async (name) => {
     const i = running.findIndex((c) => c.spec.name === name);
     const spec = specs.find((c) => c.name === name);

@@ -21,6 +21,7 @@ import {
   type RunningLab,
   waitForCluster,
 } from '../../../src/lab/lab.js';
+import { natSaveCommand } from '../../../src/lab/iptables-variant.js';
 import { applyObjects } from '../../../src/lab/apply.js';
 import { missingToolsReason } from '../../integration/lib/prereq.js';
 import { proxySettled } from '../../../src/lab/wait.js';
@@ -193,14 +194,14 @@ export class E2eLab {
   }
 
   /**
-   * A node's proxy rules in E2E_PROXY_MODE: `iptables-save -t nat`, or
-   * `nft list table ip kube-proxy`.
+   * A node's proxy rules in E2E_PROXY_MODE: the nat table of the iptables backend the lab's
+   * proxies program (`iptables-legacy-save -t nat` …), or `nft list table ip kube-proxy`.
    */
   async proxyRules(node: string): Promise<string> {
     const argv =
       E2E_PROXY_MODE === 'nftables'
         ? ['nft', 'list', 'table', 'ip', 'kube-proxy']
-        : ['iptables-save', '-t', 'nat'];
+        : natSaveCommand(this.lab.state.iptablesVariant);
     return (await this.exec(node, argv)).stdout;
   }
 

@@ -1,0 +1,59 @@
+// Tests of the lab's iptables backend: legacy (the one that scales, by measurement) where the
+// kernel has it, nft otherwise; the flag reaching every node proxy in iptables mode only; and
+// the nat dump of the chosen backend.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeExecer } from '../os/exec.js';
+import { planComponents, labPaths } from './components.js';
+import type { ComponentOptions } from './components.js';
+import { planLab } from './topology.js';
+import {
+  LAB_IPTABLES_VARIANT,
+  chooseLabIptablesVariant,
+  natSaveCommand,
+  withLabIptablesVariant,
+} from './iptables-variant.js';
+
+const probe = { cmd: 'iptables-legacy', args: ['-w', '5', '-t', 'nat', '-S', 'OUTPUT'] };
+
+test('the lab picks legacy where it works, nft where the kernel lacks it', async () => {
+  assert.equal(LAB_IPTABLES_VARIANT, 'legacy');
+  const ok = new FakeExecer().expect({ ...probe, result: { code: 0 } });
+  assert.equal((await chooseLabIptablesVariant(ok)).variant, 'legacy');
+  ok.verify();
+  const stderr =
+    "iptables v1.8.9 (legacy): can't initialize iptables table `nat': Table does not exist\n";
+  const none = new FakeExecer().expect({ ...probe, result: { code: 3, stderr } });
+  const c = await chooseLabIptablesVariant(none);
+  assert.equal(c.variant, 'nft');
+  assert.match(c.reason, /does not work on this kernel \(.*Table does not exist\)/);
+});
+
+test('iptables mode: every node proxy gets --iptables-variant; nftables mode: none, no probe', async () => {
+  const base: ComponentOptions = { cni: 'svcnet', cniBinDir: '/b' };
+  const lines: string[] = [];
+  const ex = new FakeExecer().expect({ ...probe, result: { code: 0 } });
+  const opts = await withLabIptablesVariant(base, ex, (l) => lines.push(l));
+  assert.equal(opts.iptablesVariant, 'legacy');
+  assert.match(lines[0] ?? '', /^node proxies use iptables-legacy: /);
+  const variants = (o: ComponentOptions) =>
+    planComponents(planLab({ nodes: 2 }), labPaths('/s'), o)
+      .filter((s) => s.name.startsWith('proxy-'))
+      .map((s) =>
+        s.args.includes('--iptables-variant')
+          ? s.args[s.args.indexOf('--iptables-variant') + 1]
+          : '-',
+      );
+  assert.deepEqual(variants(opts), ['legacy', 'legacy']);
+  assert.deepEqual(variants(base), ['-', '-']);
+  const nft: ComponentOptions = { ...base, proxyMode: 'nftables' };
+  assert.equal(await withLabIptablesVariant(nft, new FakeExecer(), () => undefined), nft);
+  assert.deepEqual(variants({ ...nft, iptablesVariant: 'legacy' }), ['-', '-']);
+});
+
+test('natSaveCommand reads the chosen backend; older states fall back to a search', () => {
+  assert.deepEqual(natSaveCommand('legacy'), ['iptables-legacy-save', '-t', 'nat']);
+  assert.deepEqual(natSaveCommand('nft'), ['iptables-nft-save', '-t', 'nat']);
+  assert.equal(natSaveCommand(undefined)[0], 'sh');
+});
