@@ -200,7 +200,7 @@ export function registerProxyCommand(program: Command): void {
     )
     .option(
       '--iptables-variant <auto|legacy|nft>',
-      'iptables backend (default: detect like kube-proxy)',
+      "iptables backend (default: the config's iptables.svcnetVariant, else auto: detect like kube-proxy's image)",
     )
     .option('--canary-interval <duration>', 'how often to check for flushed rules (default 1s)');
   addLogFlags(cmd).action(

@@ -1,6 +1,6 @@
 // The iptables backend a lab's node proxies program in iptables mode, passed to each as
 // `--iptables-variant` rather than left to their detection (a fresh node namespace holds no
-// rules, so `auto` would pick nft). Chosen by measurement (README "Performance"): applying
+// rules, so `auto` would pick nft). Chosen by measurement (README "The lab"): applying
 // svcnet's rendered rules for 1k Services × 10 endpoints (32k rules) in a fresh namespace took
 // iptables-legacy-restore 0.21 s and iptables-nft-restore 4.2 s (iptables 1.8.9, Linux 6.18;
 // the nft backend grows quadratically: 48 s at 3k Services). So the lab uses legacy wherever
@@ -25,7 +25,7 @@ export interface LabIptablesChoice {
  * its nat table loads the kernel's legacy nat table, as the proxy's first restore would.
  */
 export async function chooseLabIptablesVariant(nodeExecer: Execer): Promise<LabIptablesChoice> {
-  const why = 'the backend that scales on this kernel, by measurement (README "Performance")';
+  const why = 'the backend that scales on this kernel, by measurement (README "The lab")';
   try {
     const r = await nodeExecer.run({
       cmd: 'iptables-legacy',
