@@ -8,9 +8,8 @@
 // fatal, except an IPv4 iptables failure under --cleanup (the caller asked for exactly that).
 
 import type { Logger } from 'pino';
-import { RealIptables } from '../netfilter/iptables/backend.js';
 import type { IptablesBackend } from '../netfilter/iptables/backend.js';
-import { commandsOfChoice, resolveIptablesVariant } from '../netfilter/iptables/variant.js';
+import { resolveIptablesBackends } from '../netfilter/iptables/variant.js';
 import type { IptablesVariantSetting } from '../netfilter/iptables/variant.js';
 import { parseDocument } from '../netfilter/iptables/parse.js';
 import type { Execer } from '../os/exec.js';
@@ -96,8 +95,7 @@ export async function cleanupBackends(
   families: readonly IPFamily[],
   variantSetting: IptablesVariantSetting,
 ): Promise<IptablesBackend[]> {
-  const choice = await resolveIptablesVariant(variantSetting, execer);
-  return families.map((f) => new RealIptables(execer, f, commandsOfChoice(choice, f)));
+  return (await resolveIptablesBackends(variantSetting, execer, families)).backends;
 }
 
 /** The real tools, both families (a family the host lacks is skipped by the cleanup). */

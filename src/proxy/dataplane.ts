@@ -10,9 +10,8 @@
 
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { RealIptables } from '../netfilter/iptables/backend.js';
 import type { IptablesBackend, IptablesVariant } from '../netfilter/iptables/backend.js';
-import { commandsOfChoice, resolveIptablesVariant } from '../netfilter/iptables/variant.js';
+import { resolveIptablesBackends } from '../netfilter/iptables/variant.js';
 import { RealConntrack } from '../os/conntrack.js';
 import type { Execer } from '../os/exec.js';
 import type { Clock } from '../util/clock.js';
@@ -137,17 +136,16 @@ async function iptablesBackends(
     return { backends: cfg.families.map((f) => make(f)), variant: 'injected' };
   }
   // Memoized per execer: the same answer as the cleanup of other modes' leftovers got.
-  const choice = await resolveIptablesVariant(cfg.iptablesVariant, deps.execer);
+  const { choice, backends } = await resolveIptablesBackends(
+    cfg.iptablesVariant,
+    deps.execer,
+    cfg.families,
+  );
   deps.log.info(
     { variant: choice.variant, setting: cfg.iptablesVariant, reason: choice.reason },
     'Using iptables backend',
   );
-  return {
-    backends: cfg.families.map(
-      (f) => new RealIptables(deps.execer, f, commandsOfChoice(choice, f)),
-    ),
-    variant: choice.variant,
-  };
+  return { backends, variant: choice.variant };
 }
 
 /** The shared parts of both proxiers' dependencies. */

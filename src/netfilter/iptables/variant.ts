@@ -10,7 +10,7 @@
 
 import type { Execer, ExecResult } from '../../os/exec.js';
 import type { IPFamily } from '../../util/ip.js';
-import { commandsFor } from './backend.js';
+import { RealIptables, commandsFor } from './backend.js';
 import type { IptablesCommands, IptablesVariant } from './backend.js';
 
 /** `--iptables-variant` / `iptables.svcnetVariant`: detect, or force one backend. */
@@ -178,4 +178,15 @@ export function commandsOfChoice(
   family: IPFamily,
 ): IptablesCommands {
   return commandsFor(family, choice.specific ? choice.variant : undefined);
+}
+
+/** One backend per family, all through the one resolved variant (see resolveIptablesVariant). */
+export async function resolveIptablesBackends(
+  setting: IptablesVariantSetting,
+  execer: Execer,
+  families: readonly IPFamily[],
+): Promise<{ choice: IptablesVariantChoice; backends: RealIptables[] }> {
+  const choice = await resolveIptablesVariant(setting, execer);
+  const backends = families.map((f) => new RealIptables(execer, f, commandsOfChoice(choice, f)));
+  return { choice, backends };
 }
