@@ -329,7 +329,10 @@ function addSupervise(lab: Command): void {
           const { superviseLab } = await import('../lab/supervisor.js');
           const { RealExecer } = await import('../os/exec.js');
           const { RealIp } = await import('../os/ip.js');
+          const { throwawayNetnsExecer, withLabIptablesVariant } =
+            await import('../lab/iptables-variant.js');
           const execer = new RealExecer();
+          const log = (m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`);
           await superviseLab({
             runId: o.runId,
             lifeline: o.lifeline === true,
@@ -337,9 +340,13 @@ function addSupervise(lab: Command): void {
             stateDir: o.stateDir,
             execer,
             ip: new RealIp(execer),
-            components: { cni: o.cni, cniBinDir: o.cniBinDir, proxyMode: o.proxyMode },
+            components: await withLabIptablesVariant(
+              { cni: o.cni, cniBinDir: o.cniBinDir, proxyMode: o.proxyMode },
+              throwawayNetnsExecer(execer),
+              log,
+            ),
             self: selfArgv(),
-            log: (m) => process.stderr.write(`${new Date().toISOString()} ${m}\n`),
+            log,
           });
           return undefined;
         },

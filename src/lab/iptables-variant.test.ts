@@ -12,6 +12,7 @@ import {
   LAB_IPTABLES_VARIANT,
   chooseLabIptablesVariant,
   natSaveCommand,
+  throwawayNetnsExecer,
   withLabIptablesVariant,
 } from './iptables-variant.js';
 
@@ -50,6 +51,15 @@ test('iptables mode: every node proxy gets --iptables-variant; nftables mode: no
   const nft: ComponentOptions = { ...base, proxyMode: 'nftables' };
   assert.equal(await withLabIptablesVariant(nft, new FakeExecer(), () => undefined), nft);
   assert.deepEqual(variants({ ...nft, iptablesVariant: 'legacy' }), ['-', '-']);
+});
+
+test('the probe runs in a network namespace of its own (unshare --net)', async () => {
+  const ex = new FakeExecer().expect({
+    cmd: 'unshare',
+    args: ['--net', 'iptables-legacy', '-w', '5', '-t', 'nat', '-S', 'OUTPUT'],
+  });
+  assert.equal((await chooseLabIptablesVariant(throwawayNetnsExecer(ex))).variant, 'legacy');
+  ex.verify();
 });
 
 test('natSaveCommand reads the chosen backend; older states fall back to a search', () => {

@@ -3,7 +3,7 @@
 // rules, so `auto` would pick nft). Chosen by measurement (README "The lab"): applying
 // svcnet's rendered rules for 1k Services × 10 endpoints (32k rules) in a fresh namespace took
 // iptables-legacy-restore 0.21 s and iptables-nft-restore 4.2 s (iptables 1.8.9, Linux 6.18;
-// the nft backend grows quadratically: 48 s at 3k Services). So the lab uses legacy wherever
+// #16 saw the nft backend grow quadratically: 48 s at 3k Services). So the lab uses legacy wherever
 // the kernel still has it, and nft where it does not (a kernel built without legacy
 // xtables), with the reason in the supervisor's log. Not for real nodes: there the proxy
 // follows the backend kubelet uses (netfilter/iptables/variant.ts).
@@ -21,13 +21,24 @@ export interface LabIptablesChoice {
 }
 
 /**
- * Whether the legacy backend works in a node's namespace (`nodeExecer` runs there): listing
- * its nat table loads the kernel's legacy nat table, as the proxy's first restore would.
+ * An Execer whose commands each run in a network namespace of their own (`unshare --net`),
+ * gone when the command exits: a probe there touches no namespace of the host or the lab.
  */
-export async function chooseLabIptablesVariant(nodeExecer: Execer): Promise<LabIptablesChoice> {
+export function throwawayNetnsExecer(inner: Execer): Execer {
+  return {
+    run: (req) => inner.run({ ...req, cmd: 'unshare', args: ['--net', req.cmd, ...req.args] }),
+  };
+}
+
+/**
+ * Whether the legacy backend works on this kernel, asked through `probe` (in production
+ * throwawayNetnsExecer): listing the nat table loads the kernel's legacy nat table, as a
+ * proxy's first restore would.
+ */
+export async function chooseLabIptablesVariant(probe: Execer): Promise<LabIptablesChoice> {
   const why = 'the backend that scales on this kernel, by measurement (README "The lab")';
   try {
-    const r = await nodeExecer.run({
+    const r = await probe.run({
       cmd: 'iptables-legacy',
       args: ['-w', '5', '-t', 'nat', '-S', 'OUTPUT'],
       timeoutMs: 30_000,
@@ -59,16 +70,16 @@ export function natSaveCommand(variant: IptablesVariant | undefined): readonly s
 
 /**
  * The components with the node proxies' backend set (iptables mode only, unless already
- * set), probing through `nodeExecer` (a node's namespace) and logging the choice.
+ * set), probing through `probe` and logging the choice.
  */
 export async function withLabIptablesVariant(
   components: ComponentOptions,
-  nodeExecer: Execer,
+  probe: Execer,
   log: (msg: string) => void,
 ): Promise<ComponentOptions> {
   if ((components.proxyMode ?? 'iptables') !== 'iptables') return components;
   if (components.iptablesVariant !== undefined) return components;
-  const c = await chooseLabIptablesVariant(nodeExecer);
+  const c = await chooseLabIptablesVariant(probe);
   log(`node proxies use iptables-${c.variant}: ${c.reason}`);
   return { ...components, iptablesVariant: c.variant };
 }

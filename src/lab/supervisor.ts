@@ -20,9 +20,7 @@ import { realClock, type Clock } from '../util/clock.js';
 import { certFingerprint, readRunRecord } from './run.js';
 import { applyNetworkScript, deleteNamespaces } from './network.js';
 import { mountPrivateDirs } from './sandbox.js';
-import { netnsExecer } from '../os/netns.js';
 import type { IptablesVariant } from '../netfilter/iptables/backend.js';
-import { withLabIptablesVariant } from './iptables-variant.js';
 import { waitForTermination } from '../os/process.js';
 import { networkScript, type LabPlan } from './topology.js';
 import {
@@ -188,6 +186,9 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     startedAt,
     cni: opts.components.cni,
     proxyMode: opts.components.proxyMode ?? 'iptables',
+    ...(opts.components.iptablesVariant
+      ? { iptablesVariant: opts.components.iptablesVariant }
+      : {}),
   };
   writeState(stateDir, { status: 'starting', ...base });
   const script = networkScript(plan);
@@ -196,16 +197,16 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
   mkdirSync(logDir, { recursive: true });
   let running: RunningComponent[] = [];
   let forwarder: Forwarder | undefined;
-  let ready: Pick<LabState, 'apiServer' | 'kubeconfig' | 'apiServerCA' | 'iptablesVariant'>;
-  let components = opts.components;
+  let ready: Pick<LabState, 'apiServer' | 'kubeconfig' | 'apiServerCA'>;
   try {
     await mountPrivateDirs(execer);
     await applyNetworkScript(opts.ip, execer, script);
     log(`network ready: ${plan.nodes.length} nodes`);
-    const firstNode = plan.nodes[0]?.netns;
-    if (firstNode !== undefined)
-      components = await withLabIptablesVariant(components, netnsExecer(execer, firstNode), log);
-    running = await startComponents(planComponents(plan, paths, components), opts.self, logDir);
+    running = await startComponents(
+      planComponents(plan, paths, opts.components),
+      opts.self,
+      logDir,
+    );
     const clusterKc = await waitForKubeconfig(paths.clusterKubeconfig, 30_000);
     const apiServerCA = kubeconfigCA(clusterKc, paths.clusterKubeconfig);
     forwarder = await startForwarder({ host: '127.0.0.1', port: 0 }, { path: paths.apiSocket });
@@ -214,8 +215,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     const kubeconfig = join(stateDir, HOST_KUBECONFIG);
     writeSecretFile(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name));
     await applyObjects(loadKubeConfig(kubeconfig), dnsAddon(plan));
-    const { iptablesVariant } = components;
-    ready = { apiServer, kubeconfig, apiServerCA, ...(iptablesVariant ? { iptablesVariant } : {}) };
+    ready = { apiServer, kubeconfig, apiServerCA };
     log(`components started; API server ${apiServer}`);
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
@@ -223,7 +223,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     await stopComponents(running);
     throw e;
   }
-  const specs = planComponents(plan, paths, components);
+  const specs = planComponents(plan, paths, opts.components);
   const control = await serveControl(join(stateDir, CONTROL_SOCKET), async (name) => {
     const i = running.findIndex((c) => c.spec.name === name);
     const spec = specs.find((c) => c.name === name);
