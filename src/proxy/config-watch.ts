@@ -17,12 +17,15 @@
 //
 // It reports once and stops: `changed` for new, valid content; `invalid` when the new content
 // fails `validate` (bad YAML, a bad field) or the file can no longer be read (removed). It does
-// not exit or log: the caller (src/cli/proxy.ts) stops the daemon and exits.
+// not exit: the caller (src/cli/proxy.ts) logs with `configChangeExit`, stops the daemon the
+// normal way (the rules stay in the kernel, as over any proxy restart) and exits non-zero.
 
 import { watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { lstat, readFile, readlink, realpath } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { SvcnetError } from '../errors.js';
 import type { Clock, TimerHandle } from '../util/clock.js';
 
 /** What happened to the file; reported once. */
@@ -218,4 +221,27 @@ export function watchConfigFile(opts: ConfigWatchOptions): ConfigWatch {
   // The first look catches a change made between the caller's read and this watch.
   void check();
   return { changed, close };
+}
+
+/**
+ * Logs a reported change (one line naming the file and what happened) and returns the error
+ * the daemon exits with after its normal shutdown: CONFIG_CHANGED (exit 1) for new content,
+ * INVALID_INPUT (exit 2, as a start with that file would) for content that is not usable.
+ */
+export function configChangeExit(change: ConfigFileChange, log: Logger): SvcnetError {
+  const { file } = change;
+  if (change.kind === 'changed') {
+    log.warn({ file }, 'Configuration file changed; exiting so the proxy restarts with it');
+    return new SvcnetError(
+      'CONFIG_CHANGED',
+      `${file}: content changed; exiting so that the proxy restarts with the new configuration`,
+    );
+  }
+  const err = change.error.message;
+  log.error({ file, err }, 'Configuration file is no longer valid; exiting');
+  return new SvcnetError(
+    'INVALID_INPUT',
+    `${file}: changed and is no longer a valid configuration: ${err}`,
+    { cause: change.error },
+  );
 }
