@@ -4,7 +4,9 @@
 // explicitly on the command line. `--cleanup` removes every rule, chain and table any mode of
 // the proxy created and exits. Logs go to stderr (text on a terminal, JSON
 // otherwise). A bad flag, config or kubeconfig exits 2 and a listener that cannot bind exits 1,
-// each with one line, before any rule is written.
+// each with one line, before any rule is written. The --config file is watched as kube-proxy
+// watches it (proxy/config-watch.ts): new content ends the daemon the normal way and exits 1
+// (2 if the new content is not a valid configuration), for its DaemonSet to restart it.
 
 import { waitForTermination } from '../os/process.js';
 import { hostname } from 'node:os';
@@ -173,7 +175,10 @@ export function registerProxyCommand(program: Command): void {
     .option('--proxy-mode <mode>', 'proxy mode: iptables (default), nftables or ipvs')
     .addOption(new Option('--mode <mode>', 'alias of --proxy-mode').hideHelp())
     .option('--hostname-override <node>', 'name of this node (default: the hostname)')
-    .option('--config <file>', 'KubeProxyConfiguration file (flags given explicitly win)')
+    .option(
+      '--config <file>',
+      'KubeProxyConfiguration file (flags given explicitly win); exits when its content changes',
+    )
     .option('--cleanup', 'remove every rule, chain and table of every proxy mode, then exit')
     .option('--cluster-cidr <cidrs>', 'pod CIDR(s), comma-separated for dual-stack')
     .option(
