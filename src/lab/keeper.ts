@@ -52,12 +52,15 @@ export class ComponentKeeper {
   private readonly starting = new Set<Promise<void>>();
   private closed = false;
 
+  private readonly deps: KeeperDeps;
+
   /** Watches `running` (started from `specs` by the caller); `specs` names what can restart. */
   constructor(
     specs: readonly ComponentSpec[],
     running: readonly RunningComponent[],
-    private readonly deps: KeeperDeps,
+    deps: KeeperDeps,
   ) {
+    this.deps = deps;
     const now = deps.clock.now();
     for (const spec of specs)
       this.entries.set(spec.name, {
