@@ -98,57 +98,88 @@ async function settled(p: Promise<unknown>): Promise<boolean> {
   return done;
 }
 
-test('an in-place write with new content is reported as changed', async () => {
-  const file = join(dir(), 'config.conf');
-  writeFileSync(file, V1);
-  const { nextCheck, outcome } = start(file);
-  assert.equal(await nextCheck(), 'unchanged');
-  writeFileSync(file, V2);
-  assert.deepEqual(await outcome(), { kind: 'changed', file });
-});
+/** The kubelet's ConfigMap volume layout: config.conf -> ..data/config.conf, ..data -> ..TS. */
+function configMap(d: string, stamp: string, text: string): void {
+  mkdirSync(join(d, stamp));
+  writeFileSync(join(d, stamp, 'config.conf'), text);
+  symlinkSync(stamp, join(d, '..data_tmp'));
+  // What the kubelet's atomic writer does: a new directory, a new ..data renamed over the old.
+  renameSync(join(d, '..data_tmp'), join(d, '..data'));
+}
 
-test('a new file renamed over the old one (an editor save) is reported as changed', async () => {
-  const d = dir();
-  const file = join(d, 'config.conf');
-  writeFileSync(file, V1);
-  const { nextCheck, outcome } = start(file);
-  assert.equal(await nextCheck(), 'unchanged');
-  writeFileSync(join(d, '.config.conf.swp'), V2);
-  renameSync(join(d, '.config.conf.swp'), file);
-  assert.deepEqual(await outcome(), { kind: 'changed', file });
-});
+/** V1 in a plain file `d/config.conf`. */
+function plainFile(d: string): string {
+  writeFileSync(join(d, 'config.conf'), V1);
+  return join(d, 'config.conf');
+}
 
-test('a ConfigMap volume update (new ..timestamp directory, ..data symlink renamed over) is reported', async () => {
+const changes: {
+  name: string;
+  /** Lays out the loaded V1 in `d`; returns the path given to the watcher. */
+  layout: (d: string) => string;
+  /** Puts V2 in place. */
+  change: (d: string) => void;
+}[] = [
+  {
+    name: 'an in-place write',
+    layout: plainFile,
+    change: (d) => {
+      writeFileSync(join(d, 'config.conf'), V2);
+    },
+  },
+  {
+    name: 'a new file renamed over the old one (an editor save)',
+    layout: plainFile,
+    change: (d) => {
+      writeFileSync(join(d, '.config.conf.swp'), V2);
+      renameSync(join(d, '.config.conf.swp'), join(d, 'config.conf'));
+    },
+  },
+  {
+    name: 'a ConfigMap volume update (new ..timestamp directory, ..data renamed over)',
+    layout: (d) => {
+      configMap(d, '..2026_11_25_05_00_00.1', V1);
+      symlinkSync('..data/config.conf', join(d, 'config.conf'));
+      return join(d, 'config.conf');
+    },
+    change: (d) => {
+      configMap(d, '..2026_11_25_05_01_00.2', V2);
+      rmSync(join(d, '..2026_11_25_05_00_00.1'), { recursive: true });
+    },
+  },
+  {
+    name: 'an in-place write to the target of a symlink in another directory',
+    layout: (d) => {
+      mkdirSync(join(d, 'elsewhere'));
+      writeFileSync(join(d, 'elsewhere', 'real.conf'), V1);
+      mkdirSync(join(d, 'here'));
+      symlinkSync(join(d, 'elsewhere', 'real.conf'), join(d, 'here', 'config.conf'));
+      return join(d, 'here', 'config.conf');
+    },
+    change: (d) => {
+      writeFileSync(join(d, 'elsewhere', 'real.conf'), V2);
+    },
+  },
+];
+
+for (const { name, layout, change } of changes)
+  test(`${name} with new content is reported as changed`, async () => {
+    const d = dir();
+    const file = layout(d);
+    const { nextCheck, outcome } = start(file);
+    assert.equal(await nextCheck(), 'unchanged');
+    change(d);
+    assert.deepEqual(await outcome(), { kind: 'changed', file });
+  });
+
+test('the directories watched for a ConfigMap file: the mount and where ..data points', async () => {
   const d = dir();
-  mkdirSync(join(d, '..2026_11_25_05_00_00.1'));
-  writeFileSync(join(d, '..2026_11_25_05_00_00.1', 'config.conf'), V1);
-  symlinkSync('..2026_11_25_05_00_00.1', join(d, '..data'));
+  configMap(d, '..2026_11_25_05_00_00.1', V1);
   symlinkSync('..data/config.conf', join(d, 'config.conf'));
-  const file = join(d, 'config.conf');
-  assert.deepEqual(await directoriesToWatch(file), [
+  assert.deepEqual(await directoriesToWatch(join(d, 'config.conf')), [
     realpathSync(d),
     realpathSync(join(d, '..2026_11_25_05_00_00.1')),
   ]);
-  const { nextCheck, outcome } = start(file);
-  assert.equal(await nextCheck(), 'unchanged');
-  // What the kubelet's atomic writer does: a new directory, a new ..data, the old one removed.
-  mkdirSync(join(d, '..2026_11_25_05_01_00.2'));
-  writeFileSync(join(d, '..2026_11_25_05_01_00.2', 'config.conf'), V2);
-  symlinkSync('..2026_11_25_05_01_00.2', join(d, '..data_tmp'));
-  renameSync(join(d, '..data_tmp'), join(d, '..data'));
-  rmSync(join(d, '..2026_11_25_05_00_00.1'), { recursive: true });
-  assert.deepEqual(await outcome(), { kind: 'changed', file });
-});
-
-test('an in-place write to the target of a symlink in another directory is reported', async () => {
-  const target = join(dir(), 'real.conf');
-  writeFileSync(target, V1);
-  const file = join(dir(), 'config.conf');
-  symlinkSync(target, file);
-  const { nextCheck, outcome } = start(file);
-  assert.equal(await nextCheck(), 'unchanged');
-  writeFileSync(target, V2);
-  assert.deepEqual(await outcome(), { kind: 'changed', file });
 });
 
 test('a touch, or a rewrite with the same bytes, changes nothing', async () => {
