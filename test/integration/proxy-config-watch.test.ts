@@ -4,7 +4,9 @@
 // the way a ConfigMap volume is updated: a new `..<timestamp>` directory and `..data` renamed
 // over) makes it exit 1 within 5 s with a log line naming the file, leaving its rules in the
 // kernel as any proxy restart does; content that is not a valid configuration (bad YAML, a bad
-// field) makes it exit 2 naming the file and the error.
+// field) makes it exit 2 naming the file and the error. Run the way the lab's supervisor runs
+// it (src/lab/keeper.ts), the exited proxy is started again and loads the new file, as
+// kube-proxy's DaemonSet restarts it.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +15,7 @@ import type { ChildProcess } from 'node:child_process';
 import {
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -21,6 +24,9 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { ComponentKeeper } from '../../src/lab/keeper.js';
+import { startComponents, stopComponents } from '../../src/lab/run-components.js';
+import { realClock } from '../../src/util/clock.js';
 import { ProxyLab, nsExec, skipReason, waitFor } from './lib/proxy-lab.js';
 import { LiveApiServer, linkApiNetwork } from './lib/proxy-live.js';
 import { skipOrFail } from './lib/prereq.js';
@@ -217,5 +223,57 @@ describe('svcnet proxy --config: a changed file ends the proxy', { skip }, () =>
     const last = proxy.log.trimEnd().split('\n').at(-1) ?? '';
     assert.ok(last.startsWith(`svcnet proxy: ${file}: changed and is no longer a valid`), last);
     assert.match(last, /iptables\.masqueradeBit/);
+  });
+
+  test("under the lab supervisor's keeper, the exited proxy is started again with the new file", async () => {
+    const file = join(dir, 'kept.conf');
+    writeFileSync(file, V1);
+    const spec = {
+      name: 'proxy-kept',
+      netns: lab.node,
+      args: [
+        'proxy',
+        '--kubeconfig',
+        api.kubeconfig,
+        '--hostname-override',
+        NODE,
+        '--config',
+        file,
+      ],
+      ready: { kind: 'none' as const },
+    };
+    const self = [process.execPath, '--import', 'tsx', MAIN];
+    const logs: string[] = [];
+    const keeper = new ComponentKeeper([spec], await startComponents([spec], self, dir), {
+      start: async (s) => {
+        const [c] = await startComponents([s], self, dir);
+        if (c === undefined) throw new Error('not started');
+        return c;
+      },
+      stop: (cs) => stopComponents(cs),
+      clock: realClock,
+      log: (m) => logs.push(m),
+    });
+    const log = (): string => readFileSync(join(dir, 'proxy-kept.log'), 'utf8');
+    const starts = (): number => log().split('"Proxy started"').length - 1;
+    try {
+      await waitFor(() => starts() === 1, 60_000, 'the first proxy to start');
+      writeFileSync(file, V2);
+      await waitFor(() => starts() === 2, 60_000, 'the proxy to be started again');
+      assert.equal(keeper.restarts('proxy-kept'), 1);
+      assert.deepEqual(logs, ['proxy-kept exited with 1; restarting']);
+      const text = log();
+      assert.ok(
+        text.indexOf('Configuration file changed') < text.lastIndexOf('"Proxy started"'),
+        text,
+      );
+      // The new proxy watches the new file too: a touch leaves it running.
+      utimesSync(file, new Date(), new Date());
+      await new Promise((r) => setTimeout(r, 2000));
+      assert.equal(keeper.restarts('proxy-kept'), 1);
+      assert.notEqual(keeper.running('proxy-kept'), undefined);
+    } finally {
+      await keeper.stop();
+    }
   });
 });
