@@ -269,3 +269,28 @@ test('the safety poll looks at the file without any event', async () => {
   assert.equal(await nextCheck(), 'changed');
   assert.deepEqual(await w.changed, { kind: 'changed', file });
 });
+
+test('a directory that never goes quiet still gets the file looked at', async () => {
+  const d = dir();
+  const file = plainFile(d);
+  const { nextCheck, outcome } = start(file, V1, { debounceMs: 200 });
+  assert.equal(await nextCheck(), 'unchanged');
+  // Another file in the directory written every 10 ms for 6 s: events never stop for 200 ms.
+  let churning = true;
+  let reported = false;
+  const churn = (async () => {
+    for (const t0 = Date.now(); !reported && Date.now() - t0 < 6000;) {
+      writeFileSync(join(d, 'busy.log'), String(Date.now()));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    churning = false;
+  })();
+  writeFileSync(file, V2);
+  try {
+    assert.deepEqual(await outcome(), { kind: 'changed', file });
+    assert.ok(churning, 'reported while the directory was still busy');
+  } finally {
+    reported = true;
+    await churn;
+  }
+});

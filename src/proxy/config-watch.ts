@@ -11,7 +11,8 @@
 // old one; the file is a symlink to `..data/<key>`) are all noticed. A slow poll (default
 // 30 s) covers what inotify cannot see (a symlinked parent directory swapped, NFS).
 //
-// Debounce: every event restarts a quiet timer; when it fires the file is read, and a content
+// Debounce: every event restarts a quiet timer (up to 5 debounces after the first event, so a
+// busy directory cannot starve it); when it fires the file is read, and a content
 // that differs from the loaded one must read the same twice in a row (one debounce apart)
 // before it counts, so an editor's truncate-then-write is seen as the finished file.
 //
@@ -63,6 +64,8 @@ export interface ConfigWatch {
 
 const DEFAULT_DEBOUNCE_MS = 200;
 const DEFAULT_POLL_MS = 30_000;
+/** Events keep putting the look off by one debounce, but for no longer than this many in all. */
+const MAX_WAIT_DEBOUNCES = 5;
 /** Symlink hops followed before giving up (the kernel's limit is 40). */
 const MAX_LINKS = 40;
 
@@ -131,10 +134,18 @@ export function watchConfigFile(opts: ConfigWatchOptions): ConfigWatch {
     watchers.clear();
   };
 
+  /** First event of the current quiet wait: a busy directory must not put the check off forever. */
+  let waitingSince: number | undefined;
   const schedule = (): void => {
     if (closed) return;
+    const now = clock.now();
+    waitingSince ??= now;
+    const wait = Math.min(debounceMs, waitingSince + MAX_WAIT_DEBOUNCES * debounceMs - now);
     clock.clearTimeout(timer);
-    timer = clock.setTimeout(() => void check(), debounceMs);
+    timer = clock.setTimeout(() => {
+      waitingSince = undefined;
+      void check();
+    }, wait);
   };
 
   /** Watches exactly `dirs`: new ones are added, the ones no longer on the way closed. */
