@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'TIMEOUT'
   | 'API_FAILED' // a list/watch/request to the Kubernetes API failed (auth, unreachable, HTTP error)
   | 'LISTEN_FAILED' // a daemon could not bind one of its listeners (CLI exit 1)
+  | 'CONFIG_CHANGED' // a daemon's config file changed under it; it exits to be restarted (CLI exit 1)
   | 'INTERNAL';
 
 export class SvcnetError extends Error {

@@ -4,7 +4,9 @@
 // explicitly on the command line. `--cleanup` removes every rule, chain and table any mode of
 // the proxy created and exits. Logs go to stderr (text on a terminal, JSON
 // otherwise). A bad flag, config or kubeconfig exits 2 and a listener that cannot bind exits 1,
-// each with one line, before any rule is written.
+// each with one line, before any rule is written. The --config file is watched as kube-proxy
+// watches it (proxy/config-watch.ts): new content ends the daemon the normal way and exits 1
+// (2 if the new content is not a valid configuration), for its DaemonSet to restart it.
 
 import { waitForTermination } from '../os/process.js';
 import { hostname } from 'node:os';
@@ -19,6 +21,7 @@ import {
   resolveProxyConfig,
 } from '../proxy/config.js';
 import type { ProxyConfigFlags } from '../proxy/config.js';
+import { configChangeExit, watchConfigFile } from '../proxy/config-watch.js';
 import { isHostNetns } from '../proxy/host-netns.js';
 import { parseBindAddress } from '../proxy/listen.js';
 import { holdListenAddresses } from '../util/listen-hold.js';
@@ -48,14 +51,30 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
   // of another mode silently.
   const flagMode = flags.proxyMode ?? flags.mode;
   if (flagMode !== undefined) requireBuiltProxyMode(flagMode, '--proxy-mode', DAEMON_PROXY_MODES);
-  const file =
-    flags.config !== undefined
-      ? parseKubeProxyConfiguration(await readInput(flags.config), flags.config)
+  const configText = flags.config !== undefined ? await readInput(flags.config) : undefined;
+  // The file's configuration and the daemon's (flags over file): at start, and again for each
+  // new content of the file, which must pass the same checks.
+  const load = (text: string | undefined) => {
+    const file =
+      text !== undefined ? parseKubeProxyConfiguration(text, flags.config ?? '') : undefined;
+    const mode =
+      flagMode ??
+      requireBuiltProxyMode(file?.mode ?? '', `${flags.config ?? ''}: mode`, DAEMON_PROXY_MODES);
+    const cfg = resolveProxyConfig({ ...flags, proxyMode: mode }, file, hostname().toLowerCase());
+    return { file, cfg };
+  };
+  const { file, cfg } = load(configText);
+  // A changed --config ends the daemon (as kube-proxy's file watch does) so it restarts with it.
+  const watch =
+    flags.cleanup !== true && flags.config !== undefined && flags.config !== '-'
+      ? watchConfigFile({
+          path: flags.config,
+          loaded: configText ?? '',
+          validate: (text) => load(text),
+          clock: realClock,
+          read: (p) => readInput(p),
+        })
       : undefined;
-  const mode =
-    flagMode ??
-    requireBuiltProxyMode(file?.mode ?? '', `${flags.config ?? ''}: mode`, DAEMON_PROXY_MODES);
-  const cfg = resolveProxyConfig({ ...flags, proxyMode: mode }, file, hostname().toLowerCase());
   // ipvs mode on a kernel without ip_vs: one line and exit 1, before anything is touched
   // (not even the other modes' leftovers).
   if (cfg.mode === 'ipvs' && flags.cleanup !== true) {
@@ -133,10 +152,15 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
     informers,
     hostNetns: await isHostNetns(),
   });
-  const signal = await waitForTermination();
-  log.info({ signal }, 'Shutting down');
+  const ended = await Promise.race([
+    waitForTermination(),
+    ...(watch ? [watch.changed.then((change) => configChangeExit(change, log))] : []),
+  ]);
+  watch?.close();
+  if (typeof ended === 'string') log.info({ signal: ended }, 'Shutting down');
   await daemon.stop();
   log.flush();
+  if (typeof ended !== 'string') throw ended;
   return undefined;
 }
 
@@ -151,7 +175,10 @@ export function registerProxyCommand(program: Command): void {
     .option('--proxy-mode <mode>', 'proxy mode: iptables (default), nftables or ipvs')
     .addOption(new Option('--mode <mode>', 'alias of --proxy-mode').hideHelp())
     .option('--hostname-override <node>', 'name of this node (default: the hostname)')
-    .option('--config <file>', 'KubeProxyConfiguration file (flags given explicitly win)')
+    .option(
+      '--config <file>',
+      'KubeProxyConfiguration file (flags given explicitly win); exits when its content changes',
+    )
     .option('--cleanup', 'remove every rule, chain and table of every proxy mode, then exit')
     .option('--cluster-cidr <cidrs>', 'pod CIDR(s), comma-separated for dual-stack')
     .option(

@@ -4,7 +4,9 @@
 // socket; nothing else touches the host's network namespace), writes the host kubeconfig,
 // installs the cluster DNS addon, and records its state for `lab status` / `lab exec`, each
 // record stamped with the run id `lab up` gave it (run.ts) and the fingerprint of the API
-// server certificate this run created, so no client takes a dead run's state for its own. On
+// server certificate this run created, so no client takes a dead run's state for its own. Once
+// the lab is up, a component that exits is started again (keeper.ts, the kubelet's
+// restartPolicy Always; `lab restart` goes through it too). On
 // SIGTERM it stops the components and tears the network down. If it is killed instead, the
 // kernel does the teardown: every process of the sandbox dies with it, and every namespace
 // with its private mounts.
@@ -31,6 +33,7 @@ import {
 } from './components.js';
 import { startComponents, stopComponents, type RunningComponent } from './run-components.js';
 import { startForwarder, type Forwarder } from './forward.js';
+import { ComponentKeeper } from './keeper.js';
 import { applyObjects } from './apply.js';
 import { dnsAddon } from './addons.js';
 import { writeSecretFile } from '../util/secret-file.js';
@@ -223,17 +226,21 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     await stopComponents(running);
     throw e;
   }
-  const specs = planComponents(plan, paths, opts.components);
-  const control = await serveControl(join(stateDir, CONTROL_SOCKET), async (name) => {
-    const i = running.findIndex((c) => c.spec.name === name);
-    const spec = specs.find((c) => c.name === name);
-    if (spec === undefined) return undefined;
-    if (i >= 0) await stopComponents(running.splice(i, 1));
-    log(`restarting ${name}`);
-    const [again] = await startComponents([spec], opts.self, logDir);
-    if (again) running.push(again);
-    return again?.proc.pid;
+  // From here on a component that exits is started again, as the kubelet does for a
+  // DaemonSet's Pods (a proxy whose --config changed exits to be restarted with it).
+  const keeper = new ComponentKeeper(planComponents(plan, paths, opts.components), running, {
+    start: async (spec) => {
+      const [again] = await startComponents([spec], opts.self, logDir);
+      if (again === undefined) throw new SvcnetError('INTERNAL', `${spec.name} did not start`);
+      return again;
+    },
+    stop: (cs) => stopComponents(cs),
+    clock: realClock,
+    log,
   });
+  const control = await serveControl(join(stateDir, CONTROL_SOCKET), (name) =>
+    keeper.restart(name),
+  );
   writeState(stateDir, { status: 'ready', ...base, ...ready, readyAt: new Date().toISOString() });
   log(`lab ${plan.name} ready`);
   await Promise.race([
@@ -250,7 +257,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
   process.stdin.destroy(); // the lifeline, if any: nothing may keep the supervisor alive now
   log(`lab ${plan.name} stopping`);
   writeState(stateDir, { status: 'stopping', ...base, ...ready });
+  await keeper.stop();
   await forwarder.close();
-  await stopComponents(running);
   await deleteNamespaces(opts.ip, script.namespaces);
 }
