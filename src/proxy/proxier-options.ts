@@ -7,13 +7,7 @@
 import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
 import { nodeHostIPs } from '../kube/node-model.js';
 import type { Node } from '../kube/types.js';
-import {
-  cidrContains,
-  formatCIDR,
-  formatIP,
-  parseCIDRSloppy,
-  parseIPSloppy,
-} from '../util/ip.js';
+import { cidrContains, formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import type { ProxyDaemonConfig } from './config.js';
 import { DEFAULT_OPTIONS, masqueradeMarkFromBit } from './iptables/options.js';
