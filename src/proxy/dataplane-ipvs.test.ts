@@ -15,6 +15,7 @@ import { FakeIp } from '../os/ip.js';
 import { FakeSysctl } from '../os/sysctl.js';
 import { addrAdd, dummy } from '../util/ip-ops.js';
 import { IPVS_DUMMY_DEVICE } from './ipvs/names.js';
+import { planIpvsSysctls } from './ipvs/sysctls.js';
 import { resolveProxyConfig } from './config.js';
 import { makeDataplane } from './dataplane.js';
 import { ServiceHealthServers } from './healthcheck-nodeports.js';
@@ -36,15 +37,11 @@ test('ipvs dataplane: sysctls first, then node IPs and excludeCIDRs in every syn
     undefined,
     'h',
   );
+  // Every key ipvs mode may set, at a value it changes, on a 6.1 kernel.
+  const keys = planIpvsSysctls({ kernelRelease: '5.4', strictARP: true }).map((s) => s.key);
   const sysctl = new FakeSysctl({
     'kernel.osrelease': '6.1.0-27-amd64',
-    'net.ipv4.vs.conntrack': '0',
-    'net.ipv4.vs.conn_reuse_mode': '1',
-    'net.ipv4.vs.expire_nodest_conn': '0',
-    'net.ipv4.vs.expire_quiescent_template': '0',
-    'net.ipv4.ip_forward': '0',
-    'net.ipv4.conf.all.arp_ignore': '0',
-    'net.ipv4.conf.all.arp_announce': '0',
+    ...Object.fromEntries(keys.map((k) => [k, '7'])),
   });
   const ipvs = new FakeIpvs();
   const kernel = new FakeIpvsKernel('IPv4', ipvs, new FakeIpset(), new FakeIptables('IPv4'));

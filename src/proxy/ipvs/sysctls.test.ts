@@ -13,15 +13,10 @@ import {
 
 const log = pino({ level: 'silent' });
 
-const VS_KEYS = {
-  'net.ipv4.vs.conntrack': '0',
-  'net.ipv4.vs.conn_reuse_mode': '1',
-  'net.ipv4.vs.expire_nodest_conn': '0',
-  'net.ipv4.vs.expire_quiescent_template': '0',
-  'net.ipv4.ip_forward': '0',
-  'net.ipv4.conf.all.arp_ignore': '0',
-  'net.ipv4.conf.all.arp_announce': '0',
-};
+/** Every key ipvs mode may set (strictARP, a kernel with conn_reuse_mode), at '7'. */
+const VS_KEYS = Object.fromEntries(
+  planIpvsSysctls({ kernelRelease: '5.4', strictARP: true }).map((s) => [s.key, '7']),
+);
 
 test('conn_reuse_mode=0 only on kernels 4.1 to 5.8, as kube-proxy does', () => {
   assert.deepEqual(kernelVersionOf('6.1.0-27-amd64'), [6, 1]);
