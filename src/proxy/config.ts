@@ -6,7 +6,9 @@
 // `config.conf` that kubeadm and kind ship (`syncPeriod: 0s`, `masqueradeBit: null`) loads.
 // Durations use Go's syntax ("1m30s"). `resolveProxyConfig` overlays the daemon's flags on
 // such a file (or on the defaults) into the `ProxyDaemonConfig` the proxy runs with, the way
-// dns/config.ts `buildDnsConfig` does for the DNS server.
+// dns/config.ts `buildDnsConfig` does for the DNS server. The `ipvs:` section's values,
+// defaults, checks and `--ipvs-*` flags are in ipvs/config.ts; in ipvs mode its periods
+// drive the sync runner.
 // Pure: callers read the file. Throws ValidationError (INVALID_INPUT) listing every problem.
 
 import { parseYamlDocument } from '../kube/manifest.js';
@@ -16,6 +18,14 @@ import type { IptablesVariantSetting } from '../netfilter/iptables/variant.js';
 import { formatCIDR, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import type { ConntrackSettings } from './node-setup.js';
+import {
+  DEFAULT_IPVS_MODE_CONFIG,
+  IPVS_FILE_FIELDS,
+  checkIpvsConfig,
+  normalizeIpvsConfig,
+  resolveIpvsConfig,
+} from './ipvs/config.js';
+import type { IpvsFlags, IpvsModeConfig } from './ipvs/config.js';
 
 export const KUBE_PROXY_CONFIG_API_VERSION = 'kubeproxy.config.k8s.io/v1alpha1';
 export const KUBE_PROXY_CONFIG_KIND = 'KubeProxyConfiguration';
@@ -62,8 +72,8 @@ export interface KubeProxyConfig {
   readonly enableProfiling: boolean;
   readonly iptables: IptablesModeConfig;
   readonly nftables: Omit<IptablesModeConfig, 'localhostNodePorts'>;
-  /** ipvs.scheduler ('' = rr); what `svcnet render --mode ipvs` reads of the ipvs section. */
-  readonly ipvs: { readonly scheduler: string };
+  /** The `ipvs:` section (ipvs/config.ts). */
+  readonly ipvs: IpvsModeConfig;
   /** The effective sync periods (top-level fields, else the mode's). */
   readonly syncPeriodMs: number;
   readonly minSyncPeriodMs: number;
@@ -302,6 +312,8 @@ function checkSemantics(raw: Raw, add: (f: string, m: string) => void): void {
     'nftables.minSyncPeriod',
     'ipvs.minSyncPeriod',
   ]) {
+    // ipvs mode: checkIpvsConfig below reports the ipvs periods.
+    if (get(raw, 'mode') === 'ipvs' && f.startsWith('ipvs.')) continue;
     const v = get(raw, f);
     if (typeof v === 'string' && (parseDuration(v) ?? 0) < 0)
       add(f, `must not be negative, got ${JSON.stringify(v)}`);
@@ -312,6 +324,8 @@ function checkSemantics(raw: Raw, add: (f: string, m: string) => void): void {
       'detectLocalMode',
       `must be one of ClusterCIDR, NodeCIDR, BridgeInterface, InterfaceNamePrefix, got ${JSON.stringify(detect)}`,
     );
+  // --- ipvs section: checked in ipvs mode only, as kube-proxy does (ipvs/config.ts).
+  if (get(raw, 'mode') === 'ipvs') checkIpvsConfig(ipvsSectionOf(raw), IPVS_FILE_FIELDS, add);
   if (detect === 'BridgeInterface' && str(raw, 'detectLocal.bridgeInterface', '') === '')
     add('detectLocal.bridgeInterface', 'required when detectLocalMode is BridgeInterface');
   if (detect === 'InterfaceNamePrefix' && str(raw, 'detectLocal.interfaceNamePrefix', '') === '')
@@ -369,6 +383,22 @@ function checkClusterCIDR(raw: Raw, add: (f: string, m: string) => void): void {
   }
 }
 
+/** The `ipvs:` section as typed values with kube-proxy's defaults (not yet validated). */
+function ipvsSectionOf(raw: Raw): IpvsModeConfig {
+  const d = DEFAULT_IPVS_MODE_CONFIG;
+  const cidrs = get(raw, 'ipvs.excludeCIDRs');
+  return {
+    scheduler: str(raw, 'ipvs.scheduler', d.scheduler),
+    syncPeriodMs: durNonZero(raw, 'ipvs.syncPeriod', d.syncPeriodMs),
+    minSyncPeriodMs: dur(raw, 'ipvs.minSyncPeriod', d.minSyncPeriodMs),
+    excludeCIDRs: Array.isArray(cidrs) ? (cidrs as string[]) : d.excludeCIDRs,
+    strictARP: bool(raw, 'ipvs.strictARP', d.strictARP),
+    tcpTimeoutMs: dur(raw, 'ipvs.tcpTimeout', d.tcpTimeoutMs),
+    tcpFinTimeoutMs: dur(raw, 'ipvs.tcpFinTimeout', d.tcpFinTimeoutMs),
+    udpTimeoutMs: dur(raw, 'ipvs.udpTimeout', d.udpTimeoutMs),
+  };
+}
+
 /** A duration whose zero value means "default", as kube-proxy's defaulting treats it. */
 function durNonZero(raw: Raw, path: string, dflt: number): number {
   const v = dur(raw, path, dflt);
@@ -396,7 +426,8 @@ function build(raw: Raw): KubeProxyConfig {
     syncPeriodMs: durNonZero(raw, 'nftables.syncPeriod', 30 * SECOND),
     minSyncPeriodMs: dur(raw, 'nftables.minSyncPeriod', SECOND),
   };
-  const modeSync = mode === 'nftables' ? nftables : iptables;
+  const ipvs = normalizeIpvsConfig(ipvsSectionOf(raw));
+  const modeSync = mode === 'nftables' ? nftables : mode === 'ipvs' ? ipvs : iptables;
   const clusterCIDR = str(raw, 'clusterCIDR', '');
   const gates = get(raw, 'featureGates');
   return {
@@ -416,7 +447,7 @@ function build(raw: Raw): KubeProxyConfig {
     bindAddressHardFail: bool(raw, 'bindAddressHardFail', false),
     enableProfiling: bool(raw, 'enableProfiling', false),
     iptables,
-    ipvs: { scheduler: str(raw, 'ipvs.scheduler', '') },
+    ipvs,
     nftables,
     syncPeriodMs: durNonZero(raw, 'syncPeriod', modeSync.syncPeriodMs),
     minSyncPeriodMs: dur(raw, 'minSyncPeriod', modeSync.minSyncPeriodMs),
@@ -505,8 +536,8 @@ export function parseKubeProxyConfiguration(text: string, path: string): KubePro
 export interface ProxyDaemonConfig {
   /** The dataplane programmed (`--proxy-mode`, else the file's `mode`; default iptables). */
   readonly mode: DaemonProxyMode;
-  /** ipvs mode's scheduler (`ipvs.scheduler` of the file; '' or absent = rr). */
-  readonly ipvsScheduler?: string;
+  /** The `ipvs:` settings after the `--ipvs-*` flags (used in ipvs mode). */
+  readonly ipvs: IpvsModeConfig;
   readonly nodeName: string;
   /** IP families to program; IPv4 first. */
   readonly families: readonly IPFamily[];
@@ -532,7 +563,7 @@ export interface ProxyDaemonConfig {
 }
 
 /** The `svcnet proxy` flags that override the file (as given on the command line). */
-export interface ProxyConfigFlags {
+export interface ProxyConfigFlags extends IpvsFlags {
   /** `--proxy-mode` (or its alias `--mode`). */
   readonly proxyMode?: string;
   readonly hostnameOverride?: string;
@@ -693,14 +724,25 @@ export function resolveProxyConfig(
   const masqueradeBit =
     read.int('--iptables-masquerade-bit', flags.iptablesMasqueradeBit, 0, 31) ??
     modeSection.masqueradeBit;
-  const syncPeriodMs =
-    read.duration('--iptables-sync-period', flags.iptablesSyncPeriod) ?? f.syncPeriodMs;
-  const minSyncPeriodMs =
-    read.duration('--iptables-min-sync-period', flags.iptablesMinSyncPeriod) ?? f.minSyncPeriodMs;
-  if (syncPeriodMs <= 0) bad('--iptables-sync-period', 'must be greater than 0');
+  // --- ipvs: in ipvs mode ipvs.syncPeriod/minSyncPeriod and --ipvs-*-sync-period drive the
+  // runner and the --iptables-* periods are ignored, as kube-proxy does.
+  const isIpvs = proxyMode === 'ipvs';
+  const ipvsFile =
+    f.mode === 'ipvs'
+      ? { ...f.ipvs, syncPeriodMs: f.syncPeriodMs, minSyncPeriodMs: f.minSyncPeriodMs }
+      : f.ipvs;
+  const ipvs = resolveIpvsConfig(flags, ipvsFile, read, bad, isIpvs);
+  const iptSyncPeriodMs = read.duration('--iptables-sync-period', flags.iptablesSyncPeriod);
+  const iptMinSyncPeriodMs = read.duration(
+    '--iptables-min-sync-period',
+    flags.iptablesMinSyncPeriod,
+  );
+  const syncPeriodMs = isIpvs ? ipvs.syncPeriodMs : (iptSyncPeriodMs ?? f.syncPeriodMs);
+  const minSyncPeriodMs = isIpvs ? ipvs.minSyncPeriodMs : (iptMinSyncPeriodMs ?? f.minSyncPeriodMs);
+  if (!isIpvs && syncPeriodMs <= 0) bad('--iptables-sync-period', 'must be greater than 0');
   const cfg: ProxyDaemonConfig = {
     mode: proxyMode as DaemonProxyMode,
-    ipvsScheduler: f.ipvs.scheduler,
+    ipvs,
     nodeName,
     families: familiesOf(clusterCIDRs),
     clusterCIDRs,
