@@ -90,7 +90,16 @@ export class IptablesProxier extends ProxierBase<FamilyState> {
     f.needFullSync = false;
     f.lastPlan = plan;
     recordIptablesCounts(this.deps.metrics, plan, f.family);
-    return this.finishSync(f, begun, { ...plan, bytes: text.length });
+    // Named fields, not a spread: spreading the plan would read its lazy `document` getter,
+    // parsing the whole restore text into a typed document that `lastPlan` then keeps.
+    return this.finishSync(f, begun, {
+      fullSync: plan.fullSync,
+      numServices: plan.numServices,
+      numEndpoints: plan.numEndpoints,
+      noLocalEndpointsInternal: plan.noLocalEndpointsInternal,
+      noLocalEndpointsExternal: plan.noLocalEndpointsExternal,
+      bytes: text.length,
+    });
   }
 
   /**
