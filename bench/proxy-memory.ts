@@ -11,6 +11,7 @@
 // creates and deletes (`svcnet-mem-<pid>`), for the RSS figure.
 
 import { spawnSync } from 'node:child_process';
+import { writeHeapSnapshot } from 'node:v8';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { FakeInformer } from '../src/kube/informer.js';
@@ -33,16 +34,25 @@ const MiB = 2 ** 20;
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
 
-function settle(): { rss: number; heap: number; ext: number } {
-  for (let i = 0; i < 4; i++) gc?.();
-  const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed, ext: m.external + m.arrayBuffers };
+interface Mem {
+  rss: number;
+  heap: number;
+  total: number;
+  ext: number;
 }
 
-function line(what: string, m: ReturnType<typeof settle>, prev?: ReturnType<typeof settle>) {
+async function settle(): Promise<Mem> {
+  // A tick first: a finished child process's handles (and its stdin text) go after 'close'.
+  await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 4; i++) gc?.();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heap: m.heapUsed, total: m.heapTotal, ext: m.external + m.arrayBuffers };
+}
+
+function line(what: string, m: Mem, prev?: Mem) {
   const d = prev === undefined ? '' : ` (heap ${((m.heap - prev.heap) / MiB).toFixed(1)})`;
   console.log(
-    `${what.padEnd(44)} rss ${(m.rss / MiB).toFixed(0).padStart(4)} MiB  heap ${(m.heap / MiB).toFixed(1).padStart(6)} MiB  ext ${(m.ext / MiB).toFixed(1)} MiB${d}`,
+    `${what.padEnd(44)} rss ${(m.rss / MiB).toFixed(0).padStart(4)} MiB  heap ${(m.heap / MiB).toFixed(1).padStart(6)}/${(m.total / MiB).toFixed(0)} MiB  ext ${(m.ext / MiB).toFixed(1)} MiB${d}`,
   );
 }
 
@@ -118,7 +128,7 @@ async function main(): Promise<void> {
   console.log(
     `${n} Services × 2 endpoints, backend ${kernel ? `iptables-legacy in netns ${ns}` : 'null'}`,
   );
-  const m0 = settle();
+  const m0 = await settle();
   line('start', m0);
 
   let services: FakeInformer<Service> | undefined = new FakeInformer<Service>(
@@ -127,7 +137,7 @@ async function main(): Promise<void> {
   let slices: FakeInformer<EndpointSlice> | undefined = new FakeInformer<EndpointSlice>(
     Array.from({ length: n }, (_, i) => slice(i, 0)),
   );
-  const m1 = settle();
+  const m1 = await settle();
   line('informer caches filled', m1, m0);
 
   const clock = realClock;
@@ -165,65 +175,66 @@ async function main(): Promise<void> {
   await services.start();
   await slices.start();
   const r1 = await first;
-  const m2 = settle();
+  const m2 = await settle();
   line(`first full sync (${r1.elapsedMs} ms, ${(r1.restoreBytes / 1e6).toFixed(1)} MB)`, m2, m1);
   for (let k = 0; k < 3; k++) {
     const next = nextSync();
     slices.upsert(slice(k * 997, 100 + k));
     await next;
   }
-  const m3 = settle();
+  const m3 = await settle();
   line('after 3 partial syncs', m3, m2);
   const full = nextSync();
   proxier.forceFullSync('bench');
   const r2 = await full;
-  const m4 = settle();
+  const m4 = await settle();
   line(`after a forced full sync (${r2.elapsedMs} ms)`, m4, m3);
   console.log(`RSS at ${n} Services (after gc): ${(m4.rss / MiB).toFixed(0)} MiB`);
+  if (args.includes('--snapshot')) console.log(`heap snapshot: ${writeHeapSnapshot()}`);
   await proxier.stop();
 
   // What each holder keeps: drop it, gc, measure.
   console.log('-- retained by (drop one holder at a time) --');
   const p = proxier as unknown as Record<string, unknown>;
   const fam = (p.families as Record<string, unknown>[])[0] ?? {};
-  let prev = settle();
-  const drop = (what: string, f: () => void) => {
+  let prev = await settle();
+  const drop = async (what: string, f: () => void) => {
     f();
-    const m = settle();
+    const m = await settle();
     console.log(
       `${what.padEnd(44)} ${((prev.heap - m.heap) / MiB).toFixed(1).padStart(6)} MiB heap`,
     );
     prev = m;
   };
-  drop('lastPlan (text, tables, document)', () => {
+  await drop('lastPlan (summary)', () => {
     fam.lastPlan = undefined;
   });
-  drop('hooks', () => {
+  await drop('hooks', () => {
     fam.hooks = undefined;
   });
-  drop('planState (buckets, fragments)', () => {
+  await drop('planState (buckets, fragments)', () => {
     fam.planState = undefined;
   });
-  drop('conntrackView', () => {
+  await drop('conntrackView', () => {
     fam.conntrackView = new Map();
   });
-  drop('endpoints tracker', () => {
+  await drop('endpoints tracker', () => {
     fam.endpoints = undefined;
   });
-  drop('services tracker', () => {
+  await drop('services tracker', () => {
     fam.services = undefined;
   });
-  drop('proxier accepted objects (2 maps)', () => {
+  await drop('proxier accepted objects (2 maps)', () => {
     (p.acceptedServices as Map<string, unknown>).clear();
     (p.acceptedSlices as Map<string, unknown>).clear();
   });
-  drop('informer caches (the objects)', () => {
+  await drop('informer caches (the objects)', () => {
     services = undefined;
     slices = undefined;
     p.deps = undefined;
     p.runner = undefined;
   });
-  line('end', settle(), m0);
+  line('end', await settle(), m0);
   clearInterval(keepAlive);
 }
 

@@ -13,6 +13,7 @@ import { parseDocument } from '../../netfilter/iptables/parse.js';
 import { renderChainDecl, renderRule } from '../../netfilter/iptables/render.js';
 import { commentOf, targetOf } from '../../netfilter/iptables/rule.js';
 import type { JumpRule, PlanTable } from './plan.js';
+import { flat } from './rule-writer.js';
 
 /** What a dump says exists. */
 export interface KernelState {
@@ -33,6 +34,11 @@ const APPEND = /^(?:\[\d+:\d+\]\s+)?-A\s+(\S+)/;
  * need: every table and chain declaration and the rules of built-in chains. The rules of the
  * proxy's own chains (nearly all lines) are dropped before parsing, so this stays cheap.
  */
+/** A string that shares no storage with a larger one (a slice keeps its parent alive). */
+function ownCopy(s: string): string {
+  return flat(` ${s}`).slice(1);
+}
+
 export function scanKernelState(dump: string): KernelState {
   const kept = dump.split('\n').filter((raw) => {
     const m = APPEND.exec(raw.trim());
@@ -42,7 +48,9 @@ export function scanKernelState(dump: string): KernelState {
   const builtinRules = new Map<IptablesTableName, { chain: string; args: readonly string[] }[]>();
   for (const t of parseDocument(kept.join('\n')).tables) {
     const names = chains.get(t.name) ?? new Set<string>();
-    for (const c of t.chains) names.add(c.name);
+    // Own copies: a name sliced from the dump keeps the whole dump alive, and stale chain
+    // names can stay in the plan state (large-cluster cleanup throttling).
+    for (const c of t.chains) names.add(ownCopy(c.name));
     chains.set(t.name, names);
     const rules = t.rules.filter((r) => BUILTIN_CHAINS[t.name].includes(r.chain));
     if (rules.length > 0)

@@ -29,7 +29,7 @@ import { ifLocal, ifNotLocal, isDetectorImplemented } from './options.js';
 import type { IptablesProxierOptions } from './options.js';
 import { computeProbability } from './probability.js';
 import type { SimpleRuleSpec } from '../../netfilter/iptables/rule-build.js';
-import { RuleWriter, chainLine, commentArgs } from './rule-writer.js';
+import { RuleWriter, chainLine, commentArgs, flat } from './rule-writer.js';
 
 /** What a plan needs besides the Service port itself. */
 export interface ServicePlanContext {
@@ -368,7 +368,7 @@ export function planServicePort(
     natDispatchText: w.dispatch.text,
     natDispatchRules: w.dispatch.count,
     natChains: w.chains,
-    natChainDecls: w.chains.map(chainLine).join(''),
+    natChainDecls: flat(w.chains.map(chainLine).join('')),
     natChainText: w.rules.text,
     natChainRules: w.rules.count,
     numEndpoints: endpoints.length,

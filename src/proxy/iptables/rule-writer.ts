@@ -33,8 +33,19 @@ export class RuleWriter {
   }
 
   get text(): string {
-    return this.parts.join('');
+    // join copies two or more parts into one flat string, but returns a lone part as it is.
+    return this.parts.length === 1 ? flat(this.parts[0] ?? '') : this.parts.join('');
   }
+}
+
+/**
+ * `s` as one flat string. A template literal makes a V8 cons string (a tree of its pieces,
+ * about three times the size of the text); texts kept from sync to sync are flattened, which
+ * reading a character does in place (the garbage collector then drops the tree).
+ */
+export function flat(s: string): string {
+  s.charCodeAt(0);
+  return s;
 }
 
 /** `-m comment --comment X`, X quoted as iptables-save would (`quoteArg`). */
