@@ -11,7 +11,7 @@
 // creates and deletes (`svcnet-mem-<pid>`), for the RSS figure.
 
 import { spawnSync } from 'node:child_process';
-import { writeHeapSnapshot } from 'node:v8';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { FakeInformer } from '../src/kube/informer.js';
@@ -57,10 +57,11 @@ function line(what: string, m: Mem, prev?: Mem) {
 }
 
 class NetnsExecer implements Execer {
-  constructor(
-    private readonly ns: string,
-    private readonly inner: Execer = new RealExecer(),
-  ) {}
+  private readonly ns: string;
+  private readonly inner: Execer = new RealExecer();
+  constructor(ns: string) {
+    this.ns = ns;
+  }
   run(req: ExecRequest): Promise<ExecResult> {
     return this.inner.run({
       ...req,
@@ -190,6 +191,11 @@ async function main(): Promise<void> {
   const m4 = await settle();
   line(`after a forced full sync (${r2.elapsedMs} ms)`, m4, m3);
   console.log(`RSS at ${n} Services (after gc): ${(m4.rss / MiB).toFixed(0)} MiB`);
+  if (args.includes('--spaces'))
+    for (const sp of getHeapSpaceStatistics())
+      console.log(
+        `  ${sp.space_name.padEnd(24)} committed ${(sp.physical_space_size / MiB).toFixed(1)} MiB used ${(sp.space_used_size / MiB).toFixed(1)} MiB`,
+      );
   if (args.includes('--snapshot')) console.log(`heap snapshot: ${writeHeapSnapshot()}`);
   await proxier.stop();
 
@@ -206,7 +212,7 @@ async function main(): Promise<void> {
     );
     prev = m;
   };
-  await drop('lastPlan (summary)', () => {
+  await drop('lastPlan (a summary now)', () => {
     fam.lastPlan = undefined;
   });
   await drop('hooks', () => {

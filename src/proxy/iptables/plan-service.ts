@@ -29,7 +29,7 @@ import { ifLocal, ifNotLocal, isDetectorImplemented } from './options.js';
 import type { IptablesProxierOptions } from './options.js';
 import { computeProbability } from './probability.js';
 import type { SimpleRuleSpec } from '../../netfilter/iptables/rule-build.js';
-import { RuleWriter, chainLine, commentArgs, flat } from './rule-writer.js';
+import { RuleWriter, chainLine, commentArgs } from './rule-writer.js';
 
 /** What a plan needs besides the Service port itself. */
 export interface ServicePlanContext {
@@ -47,13 +47,14 @@ export interface SepName {
   readonly name: string;
 }
 
-/** Everything one Service port contributes to a restore, as rule text. */
+/**
+ * What the plan state keeps of one Service port: the rules written on every sync as text,
+ * and only the names and rule count of its own chains (their text is 3/4 of a big restore
+ * and is written only when the port changed, so it is not kept: see `PlannedPort`).
+ */
 export interface ServicePortFragment {
   readonly key: string;
   readonly serviceKey: string;
-  /** The inputs it was planned from (a full sync reuses it when they are the same objects). */
-  readonly source: { readonly sp: ServicePortInfo; readonly endpoints: readonly EndpointInfo[] };
-  readonly largeClusterMode: boolean;
   /** filter rules (KUBE-SERVICES, KUBE-EXTERNAL-SERVICES, KUBE-PROXY-FIREWALL, KUBE-NODEPORTS). */
   readonly filterText: string;
   readonly filterRules: number;
@@ -62,14 +63,19 @@ export interface ServicePortFragment {
   readonly natDispatchRules: number;
   /** The port's own nat chains, in declaration order (written only when it changed). */
   readonly natChains: readonly string[];
-  /** `:CHAIN - [0:0]` lines of natChains. */
-  readonly natChainDecls: string;
-  /** Rules of natChains. */
-  readonly natChainText: string;
   readonly natChainRules: number;
   readonly numEndpoints: number;
   readonly noLocalEndpointsInternal: boolean;
   readonly noLocalEndpointsExternal: boolean;
+}
+
+/** One planned Service port: what the state keeps, and its chains' text for this restore. */
+export interface PlannedPort {
+  readonly fragment: ServicePortFragment;
+  /** `:CHAIN - [0:0]` lines of `fragment.natChains`. */
+  readonly natChainDecls: string;
+  /** Rules of `fragment.natChains`. */
+  readonly natChainText: string;
 }
 
 /** Decisions shared by the builders below (the traffic-policy ones in ../model). */
@@ -333,7 +339,7 @@ export function planServicePort(
   sp: ServicePortInfo,
   endpoints: readonly EndpointInfo[],
   ctx: ServicePlanContext,
-): ServicePortFragment {
+): PlannedPort {
   const p = decide(sp, endpoints, ctx);
   const w: Writers = {
     filter: new RuleWriter(),
@@ -358,21 +364,22 @@ export function planServicePort(
     policyChainRules(p, p.chains.svl, p.cat.localEndpoints, w);
   }
   endpointChainRules(p, w);
-  return {
+  const fragment: ServicePortFragment = {
     key: sp.key,
     serviceKey: sp.serviceKey,
-    source: { sp, endpoints },
-    largeClusterMode: ctx.largeClusterMode,
     filterText: w.filter.text,
     filterRules: w.filter.count,
     natDispatchText: w.dispatch.text,
     natDispatchRules: w.dispatch.count,
     natChains: w.chains,
-    natChainDecls: flat(w.chains.map(chainLine).join('')),
-    natChainText: w.rules.text,
     natChainRules: w.rules.count,
     numEndpoints: endpoints.length,
     noLocalEndpointsInternal: p.noLocalEndpointsInternal,
     noLocalEndpointsExternal: p.noLocalEndpointsExternal,
+  };
+  return {
+    fragment,
+    natChainDecls: w.chains.map(chainLine).join(''),
+    natChainText: w.rules.text,
   };
 }

@@ -36,7 +36,12 @@ import {
 } from './plan-fixed.js';
 import type { JumpRule } from './plan-fixed.js';
 import { planServicePort } from './plan-service.js';
-import type { SepName, ServicePlanContext, ServicePortFragment } from './plan-service.js';
+import type {
+  PlannedPort,
+  SepName,
+  ServicePlanContext,
+  ServicePortFragment,
+} from './plan-service.js';
 import {
   bucketCount,
   findFragment,
@@ -304,35 +309,30 @@ function partialInput(
   };
 }
 
-/** The buckets of this sync, which were rebuilt, and the fragments whose chains are written. */
+/** The buckets of this sync, which were rebuilt, and the ports whose chains are written. */
 interface Assembly {
   readonly buckets: readonly Bucket[];
   readonly rebuilt: ReadonlySet<number>;
-  readonly written: readonly ServicePortFragment[];
+  readonly written: readonly PlannedPort[];
 }
 
+/**
+ * Plans the ports this sync writes: all of them on a full sync (the state keeps no chain
+ * text to reuse), the changed Services' ports on a partial one.
+ */
 function assemble(
   input: IptablesPlanInput,
   previous: PlanState | undefined,
   fullSync: boolean,
   partial: PartialInput | undefined,
   ctx: ServicePlanContext,
-  optionsText: string,
 ): Assembly {
   const n = bucketCount(input.services.size);
-  const written: ServicePortFragment[] = [];
+  const written: PlannedPort[] = [];
   const fragmentFor = (key: string, sp: ServicePortInfo): ServicePortFragment => {
-    const endpoints = input.endpoints.get(key) ?? NO_ENDPOINTS;
-    const prev = previous ? findFragment(previous.buckets, key, sp.serviceKey) : undefined;
-    // Same inputs give the same rules: reuse them (they are still written).
-    const same =
-      prev?.source.sp === sp &&
-      prev.source.endpoints === endpoints &&
-      prev.largeClusterMode === ctx.largeClusterMode &&
-      previous?.optionsText === optionsText;
-    const frag = same ? prev : planServicePort(sp, endpoints, ctx);
-    written.push(frag);
-    return frag;
+    const planned = planServicePort(sp, input.endpoints.get(key) ?? NO_ENDPOINTS, ctx);
+    written.push(planned);
+    return planned.fragment;
   };
   const groups = groupPorts(input.services, n, fragmentFor, partial);
   const buckets = partial ? [...partial.previous] : new Array<Bucket>(n);
@@ -344,7 +344,7 @@ function assemble(
     return {
       buckets,
       rebuilt: new Set(groups.keys()),
-      written: written.filter((f) => changed.has(f.serviceKey)),
+      written: written.filter((p) => changed.has(p.fragment.serviceKey)),
     };
   }
   return { buckets, rebuilt: new Set(groups.keys()), written };
@@ -374,12 +374,12 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
     largeClusterMode,
     sepNames: previous?.sepNames ?? new WeakMap<EndpointInfo, SepName>(),
   };
-  const a = assemble(input, previous, fullSync, partial, ctx, optionsText);
+  const a = assemble(input, previous, fullSync, partial, ctx);
   const stale = staleChains(input, previous, a.buckets, a.rebuilt, largeClusterMode);
   const last = nodePortsJumpRules(options, family);
   const totals = sumBuckets(a.buckets);
-  const writtenRules = a.written.reduce((n, f) => n + f.natChainRules, 0);
-  const writtenChains = a.written.reduce((n, f) => n + f.natChains.length, 0);
+  const writtenRules = a.written.reduce((n, p) => n + p.fragment.natChainRules, 0);
+  const writtenChains = a.written.reduce((n, p) => n + p.fragment.natChains.length, 0);
 
   const filterChains: string[] = [...FILTER_FIXED_CHAINS];
   const filterHead = new RuleWriter();
@@ -407,13 +407,13 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
       head: [
         '*nat\n',
         ...NAT_FIXED_CHAINS.map(chainLine),
-        ...a.written.map((f) => f.natChainDecls),
+        ...a.written.map((p) => p.natChainDecls),
         ...stale.deleted.map(chainLine),
       ],
       body: [
         natHead.text,
         ...a.buckets.map((b) => b.dispatchText),
-        ...a.written.map((f) => f.natChainText),
+        ...a.written.map((p) => p.natChainText),
         ...stale.deleted.map((c) => `-X ${c}\n`),
         natTail.text,
       ],
