@@ -5,10 +5,14 @@
 // stage, and what each structure holds: it drops one holder at a time and measures again.
 //
 //   node --expose-gc --import tsx bench/proxy-memory.ts [--kernel] [--services N]
+//        [--api-objects [--slim]] [--spaces] [--snapshot]
 //
 // Default backend: a null iptables that keeps nothing (so the breakdown is the proxier's own
 // memory). `--kernel` (root): iptables-legacy in a private network namespace this script
-// creates and deletes (`svcnet-mem-<pid>`), for the RSS figure.
+// creates and deletes (`svcnet-mem-<pid>`), for the RSS figure. `--api-objects` gives every
+// object what an API server adds (managedFields, kubectl's last-applied annotation), and
+// `--slim` drops those as the proxy's informers do. `--spaces` prints V8's heap spaces,
+// `--snapshot` writes a heap snapshot after the syncs.
 
 import { spawnSync } from 'node:child_process';
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
@@ -27,6 +31,7 @@ import { ProxyMetrics } from '../src/proxy/metrics.js';
 import { IptablesProxier } from '../src/proxy/iptables/proxier.js';
 import type { ProxierIptables } from '../src/proxy/iptables/proxier.js';
 import type { SyncReport } from '../src/proxy/proxier.js';
+import { slimForProxy } from '../src/proxy/slim.js';
 
 const NODE = 'bench-node';
 const MiB = 2 ** 20;
@@ -114,6 +119,35 @@ function slice(i: number, gen: number): EndpointSlice {
   );
 }
 
+/**
+ * What an API server adds to an object applied with kubectl: server-side-apply field owners
+ * and the last applied configuration. Decoded per object, as a watch would.
+ */
+function asFromApiServer<T extends Service | EndpointSlice>(obj: T): T {
+  const fields = JSON.stringify({
+    'f:metadata': { 'f:labels': { '.': {}, 'f:app': {} }, 'f:annotations': { '.': {} } },
+    'f:spec': obj.kind === 'Service' ? { 'f:ports': { '.': {}, 'k:{"port":80}': {} } } : {},
+    'f:endpoints': {},
+  });
+  const managed = [
+    { manager: 'kubectl-client-side-apply', operation: 'Update', apiVersion: obj.apiVersion },
+    { manager: 'kube-controller-manager', operation: 'Update', apiVersion: obj.apiVersion },
+  ].map((m) => ({ ...m, time: '2026-11-25T05:00:00Z', fieldsType: 'FieldsV1', fieldsV1: fields }));
+  const wire = JSON.stringify({
+    ...obj,
+    metadata: {
+      ...obj.metadata,
+      uid: `0b6c4a52-7a8e-4f0e-9d5c-${String(obj.metadata?.name).padStart(12, '0')}`,
+      creationTimestamp: '2026-11-25T05:00:00Z',
+      annotations: {
+        'kubectl.kubernetes.io/last-applied-configuration': `${JSON.stringify(obj)}\n`,
+      },
+      managedFields: managed,
+    },
+  });
+  return JSON.parse(wire) as T;
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const kernel = args.includes('--kernel');
@@ -132,11 +166,20 @@ async function main(): Promise<void> {
   const m0 = await settle();
   line('start', m0);
 
+  // --api-objects: objects as an API server sends them; --slim: as the proxy's informers
+  // keep them (slimForProxy on ingest).
+  const api = args.includes('--api-objects');
+  const slim = args.includes('--slim');
+  const ingest = <T extends Service | EndpointSlice>(o: T): T => {
+    const out = api ? asFromApiServer(o) : o;
+    if (slim) slimForProxy(out);
+    return out;
+  };
   let services: FakeInformer<Service> | undefined = new FakeInformer<Service>(
-    Array.from({ length: n }, (_, i) => svc(i)),
+    Array.from({ length: n }, (_, i) => ingest(svc(i))),
   );
   let slices: FakeInformer<EndpointSlice> | undefined = new FakeInformer<EndpointSlice>(
-    Array.from({ length: n }, (_, i) => slice(i, 0)),
+    Array.from({ length: n }, (_, i) => ingest(slice(i, 0))),
   );
   const m1 = await settle();
   line('informer caches filled', m1, m0);

@@ -24,6 +24,7 @@ import type { ProxyConfigFlags } from '../proxy/config.js';
 import { configChangeExit, watchConfigFile } from '../proxy/config-watch.js';
 import { isHostNetns } from '../proxy/host-netns.js';
 import { parseBindAddress } from '../proxy/listen.js';
+import { slimForProxy } from '../proxy/slim.js';
 import { holdListenAddresses } from '../util/listen-hold.js';
 import {
   addLogFlags,
@@ -133,9 +134,13 @@ async function runProxy(flags: ProxyFlags): Promise<string | undefined> {
   const { ENDPOINT_SLICES, NODES, SERVICES, SERVICE_CIDRS, createInformer } =
     await import('../kube/client.js');
   const informers = {
-    services: createInformer<Service>(kc, SERVICES, { labelSelector: SERVICE_LABEL_SELECTOR }),
+    services: createInformer<Service>(kc, SERVICES, {
+      labelSelector: SERVICE_LABEL_SELECTOR,
+      slim: slimForProxy,
+    }),
     endpointSlices: createInformer<EndpointSlice>(kc, ENDPOINT_SLICES, {
       labelSelector: ENDPOINT_SLICE_LABEL_SELECTOR,
+      slim: slimForProxy,
     }),
     nodes: createInformer<Node>(kc, NODES, { fieldSelector: `metadata.name=${cfg.nodeName}` }),
     // nftables mode's drop rule for unallocated ClusterIPs; iptables mode reads none.

@@ -250,6 +250,12 @@ export interface InformerOptions {
   /** First retry delay after an error; doubles up to maxBackoffMs. */
   readonly initialBackoffMs?: number;
   readonly maxBackoffMs?: number;
+  /**
+   * Run on every listed or watched object before it is cached, changing it in place (the
+   * ListWatch underneath caches the same object): a consumer that reads few fields drops the
+   * rest here. Default: objects are kept whole.
+   */
+  readonly slim?: (obj: KubeObject) => void;
 }
 
 type WireObject = KubeObject & k8s.KubernetesObject;
@@ -276,6 +282,7 @@ class ClientNodeInformer<T extends KubeObject> extends InformerCache<T> {
       this.backoffMs = opts.initialBackoffMs ?? 500;
       // Back to wire JSON: client-node's models carry Date objects for timestamps.
       const items = list.items.map((i) => toWire(i, spec.model) as WireObject);
+      if (opts.slim !== undefined) for (const i of items) opts.slim(i);
       const metadata = new k8s.V1ListMeta();
       metadata.resourceVersion = list.metadata?.resourceVersion ?? '';
       return { items, metadata };
@@ -307,6 +314,7 @@ class ClientNodeInformer<T extends KubeObject> extends InformerCache<T> {
   }
 
   private apply(obj: T): void {
+    this.opts.slim?.(obj);
     const old = this.get(objectKey(obj));
     // A relist re-delivers unchanged objects; suppress those no-op updates.
     if (
