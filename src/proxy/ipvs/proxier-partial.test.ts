@@ -135,7 +135,7 @@ function ipvsLines(calls: readonly FakeIpvsCall[]): string[] {
 }
 
 test('a one-Service change issues only that Service’s operations', async () => {
-  const s = setupIpvs();
+  const s = setupIpvs({ fullSyncPeriodMs: 3_600_000 });
   for (let i = 0; i < 50; i++) {
     s.f.services.upsert(svc(`s${i}`, `10.96.1.${i}`, 80));
     s.f.slices.upsert(slice2(`s${i}`, [`10.244.${i}.1`, `10.244.${i}.2`]));
@@ -212,6 +212,17 @@ test('the first sync, after a failure, on changed options and every full-sync pe
   await s.f.clock.advance(30_000);
   await s.f.clock.advance(30_000);
   assert.deepEqual(fullSyncs(s, 4), [false, false, false, true]);
+});
+
+test('by default every syncPeriod (30 s here) is a full sync; changes in between are partial', async () => {
+  const s = setupIpvs();
+  await startWith(s);
+  s.f.slices.upsert(slice2('web', ['10.244.1.5']));
+  await s.f.clock.advance(1000);
+  s.f.slices.upsert(slice2('web', ['10.244.1.6']));
+  await s.f.clock.advance(1000);
+  await s.f.clock.advance(30_000);
+  assert.deepEqual(fullSyncs(s), [true, false, false, true]);
 });
 
 test('changed plan options make the sync full', async () => {

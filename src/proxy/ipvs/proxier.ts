@@ -2,8 +2,8 @@
 // informers → change trackers → bounded-frequency runner, health-check node ports, UDP
 // conntrack cleanup). Each sync of a family takes a snapshot, asks the pure `planIpvs` for
 // the whole state and applies it, full or partial:
-// - A full sync (the first, after a failure, every full-sync period, and when the options
-//   changed) reads the kernel back: kube-ipvs0 ensured and its addresses read, every ipset
+// - A full sync (the first, after a failure, every syncPeriod — or fullSyncPeriodMs when
+//   given — and when the options changed) reads the kernel back: kube-ipvs0 ensured and its addresses read, every ipset
 //   created -exist, flushed and refilled (one `ipset restore`), the virtual/real servers
 //   diffed against `ipvsadm -S -n` (+ `-L -n` for connection counters) and changed in one
 //   `ipvsadm -R`, the iptables rules written with iptables-restore --noflush.
@@ -102,7 +102,9 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
 
   constructor(deps: IpvsProxierDeps) {
     super(
-      deps,
+      // kube-proxy's ipvs mode reads back and reconciles everything every syncPeriod; here the
+      // syncs in between are partial (unless fullSyncPeriodMs says otherwise).
+      { ...deps, fullSyncPeriodMs: deps.fullSyncPeriodMs ?? deps.syncPeriodMs },
       deps.families.map(({ family, kernel }) => ({
         ...newFamilyTrackers(family, deps.nodeName),
         kernel,
