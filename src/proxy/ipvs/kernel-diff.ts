@@ -1,7 +1,6 @@
 // The IPVS applier's other diffs, pure (the virtual servers' are reconcile.ts): the planned
-// ipsets as ipset commands — all of them for a full sync (created -exist, flushed, refilled),
-// only the entries that changed since the last applied sync for a partial one — and the
-// kube-ipvs0 addresses to bind and unbind.
+// ipsets as the ipset commands that change the entries listed by the kernel (a full sync) or
+// applied by the last sync (a partial one), and the kube-ipvs0 addresses to bind and unbind.
 
 import type { IpsetSet } from '../../netfilter/ipset/model.js';
 import type { IpsetOperation } from '../../netfilter/ipset/render.js';
@@ -20,40 +19,37 @@ function emptySet(s: IpsetPlan): IpsetSet {
   };
 }
 
-/** Each planned set created if missing (-exist), flushed and refilled. */
-export function ipsetOps(sets: readonly IpsetPlan[]): IpsetOperation[] {
-  const ops: IpsetOperation[] = [];
-  for (const s of sets) {
-    ops.push({ verb: 'create', set: emptySet(s), exist: true });
-    ops.push({ verb: 'flush', name: s.name });
-    for (const entry of s.entries) ops.push({ verb: 'add', name: s.name, entry });
-  }
-  return ops;
-}
-
 /** What `sets` hold once applied. */
 export function ipsetContents(sets: readonly IpsetPlan[]): Map<string, ReadonlySet<string>> {
   return new Map(sets.map((s) => [s.name, new Set(s.entries.map((e) => e.value))]));
 }
 
 /**
- * The entries to delete and add to turn `applied` into `sets`, set by set (deletes first, so
- * a full set has room); a set not applied yet is created (-exist) and filled.
+ * The entries to delete and add to turn `have` into `sets`, set by set (deletes first, so a
+ * full set has room); a set missing from `have` is created (-exist) and filled. A partial
+ * sync diffs against what it applied last, and the kernel refuses an entry that is not as
+ * it thinks (the sync fails and the next is full). A full sync (`fromKernel`) diffs against
+ * what the kernel listed, as kube-proxy does (never a flush: no moment without the
+ * entries): every set is created -exist first, and adds and deletes take -exist, so an entry
+ * the kernel spells otherwise than the plan is deleted and added back, not refused.
  */
-export function ipsetDiffOps(sets: readonly IpsetPlan[], applied: IpsetContents): IpsetOperation[] {
+export function ipsetDiffOps(
+  sets: readonly IpsetPlan[],
+  have: IpsetContents,
+  fromKernel = false,
+): IpsetOperation[] {
   const ops: IpsetOperation[] = [];
+  const exist = fromKernel ? { exist: true } : {};
   for (const s of sets) {
-    const have = applied.get(s.name);
-    if (have === undefined) {
+    const current = have.get(s.name);
+    if (current === undefined || fromKernel)
       ops.push({ verb: 'create', set: emptySet(s), exist: true });
-      for (const entry of s.entries) ops.push({ verb: 'add', name: s.name, entry });
-      continue;
-    }
     const want = new Set(s.entries.map((e) => e.value));
-    for (const value of have)
-      if (!want.has(value)) ops.push({ verb: 'del', name: s.name, entry: { value } });
+    for (const value of current ?? [])
+      if (!want.has(value)) ops.push({ verb: 'del', name: s.name, entry: { value }, ...exist });
     for (const entry of s.entries)
-      if (!have.has(entry.value)) ops.push({ verb: 'add', name: s.name, entry });
+      if (current?.has(entry.value) !== true)
+        ops.push({ verb: 'add', name: s.name, entry, ...exist });
   }
   return ops;
 }

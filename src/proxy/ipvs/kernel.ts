@@ -1,6 +1,6 @@
 // The kernel seam of the IPVS proxier: one family's IPVS table (ipvsadm -S -n / -R), the
 // connection counters of chosen virtual servers (ipvsadm -L -n [-t|-u|--sctp-service VS]),
-// its ipsets (ipset restore) and its iptables rules (iptables-restore --noflush). The dummy
+// its ipsets (ipset save / restore) and its iptables rules (iptables-restore --noflush). The dummy
 // device kube-ipvs0 goes through the project's `Ip` seam, beside this. RealIpvsKernel execs
 // the binaries; FakeIpvsKernel drives FakeIpvs, FakeIpset and FakeIptables for unit tests
 // and records every call (`calls`), so tests can tell what a sync touched.
@@ -10,6 +10,8 @@ import { access } from 'node:fs/promises';
 import type { IptablesBackend } from '../../netfilter/iptables/backend.js';
 import type { FakeIptables } from '../../netfilter/iptables/fake.js';
 import type { FakeIpset } from '../../netfilter/ipset/fake.js';
+import type { IpsetSet } from '../../netfilter/ipset/model.js';
+import { parseSave as parseIpsetSave } from '../../netfilter/ipset/parse.js';
 import { renderRestore as renderIpsetRestore } from '../../netfilter/ipset/render.js';
 import type { IpsetOperation } from '../../netfilter/ipset/render.js';
 import type { FakeIpvs } from '../../netfilter/ipvs/fake.js';
@@ -41,6 +43,8 @@ export interface IpvsKernel {
   readConnections(ids: readonly VirtualServerId[]): Promise<IpvsService[]>;
   /** Applies the commands in one `ipvsadm -R`. */
   applyIpvs(ops: readonly IpvsOperation[]): Promise<void>;
+  /** The entries of every ipset by set name (`ipset save`): a full sync's ipset base. */
+  readIpsets(): Promise<Map<string, ReadonlySet<string>>>;
   /** Applies the commands in one `ipset restore`. */
   applyIpsets(ops: readonly IpsetOperation[]): Promise<void>;
   /** iptables-restore --noflush of the text. */
@@ -66,6 +70,12 @@ function pick(list: readonly IpvsService[], ids: readonly VirtualServerId[]): Ip
     if (s === undefined) throw new Error(`no IPVS virtual server ${virtualServerKey(id)}`);
     return s;
   });
+}
+
+function contentsOf(sets: Iterable<IpsetSet>): Map<string, ReadonlySet<string>> {
+  const out = new Map<string, ReadonlySet<string>>();
+  for (const s of sets) out.set(s.name, new Set(s.entries.map((e) => e.value)));
+  return out;
 }
 
 function ofFamily(family: IPFamily, list: readonly IpvsService[]): IpvsService[] {
@@ -126,6 +136,11 @@ export class RealIpvsKernel implements IpvsKernel {
     await runChecked(this.execer, { cmd: 'ipvsadm', args: ['-R'], stdin: renderIpvsRestore(ops) });
   }
 
+  async readIpsets(): Promise<Map<string, ReadonlySet<string>>> {
+    const save = await runChecked(this.execer, { cmd: 'ipset', args: ['save'] });
+    return contentsOf(parseIpsetSave(save.stdout).values());
+  }
+
   async applyIpsets(ops: readonly IpsetOperation[]): Promise<void> {
     if (ops.length === 0) return;
     await runChecked(this.execer, {
@@ -143,6 +158,7 @@ export class RealIpvsKernel implements IpvsKernel {
 /** One call a FakeIpvsKernel received. */
 export type FakeIpvsCall =
   | { readonly call: 'readIpvs' }
+  | { readonly call: 'readIpsets' }
   | { readonly call: 'readConnections'; readonly ids: readonly VirtualServerId[] }
   | { readonly call: 'applyIpvs'; readonly ops: readonly IpvsOperation[] }
   | { readonly call: 'applyIpsets'; readonly ops: readonly IpsetOperation[] }
@@ -178,6 +194,11 @@ export class FakeIpvsKernel implements IpvsKernel {
     this.calls.push({ call: 'applyIpvs', ops });
     if (ops.length > 0) this.ipvs.run(ops);
     return Promise.resolve();
+  }
+
+  readIpsets(): Promise<Map<string, ReadonlySet<string>>> {
+    this.calls.push({ call: 'readIpsets' });
+    return Promise.resolve(contentsOf(this.ipset.state().values()));
   }
 
   applyIpsets(ops: readonly IpsetOperation[]): Promise<void> {

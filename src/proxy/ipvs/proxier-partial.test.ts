@@ -97,6 +97,9 @@ test('partial syncs after a sequence of changes leave exactly what a full sync l
   assert.deepEqual(fullSyncs(s).at(-1), true);
   const ipvsOps = s.kernel.calls.flatMap((c) => (c.call === 'applyIpvs' ? c.ops : []));
   assert.deepEqual(ipvsOps, []);
+  // Its ipsets: listed, each created -exist, no entry added or deleted (never flushed).
+  assert.equal(ofKind(s.kernel.calls, 'readIpsets').length, 1);
+  assert.deepEqual([...new Set(ipsetLines(s.kernel.calls))], ['create']);
   assert.equal(await s.kernelText(), afterPartial);
 });
 

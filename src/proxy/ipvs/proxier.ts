@@ -3,10 +3,12 @@
 // conntrack cleanup). Each sync of a family takes a snapshot, asks the pure `planIpvs` for
 // the whole state and applies it, full or partial:
 // - A full sync (the first, after a failure, every syncPeriod — or fullSyncPeriodMs when
-//   given — and when the options changed) reads the kernel back: kube-ipvs0 ensured and its addresses read, every ipset
-//   created -exist, flushed and refilled (one `ipset restore`), the virtual/real servers
-//   diffed against `ipvsadm -S -n` (+ `-L -n` for connection counters) and changed in one
-//   `ipvsadm -R`, the iptables rules written with iptables-restore --noflush.
+//   given — and when the options changed) reads the kernel back: kube-ipvs0 ensured and its
+//   addresses read; every ipset created -exist and the entries `ipset save` lists turned into
+//   the planned ones with del/add lines in one `ipset restore` (as kube-proxy does: never
+//   flushed, so no moment without them); the virtual/real servers diffed against
+//   `ipvsadm -S -n` (+ `-L -n` for connection counters) and changed in one `ipvsadm -R`; the
+//   iptables rules written with iptables-restore --noflush.
 // - A partial sync reads nothing back but the connection counters of the virtual servers
 //   losing real servers (ipvsadm -L -n per virtual server, or once for all past a few): it
 //   applies the difference from the state the last sync left (`AppliedIpvs`) — ipset entries
@@ -25,7 +27,7 @@ import { ProxierBase, newFamilyTrackers } from '../proxier-base.js';
 import type { FamilyTrackers, ProxierBaseDeps } from '../proxier-base.js';
 import type { SyncReport } from '../proxier.js';
 import type { IpvsKernel } from './kernel.js';
-import { diffAddresses, ipsetContents, ipsetDiffOps, ipsetOps } from './kernel-diff.js';
+import { diffAddresses, ipsetContents, ipsetDiffOps } from './kernel-diff.js';
 import type { IpsetContents } from './kernel-diff.js';
 import { applyIpvsOperations, connectionsOf, reconcileIpvs, servicesToDrain } from './reconcile.js';
 import { makeIpvsState } from '../../netfilter/ipvs/model.js';
@@ -168,7 +170,8 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
     const link = await this.ensureDummy();
     const current = link.addrs.filter((a) => a.family === f.family).map((a) => a.local);
     const { bind, unbind } = diffAddresses(plan.boundAddresses, current);
-    await f.kernel.applyIpsets(ipsetOps(plan.ipsets));
+    const sets = await f.kernel.readIpsets();
+    await f.kernel.applyIpsets(ipsetDiffOps(plan.ipsets, sets, true));
     const existing = await f.kernel.readIpvs();
     const before = makeIpvsState(existing);
     const ops = reconcileIpvs(before, plan.virtualServers, {
