@@ -11,7 +11,9 @@ import type { Service } from '../../kube/types.js';
 import type { IpsetOperation } from '../../netfilter/ipset/render.js';
 import type { IpvsOperation } from '../../netfilter/ipvs/model.js';
 import { startSynced, svc } from '../testing.js';
+import { addrAdd, dummy } from '../../util/ip-ops.js';
 import type { FakeIpvsCall } from './kernel.js';
+import { IPVS_DUMMY_DEVICE } from './names.js';
 import { setupIpvs, slice2 } from './testing.js';
 
 type Setup = ReturnType<typeof setupIpvs>;
@@ -240,4 +242,27 @@ test('changed plan options make the sync full', async () => {
     [...s.ipvs.state().values()].map((v) => v.virtualServer.scheduler),
     ['wrr', 'wrr'],
   );
+});
+
+test('addresses on kube-ipvs0 are not node addresses: a bound externalIP stays bound, syncs stay partial', async () => {
+  // The host's address list includes what kube-ipvs0 holds (a previous run left them there).
+  const s = setupIpvs({
+    fullSyncPeriodMs: 3_600_000,
+    options: { localAddresses: ['192.0.2.10', '10.96.0.30', '203.0.113.8'] },
+  });
+  await s.ip.batch(undefined, [
+    dummy(IPVS_DUMMY_DEVICE),
+    addrAdd('10.96.0.30/32', IPVS_DUMMY_DEVICE),
+    addrAdd('203.0.113.8/32', IPVS_DUMMY_DEVICE),
+  ]);
+  s.f.services.upsert(richSvc('rich', '10.96.0.30', '203.0.113.8'));
+  // An externalIP that is the node's own (eth0) is not bound.
+  s.f.services.upsert(richSvc('own', '10.96.0.31', '192.0.2.10'));
+  await startSynced(s.f);
+  const bound = ['10.96.0.30', '10.96.0.31', '203.0.113.8'];
+  assert.deepEqual(await s.dummyAddrs(), bound);
+  s.f.slices.upsert(slice2('rich', ['10.244.4.1']));
+  await s.f.clock.advance(1000);
+  assert.deepEqual(await s.dummyAddrs(), bound);
+  assert.deepEqual(fullSyncs(s), [true, false]);
 });

@@ -24,7 +24,8 @@ import type { IPFamily } from '../../util/ip.js';
 import { addrAdd, dummy } from '../../util/ip-ops.js';
 import type { IpOp } from '../../util/ip-ops.js';
 import { ProxierBase, newFamilyTrackers } from '../proxier-base.js';
-import type { FamilyTrackers, ProxierBaseDeps } from '../proxier-base.js';
+import type { FamilyTrackers, ProxierBaseDeps, SyncStart } from '../proxier-base.js';
+import type { ProxySnapshot } from '../model/snapshot.js';
 import type { SyncReport } from '../proxier.js';
 import type { IpvsKernel } from './kernel.js';
 import { diffAddresses, ipsetContents, ipsetDiffOps } from './kernel-diff.js';
@@ -126,28 +127,18 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
 
   protected async syncFamily(f: FamilyState): Promise<SyncReport> {
     const begun = this.beginSync(f);
-    const options = this.optionsFor(f.family, this.node);
-    const plan = planIpvs({
-      family: f.family,
-      services: begun.snapshot.services,
-      endpoints: begun.snapshot.endpoints,
-      options,
-    });
-    const optionsKey = JSON.stringify(options);
     const base = f.applied;
-    const fullSync = begun.fullSync || base === undefined || base.optionsKey !== optionsKey;
-    let applied: Applied;
+    // A failure leaves the kernel part-way: forget what was applied; the retry is full.
+    f.applied = undefined;
+    let sync: Awaited<ReturnType<IpvsProxier['planAndApply']>>;
     try {
-      // A failure leaves the kernel part-way: forget what was applied; the retry is full.
-      f.applied = undefined;
-      applied = fullSync
-        ? await this.applyFull(f, plan, options)
-        : await this.applyPartial(f, plan, options, base);
+      sync = await this.planAndApply(f, begun, base);
     } catch (err) {
-      this.deps.log.error({ err, ipFamily: f.family, fullSync }, 'ipvs sync failed');
+      this.deps.log.error({ err, ipFamily: f.family }, 'ipvs sync failed');
       throw err;
     }
-    f.applied = { ...applied.state, optionsKey };
+    const { plan, fullSync, applied } = sync;
+    f.applied = { ...applied.state, optionsKey: sync.optionsKey };
     f.lastPlan = plan;
     if (fullSync) f.lastFullSyncAt = begun.start;
     f.needFullSync = false;
@@ -161,14 +152,55 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
     });
   }
 
+  /** Plans and applies a partial sync when it may be one (same options), else a full one. */
+  private async planAndApply(
+    f: FamilyState,
+    begun: SyncStart,
+    base: AppliedIpvs | undefined,
+  ): Promise<{ plan: IpvsPlan; optionsKey: string; fullSync: boolean; applied: Applied }> {
+    if (base !== undefined && !begun.fullSync) {
+      const { plan, options, optionsKey } = this.planFamily(f, begun.snapshot, base.bound);
+      if (optionsKey === base.optionsKey) {
+        const applied = await this.applyPartial(f, plan, options, base);
+        return { plan, optionsKey, fullSync: false, applied };
+      }
+    }
+    // A full sync reads kube-ipvs0 first: its addresses are the proxy's, not the node's.
+    const onDummy = await this.dummyAddresses(f);
+    const { plan, options, optionsKey } = this.planFamily(f, begun.snapshot, onDummy);
+    const applied = await this.applyFull(f, plan, options, onDummy);
+    return { plan, optionsKey, fullSync: true, applied };
+  }
+
+  /**
+   * The family's options and plan. The addresses on kube-ipvs0 are left out of the node's
+   * local addresses (kube-proxy lists node IPs without kube-ipvs0): an externalIP the proxy
+   * bound there is not a node address that makes binding it unneeded.
+   */
+  private planFamily(
+    f: FamilyState,
+    snapshot: ProxySnapshot,
+    onDummy: Iterable<string>,
+  ): { plan: IpvsPlan; options: IpvsProxierOptions; optionsKey: string } {
+    const bound = new Set(onDummy);
+    const raw = this.optionsFor(f.family, this.node);
+    const options = { ...raw, localAddresses: raw.localAddresses.filter((a) => !bound.has(a)) };
+    const plan = planIpvs({
+      family: f.family,
+      services: snapshot.services,
+      endpoints: snapshot.endpoints,
+      options,
+    });
+    return { plan, options, optionsKey: JSON.stringify(options) };
+  }
+
   /** A full sync: reads the kernel back and applies the whole plan (see the file header). */
   private async applyFull(
     f: FamilyState,
     plan: IpvsPlan,
     options: IpvsProxierOptions,
+    current: readonly string[],
   ): Promise<Applied> {
-    const link = await this.ensureDummy();
-    const current = link.addrs.filter((a) => a.family === f.family).map((a) => a.local);
     const { bind, unbind } = diffAddresses(plan.boundAddresses, current);
     const sets = await f.kernel.readIpsets();
     await f.kernel.applyIpsets(ipsetDiffOps(plan.ipsets, sets, true));
@@ -248,6 +280,12 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
       undefined,
       addrs.map((a): IpOp => ({ op: 'addrDel', cidr: `${a}/${bits}`, dev: IPVS_DUMMY_DEVICE })),
     );
+  }
+
+  /** This family's addresses on kube-ipvs0 (created when missing). */
+  private async dummyAddresses(f: FamilyState): Promise<string[]> {
+    const link = await this.ensureDummy();
+    return link.addrs.filter((a) => a.family === f.family).map((a) => a.local);
   }
 
   /** kube-ipvs0, created (down, as kube-proxy leaves it) when missing. */
