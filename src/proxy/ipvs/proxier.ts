@@ -77,11 +77,6 @@ function hostBits(family: IPFamily): number {
   return family === 'IPv6' ? 128 : 32;
 }
 
-/** `excludeCIDRs` when the options carry them (ipvs.excludeCIDRs), else none. */
-function excludeCIDRsOf(options: IpvsProxierOptions): readonly string[] {
-  return (options as { readonly excludeCIDRs?: readonly string[] }).excludeCIDRs ?? [];
-}
-
 /** The state without connection counters (they are not state, and go stale at once). */
 function withoutCounters(state: IpvsState): Map<string, IpvsService> {
   const out = new Map<string, IpvsService>();
@@ -208,7 +203,7 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
     const before = makeIpvsState(existing);
     const ops = reconcileIpvs(before, plan.virtualServers, {
       family: f.family,
-      excludeCIDRs: excludeCIDRsOf(options),
+      excludeCIDRs: options.excludeCIDRs ?? [],
       connections: connectionsOf(existing),
       initialSync: f.lastPlan === undefined,
     });
@@ -237,7 +232,7 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
     const listed = draining.length > 0 ? await f.kernel.readConnections(draining) : [];
     const ops = reconcileIpvs(base.ipvs, plan.virtualServers, {
       family: f.family,
-      excludeCIDRs: excludeCIDRsOf(options),
+      excludeCIDRs: options.excludeCIDRs ?? [],
       connections: connectionsOf(listed),
       initialSync: false,
     });
