@@ -213,7 +213,7 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
     await f.kernel.applyIptables(rules);
     await this.unbindAddresses(f.family, unbind);
     return {
-      state: this.stateAfter(plan, applyIpvsOperations(before, ops), rules),
+      state: this.stateAfter(plan, withoutCounters(applyIpvsOperations(before, ops)), rules),
       bytes: rules.length,
     };
   }
@@ -243,6 +243,7 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
     if (rulesChanged) await f.kernel.applyIptables(rules);
     await this.unbindAddresses(f.family, unbind);
     return {
+      // The base has no counters, nor have the operations' real servers: nothing to strip.
       state: this.stateAfter(plan, applyIpvsOperations(base.ipvs, ops), rules),
       bytes: rulesChanged ? rules.length : 0,
     };
@@ -251,7 +252,7 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
   /** The applied state once `plan` went in and the IPVS table became `ipvs`. */
   private stateAfter(plan: IpvsPlan, ipvs: IpvsState, rules: string): AppliedIpvs {
     return {
-      ipvs: withoutCounters(ipvs),
+      ipvs,
       ipsets: ipsetContents(plan.ipsets),
       bound: new Set(plan.boundAddresses),
       iptables: rules,
