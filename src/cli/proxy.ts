@@ -174,8 +174,14 @@ export function registerProxyCommand(program: Command): void {
         'allow NodePorts on 127.0.0.1 (default true)',
       ),
     )
-    .option('--iptables-sync-period <duration>', 'retry/periodic sync interval (default 30s)')
-    .option('--iptables-min-sync-period <duration>', 'minimum time between syncs (default 1s)')
+    .option(
+      '--iptables-sync-period <duration>',
+      'periodic sync interval, iptables/nftables modes (default 30s)',
+    )
+    .option(
+      '--iptables-min-sync-period <duration>',
+      'minimum time between syncs, iptables/nftables modes (default 1s)',
+    )
     .option(
       '--ipvs-scheduler <name>',
       'ipvs mode: rr (default), wrr, lc, wlc, lblc, lblcr, sh, dh, sed or nq',

@@ -6,7 +6,9 @@
 // `config.conf` that kubeadm and kind ship (`syncPeriod: 0s`, `masqueradeBit: null`) loads.
 // Durations use Go's syntax ("1m30s"). `resolveProxyConfig` overlays the daemon's flags on
 // such a file (or on the defaults) into the `ProxyDaemonConfig` the proxy runs with, the way
-// dns/config.ts `buildDnsConfig` does for the DNS server.
+// dns/config.ts `buildDnsConfig` does for the DNS server. The `ipvs:` section's values,
+// defaults, checks and `--ipvs-*` flags are in ipvs/config.ts; in ipvs mode its periods
+// drive the sync runner.
 // Pure: callers read the file. Throws ValidationError (INVALID_INPUT) listing every problem.
 
 import { parseYamlDocument } from '../kube/manifest.js';

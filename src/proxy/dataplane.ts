@@ -45,6 +45,7 @@ import { RealIpvsKernel, probeIpvs } from './ipvs/kernel.js';
 import type { IpvsKernel, IpvsProbe } from './ipvs/kernel.js';
 import { IpvsProxier } from './ipvs/proxier.js';
 import { setUpIpvsHost } from './ipvs/host-setup.js';
+import { IPVS_DUMMY_DEVICE } from './ipvs/names.js';
 
 /** The iptables variant programmed, `nftables`, or `injected` (backends given by a test). */
 export type DataplaneVariant = IptablesVariant | 'injected' | 'nftables' | 'ipvs';
@@ -120,12 +121,15 @@ async function ipvsDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promi
     };
   }
   const kernelOf = make;
-  // The Service IPs bound to kube-ipvs0 by the last syncs: never node IPs for NodePorts.
+  const ip = deps.ip ?? new RealIp(deps.execer);
+  // The Service IPs on kube-ipvs0 (as found at start, then as the last sync left them):
+  // never node IPs for NodePorts, even where kube-ipvs0 is up and lists them as local.
+  const atStart = await dummyAddresses(ip);
   const boundToDummy = (): string[] =>
-    cfg.families.flatMap((f) => proxier.lastPlan(f)?.boundAddresses ?? []);
+    cfg.families.flatMap((f) => proxier.lastPlan(f)?.boundAddresses ?? atStart);
   const proxier: IpvsProxier = new IpvsProxier({
     ...commonDeps(cfg, deps),
-    ip: deps.ip ?? new RealIp(deps.execer),
+    ip,
     families: cfg.families.map((family) => ({ family, kernel: kernelOf(family) })),
     optionsFor: (family, node) =>
       ipvsProxierOptionsFor(
@@ -138,6 +142,16 @@ async function ipvsDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promi
       ),
   });
   return { proxier, variant: deps.ipvs === undefined ? 'ipvs' : 'injected', monitors: [] };
+}
+
+/** The addresses on kube-ipvs0 ([] when it is missing or cannot be read). */
+async function dummyAddresses(ip: Ip): Promise<string[]> {
+  try {
+    const link = (await ip.links(undefined)).find((l) => l.name === IPVS_DUMMY_DEVICE);
+    return link?.addrs.map((a) => a.local) ?? [];
+  } catch {
+    return [];
+  }
 }
 
 async function iptablesBackends(

@@ -13,15 +13,10 @@ import {
 
 const log = pino({ level: 'silent' });
 
-const VS_KEYS = {
-  'net.ipv4.vs.conntrack': '0',
-  'net.ipv4.vs.conn_reuse_mode': '1',
-  'net.ipv4.vs.expire_nodest_conn': '0',
-  'net.ipv4.vs.expire_quiescent_template': '0',
-  'net.ipv4.ip_forward': '0',
-  'net.ipv4.conf.all.arp_ignore': '0',
-  'net.ipv4.conf.all.arp_announce': '0',
-};
+/** Every key ipvs mode may set (strictARP, a kernel with conn_reuse_mode), at '7'. */
+const VS_KEYS = Object.fromEntries(
+  planIpvsSysctls({ kernelRelease: '5.4', strictARP: true }).map((s) => [s.key, '7']),
+);
 
 test('conn_reuse_mode=0 only on kernels 4.1 to 5.8, as kube-proxy does', () => {
   assert.deepEqual(kernelVersionOf('6.1.0-27-amd64'), [6, 1]);
@@ -69,8 +64,14 @@ test('set-up through the seams: sysctls of the kernel in hand, then the timeouts
   const sysctl = new FakeSysctl({ ...VS_KEYS, 'kernel.osrelease': '5.4.0-150-generic' });
   const execer = new FakeExecer().expect({ cmd: 'ipvsadm', args: ['--set', '900', '120', '300'] });
   const r = await setUpIpvsHost(
-    { sysctl, execer, log },
-    { strictARP: true, tcpTimeoutMs: 900_000, tcpFinTimeoutMs: 120_000, udpTimeoutMs: 300_000 },
+    { sysctl, execer, log, hasModule: () => Promise.resolve(true) },
+    {
+      scheduler: '',
+      strictARP: true,
+      tcpTimeoutMs: 900_000,
+      tcpFinTimeoutMs: 120_000,
+      udpTimeoutMs: 300_000,
+    },
   );
   execer.verify();
   assert.deepEqual(r.timeoutArgs, ['--set', '900', '120', '300']);
@@ -88,7 +89,7 @@ test('set-up through the seams: sysctls of the kernel in hand, then the timeouts
   );
 });
 
-test('set-up never throws: a missing key, an unknown kernel and a failing ipvsadm are logged', async () => {
+test('set-up never throws: a missing key, an unknown kernel, a failing ipvsadm and a missing scheduler module are logged', async () => {
   const sysctl = new FakeSysctl({ 'net.ipv4.ip_forward': '1', 'net.ipv4.vs.conntrack': '0' });
   const execer = new FakeExecer().expect({
     cmd: 'ipvsadm',
@@ -96,16 +97,22 @@ test('set-up never throws: a missing key, an unknown kernel and a failing ipvsad
     result: { code: 2, stderr: 'Protocol not available' },
   });
   const r = await setUpIpvsHost(
-    { sysctl, execer, log },
-    { strictARP: false, tcpTimeoutMs: 0, tcpFinTimeoutMs: 0, udpTimeoutMs: 5_000 },
+    { sysctl, execer, log, hasModule: () => Promise.resolve(true) },
+    { scheduler: 'sh', strictARP: false, tcpTimeoutMs: 0, tcpFinTimeoutMs: 0, udpTimeoutMs: 5_000 },
   );
   execer.verify();
   assert.deepEqual(r.changed, ['net.ipv4.vs.conntrack']);
   // Nothing to set: no ipvsadm call at all.
   const quiet = new FakeExecer();
+  const lines: string[] = [];
+  const warnings = pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) });
   await setUpIpvsHost(
-    { sysctl, execer: quiet, log },
-    { strictARP: false, tcpTimeoutMs: 0, tcpFinTimeoutMs: 0, udpTimeoutMs: 0 },
+    { sysctl, execer: quiet, log: warnings, hasModule: () => Promise.resolve(false) },
+    { scheduler: 'sh', strictARP: false, tcpTimeoutMs: 0, tcpFinTimeoutMs: 0, udpTimeoutMs: 0 },
   );
   assert.equal(quiet.calls.length, 0);
+  assert.ok(
+    lines.some((l) => l.includes('"module":"ip_vs_sh"')),
+    'a missing module is warned about',
+  );
 });
