@@ -18,6 +18,8 @@ import type { IpvsPlan } from '../../src/proxy/ipvs/plan.js';
 import { renderIpvsIptables, ruleJump, ruleMatchSet } from '../../src/proxy/ipvs/rules.js';
 import { applyIpvsOperations, reconcileIpvs } from '../../src/proxy/ipvs/reconcile.js';
 import { renderList, renderSave } from '../../src/netfilter/ipvs/render.js';
+import { targetPartOf } from '../../src/netfilter/iptables/rule.js';
+import { masqueradeOf } from '../../src/netfilter/iptables/rule-views.js';
 import type { IpvsService, VirtualServerFlag } from '../../src/netfilter/ipvs/model.js';
 import type { IpvsProxierOptions } from '../../src/proxy/ipvs/options.js';
 import { cidrContains, parseCIDRSloppy, parseIPSloppy, isLoopback } from '../../src/util/ip.js';
@@ -515,15 +517,18 @@ function runCases(
         const r = rules.find(
           (x) => x.table === e.table && x.chain === e.chain && ruleJump(x) === e.jump,
         );
-        ok = r !== undefined && r.args.includes('--random-fully') === e.randomFully;
+        const target = r && targetPartOf(r.rule);
+        ok = target !== undefined && masqueradeOf(target.options).randomFully === e.randomFully;
       } else if (c.expectFirstRule) {
         const e = c.expectFirstRule;
         const r = rules.find((x) => x.table === e.table && x.chain === e.chain);
+        const first = r?.rule.parts[0];
         ok =
           r !== undefined &&
           ruleJump(r) === e.jump &&
-          r.args[0] === '-s' &&
-          r.args[1] === e.sourceAddress;
+          first?.kind === 'source' &&
+          !first.negate &&
+          first.value === e.sourceAddress;
       }
       return ok
         ? { name, status: 'passed' }
