@@ -176,6 +176,31 @@ export function registerProxyCommand(program: Command): void {
     )
     .option('--iptables-sync-period <duration>', 'retry/periodic sync interval (default 30s)')
     .option('--iptables-min-sync-period <duration>', 'minimum time between syncs (default 1s)')
+    .option(
+      '--ipvs-scheduler <name>',
+      'ipvs mode: rr (default), wrr, lc, wlc, lblc, lblcr, sh, dh, sed or nq',
+    )
+    .option('--ipvs-sync-period <duration>', 'ipvs mode: periodic sync interval (default 30s)')
+    .option(
+      '--ipvs-min-sync-period <duration>',
+      'ipvs mode: minimum time between syncs (default 0s)',
+    )
+    .option(
+      '--ipvs-exclude-cidrs <cidrs>',
+      'ipvs mode: CIDRs whose virtual servers are never removed',
+    )
+    .addOption(
+      new Option('--ipvs-strict-arp [bool]', 'ipvs mode: set arp_ignore=1 and arp_announce=2'),
+    )
+    .option(
+      '--ipvs-tcp-timeout <duration>',
+      'ipvs mode: idle TCP session timeout (0 keeps the kernel value)',
+    )
+    .option(
+      '--ipvs-tcpfin-timeout <duration>',
+      'ipvs mode: TCP timeout after FIN (0 keeps the kernel value)',
+    )
+    .option('--ipvs-udp-timeout <duration>', 'ipvs mode: UDP timeout (0 keeps the kernel value)')
     .option('--nodeport-addresses <list>', 'CIDRs or primary/localhost/all for NodePorts')
     .option(
       '--healthz-bind-address <addr:port>',

@@ -16,6 +16,14 @@ import type { IptablesVariant } from '../netfilter/iptables/backend.js';
 import { formatCIDR, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import type { ConntrackSettings } from './node-setup.js';
+import {
+  DEFAULT_IPVS_MODE_CONFIG,
+  IPVS_FILE_FIELDS,
+  checkIpvsConfig,
+  normalizeIpvsConfig,
+  resolveIpvsConfig,
+} from './ipvs/config.js';
+import type { IpvsFlags, IpvsModeConfig } from './ipvs/config.js';
 
 export const KUBE_PROXY_CONFIG_API_VERSION = 'kubeproxy.config.k8s.io/v1alpha1';
 export const KUBE_PROXY_CONFIG_KIND = 'KubeProxyConfiguration';
@@ -62,8 +70,8 @@ export interface KubeProxyConfig {
   readonly enableProfiling: boolean;
   readonly iptables: IptablesModeConfig;
   readonly nftables: Omit<IptablesModeConfig, 'localhostNodePorts'>;
-  /** ipvs.scheduler ('' = rr); what `svcnet render --mode ipvs` reads of the ipvs section. */
-  readonly ipvs: { readonly scheduler: string };
+  /** The `ipvs:` section (ipvs/config.ts). */
+  readonly ipvs: IpvsModeConfig;
   /** The effective sync periods (top-level fields, else the mode's). */
   readonly syncPeriodMs: number;
   readonly minSyncPeriodMs: number;
@@ -292,6 +300,8 @@ function checkSemantics(raw: Raw, add: (f: string, m: string) => void): void {
     'nftables.minSyncPeriod',
     'ipvs.minSyncPeriod',
   ]) {
+    // ipvs mode: checkIpvsConfig below reports the ipvs periods.
+    if (get(raw, 'mode') === 'ipvs' && f.startsWith('ipvs.')) continue;
     const v = get(raw, f);
     if (typeof v === 'string' && (parseDuration(v) ?? 0) < 0)
       add(f, `must not be negative, got ${JSON.stringify(v)}`);
@@ -302,6 +312,8 @@ function checkSemantics(raw: Raw, add: (f: string, m: string) => void): void {
       'detectLocalMode',
       `must be one of ClusterCIDR, NodeCIDR, BridgeInterface, InterfaceNamePrefix, got ${JSON.stringify(detect)}`,
     );
+  // --- ipvs section: checked in ipvs mode only, as kube-proxy does (ipvs/config.ts).
+  if (get(raw, 'mode') === 'ipvs') checkIpvsConfig(ipvsSectionOf(raw), IPVS_FILE_FIELDS, add);
   if (detect === 'BridgeInterface' && str(raw, 'detectLocal.bridgeInterface', '') === '')
     add('detectLocal.bridgeInterface', 'required when detectLocalMode is BridgeInterface');
   if (detect === 'InterfaceNamePrefix' && str(raw, 'detectLocal.interfaceNamePrefix', '') === '')
@@ -353,6 +365,22 @@ function checkClusterCIDR(raw: Raw, add: (f: string, m: string) => void): void {
   }
 }
 
+/** The `ipvs:` section as typed values with kube-proxy's defaults (not yet validated). */
+function ipvsSectionOf(raw: Raw): IpvsModeConfig {
+  const d = DEFAULT_IPVS_MODE_CONFIG;
+  const cidrs = get(raw, 'ipvs.excludeCIDRs');
+  return {
+    scheduler: str(raw, 'ipvs.scheduler', d.scheduler),
+    syncPeriodMs: durNonZero(raw, 'ipvs.syncPeriod', d.syncPeriodMs),
+    minSyncPeriodMs: dur(raw, 'ipvs.minSyncPeriod', d.minSyncPeriodMs),
+    excludeCIDRs: Array.isArray(cidrs) ? (cidrs as string[]) : d.excludeCIDRs,
+    strictARP: bool(raw, 'ipvs.strictARP', d.strictARP),
+    tcpTimeoutMs: dur(raw, 'ipvs.tcpTimeout', d.tcpTimeoutMs),
+    tcpFinTimeoutMs: dur(raw, 'ipvs.tcpFinTimeout', d.tcpFinTimeoutMs),
+    udpTimeoutMs: dur(raw, 'ipvs.udpTimeout', d.udpTimeoutMs),
+  };
+}
+
 /** A duration whose zero value means "default", as kube-proxy's defaulting treats it. */
 function durNonZero(raw: Raw, path: string, dflt: number): number {
   const v = dur(raw, path, dflt);
@@ -380,7 +408,8 @@ function build(raw: Raw): KubeProxyConfig {
     syncPeriodMs: durNonZero(raw, 'nftables.syncPeriod', 30 * SECOND),
     minSyncPeriodMs: dur(raw, 'nftables.minSyncPeriod', SECOND),
   };
-  const modeSync = mode === 'nftables' ? nftables : iptables;
+  const ipvs = normalizeIpvsConfig(ipvsSectionOf(raw));
+  const modeSync = mode === 'nftables' ? nftables : mode === 'ipvs' ? ipvs : iptables;
   const clusterCIDR = str(raw, 'clusterCIDR', '');
   const gates = get(raw, 'featureGates');
   return {
@@ -400,7 +429,7 @@ function build(raw: Raw): KubeProxyConfig {
     bindAddressHardFail: bool(raw, 'bindAddressHardFail', false),
     enableProfiling: bool(raw, 'enableProfiling', false),
     iptables,
-    ipvs: { scheduler: str(raw, 'ipvs.scheduler', '') },
+    ipvs,
     nftables,
     syncPeriodMs: durNonZero(raw, 'syncPeriod', modeSync.syncPeriodMs),
     minSyncPeriodMs: dur(raw, 'minSyncPeriod', modeSync.minSyncPeriodMs),
@@ -488,8 +517,8 @@ export function parseKubeProxyConfiguration(text: string, path: string): KubePro
 export interface ProxyDaemonConfig {
   /** The dataplane programmed (`--proxy-mode`, else the file's `mode`; default iptables). */
   readonly mode: DaemonProxyMode;
-  /** ipvs mode's scheduler (`ipvs.scheduler` of the file; '' or absent = rr). */
-  readonly ipvsScheduler?: string;
+  /** The `ipvs:` settings after the `--ipvs-*` flags (used in ipvs mode). */
+  readonly ipvs: IpvsModeConfig;
   readonly nodeName: string;
   /** IP families to program; IPv4 first. */
   readonly families: readonly IPFamily[];
@@ -515,7 +544,7 @@ export interface ProxyDaemonConfig {
 }
 
 /** The `svcnet proxy` flags that override the file (as given on the command line). */
-export interface ProxyConfigFlags {
+export interface ProxyConfigFlags extends IpvsFlags {
   /** `--proxy-mode` (or its alias `--mode`). */
   readonly proxyMode?: string;
   readonly hostnameOverride?: string;
@@ -676,14 +705,25 @@ export function resolveProxyConfig(
   const masqueradeBit =
     read.int('--iptables-masquerade-bit', flags.iptablesMasqueradeBit, 0, 31) ??
     modeSection.masqueradeBit;
-  const syncPeriodMs =
-    read.duration('--iptables-sync-period', flags.iptablesSyncPeriod) ?? f.syncPeriodMs;
-  const minSyncPeriodMs =
-    read.duration('--iptables-min-sync-period', flags.iptablesMinSyncPeriod) ?? f.minSyncPeriodMs;
-  if (syncPeriodMs <= 0) bad('--iptables-sync-period', 'must be greater than 0');
+  // --- ipvs: in ipvs mode ipvs.syncPeriod/minSyncPeriod and --ipvs-*-sync-period drive the
+  // runner and the --iptables-* periods are ignored, as kube-proxy does.
+  const isIpvs = proxyMode === 'ipvs';
+  const ipvsFile =
+    f.mode === 'ipvs'
+      ? { ...f.ipvs, syncPeriodMs: f.syncPeriodMs, minSyncPeriodMs: f.minSyncPeriodMs }
+      : f.ipvs;
+  const ipvs = resolveIpvsConfig(flags, ipvsFile, read, bad, isIpvs);
+  const iptSyncPeriodMs = read.duration('--iptables-sync-period', flags.iptablesSyncPeriod);
+  const iptMinSyncPeriodMs = read.duration(
+    '--iptables-min-sync-period',
+    flags.iptablesMinSyncPeriod,
+  );
+  const syncPeriodMs = isIpvs ? ipvs.syncPeriodMs : (iptSyncPeriodMs ?? f.syncPeriodMs);
+  const minSyncPeriodMs = isIpvs ? ipvs.minSyncPeriodMs : (iptMinSyncPeriodMs ?? f.minSyncPeriodMs);
+  if (!isIpvs && syncPeriodMs <= 0) bad('--iptables-sync-period', 'must be greater than 0');
   const cfg: ProxyDaemonConfig = {
     mode: proxyMode as DaemonProxyMode,
-    ipvsScheduler: f.ipvs.scheduler,
+    ipvs,
     nodeName,
     families: familiesOf(clusterCIDRs),
     clusterCIDRs,

@@ -6,7 +6,10 @@
 // neither (kube-proxy's nftables mode has no canary: the hourly full sync restores state).
 // ipvs mode refuses to start where the kernel has no ip_vs (one line, exit 1), then programs
 // IPVS through ipvsadm, its ipsets through ipset and its iptables rules through the detected
-// iptables variant; every ipvs sync is full, so it needs no canary either.
+// iptables variant; every ipvs sync is full, so it needs no canary either. Before its first
+// sync it makes kube-proxy's ipvs sysctls and IPVS timeouts (ipvs/host-setup.ts), and each
+// sync's options carry the node IPs for NodePorts (local addresses minus the Service IPs
+// bound to kube-ipvs0) and `ipvs.excludeCIDRs` of the family.
 
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -36,10 +39,12 @@ import {
 import type { Proxier } from './proxier.js';
 import { SvcnetError } from '../errors.js';
 import type { Ip } from '../os/ip.js';
+import type { Sysctl } from '../os/sysctl.js';
 import { RealIp } from '../os/ip.js';
 import { RealIpvsKernel, probeIpvs } from './ipvs/kernel.js';
 import type { IpvsKernel, IpvsProbe } from './ipvs/kernel.js';
 import { IpvsProxier } from './ipvs/proxier.js';
+import { setUpIpvsHost } from './ipvs/host-setup.js';
 
 /** The iptables variant programmed, `nftables`, or `injected` (backends given by a test). */
 export type DataplaneVariant = IptablesVariant | 'injected' | 'nftables' | 'ipvs';
@@ -77,6 +82,8 @@ export interface DataplaneDeps {
   readonly ip?: Ip;
   /** Whether the kernel has ip_vs; default: /proc/net/ip_vs or /sys/module/ip_vs. */
   readonly ipvsProbe?: IpvsProbe;
+  /** ipvs mode's sysctls are made through it (absent: none are made). */
+  readonly sysctl?: Sysctl;
 }
 
 /** Builds the mode's proxier and what it runs beside it (see the file header). */
@@ -101,6 +108,8 @@ export async function requireIpvs(probe: IpvsProbe = probeIpvs): Promise<void> {
 async function ipvsDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promise<Dataplane> {
   // Checked before anything is programmed: a node without ip_vs is never half set up.
   await requireIpvs(deps.ipvsProbe);
+  if (deps.sysctl !== undefined)
+    await setUpIpvsHost({ sysctl: deps.sysctl, execer: deps.execer, log: deps.log }, cfg.ipvs);
   let make = deps.ipvs;
   if (make === undefined) {
     const { backends } = await iptablesBackends(cfg, deps);
@@ -111,7 +120,10 @@ async function ipvsDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promi
     };
   }
   const kernelOf = make;
-  const proxier = new IpvsProxier({
+  // The Service IPs bound to kube-ipvs0 by the last syncs: never node IPs for NodePorts.
+  const boundToDummy = (): string[] =>
+    cfg.families.flatMap((f) => proxier.lastPlan(f)?.boundAddresses ?? []);
+  const proxier: IpvsProxier = new IpvsProxier({
     ...commonDeps(cfg, deps),
     ip: deps.ip ?? new RealIp(deps.execer),
     families: cfg.families.map((family) => ({ family, kernel: kernelOf(family) })),
@@ -119,9 +131,10 @@ async function ipvsDataplane(cfg: ProxyDaemonConfig, deps: DataplaneDeps): Promi
       ipvsProxierOptionsFor(
         cfg,
         proxyNodeOf(cfg.nodeName, node),
-        deps.host(),
+        { localAddresses: deps.host().localAddresses, ipvsBoundAddresses: boundToDummy() },
         family,
-        cfg.ipvsScheduler ?? '',
+        cfg.ipvs.scheduler,
+        cfg.ipvs.excludeCIDRs,
       ),
   });
   return { proxier, variant: deps.ipvs === undefined ? 'ipvs' : 'injected', monitors: [] };

@@ -7,14 +7,7 @@
 import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
 import { nodeHostIPs } from '../kube/node-model.js';
 import type { Node } from '../kube/types.js';
-import {
-  cidrContains,
-  formatCIDR,
-  formatIP,
-  isLoopback,
-  parseCIDRSloppy,
-  parseIPSloppy,
-} from '../util/ip.js';
+import { cidrContains, formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import type { ProxyDaemonConfig } from './config.js';
 import { DEFAULT_OPTIONS, masqueradeMarkFromBit } from './iptables/options.js';
@@ -23,6 +16,8 @@ import { DEFAULT_NFTABLES_OPTIONS } from './nftables/options.js';
 import type { NftablesProxierOptions } from './nftables/options.js';
 import { DEFAULT_IPVS_OPTIONS } from './ipvs/options.js';
 import type { IpvsProxierOptions } from './ipvs/options.js';
+import { filterCIDRs, localAddressForSet, nodeIPsOf } from './ipvs/host.js';
+import { IPVS_DUMMY_DEVICE } from './ipvs/names.js';
 
 /** The parts of the proxy's Node the rules depend on. */
 export interface ProxyNode {
@@ -176,38 +171,45 @@ export function nftablesProxierOptionsFor(
 }
 
 /**
- * The addresses IPVS-mode NodePort virtual servers listen on: the host's addresses of
- * `family` (loopback and IPv6 link-local dropped) inside `nodePortAddresses`, or all of
- * them when it is empty or holds 0.0.0.0/0 / ::/0.
+ * The addresses IPVS-mode NodePort virtual servers listen on. With `nodePortAddresses` empty
+ * or holding 0.0.0.0/0 / ::/0: kube-proxy's node IPs of `family` (ipvs/host.ts nodeIPsOf: the
+ * local addresses, loopback and IPv6 link-local dropped, minus `ipvsBound`, the Service IPs
+ * on kube-ipvs0). Otherwise the local addresses of `family` inside those CIDRs.
  */
 export function ipvsNodePortIPs(
   nodePortAddresses: readonly string[],
   localAddresses: readonly string[],
   family: IPFamily,
+  ipvsBound: readonly string[] = [],
 ): string[] {
   const cidrs = nodePortAddresses
     .map((c) => parseCIDRSloppy(c))
     .filter((c) => c !== undefined && c.family === family);
   const all = nodePortAddresses.length === 0 || cidrs.some((c) => c?.prefix === 0);
+  if (all) return nodeIPsOf({ host: localAddresses, [IPVS_DUMMY_DEVICE]: ipvsBound }, family);
   const out: string[] = [];
   for (const a of localAddresses) {
-    const ip = parseIPSloppy(a.split('/')[0] ?? '');
-    if (!ip || ip.family !== family || isLoopback(ip)) continue;
-    const text = formatIP(ip);
-    if (family === 'IPv6' && text.toLowerCase().startsWith('fe80:')) continue;
-    if (!all && !cidrs.some((c) => c !== undefined && cidrContains(c, ip))) continue;
+    const text = localAddressForSet(a, family);
+    const ip = text === undefined ? undefined : parseIPSloppy(text);
+    if (ip === undefined || text === undefined) continue;
+    if (!cidrs.some((c) => c !== undefined && cidrContains(c, ip))) continue;
     if (!out.includes(text)) out.push(text);
   }
   return out;
 }
 
-/** IPVS-mode options of one family (masquerading as iptables.* configures it, as upstream). */
+/**
+ * IPVS-mode options of one family (masquerading as iptables.* configures it, as upstream).
+ * `host.ipvsBoundAddresses` are the addresses on kube-ipvs0 (not node IPs); `excludeCIDRs`
+ * is `ipvs.excludeCIDRs`, any family (only this family's are kept).
+ */
 export function ipvsProxierOptionsFor(
   config: ProxierOptionsConfig,
   node: ProxyNode,
-  host: Pick<ProxyHost, 'localAddresses'>,
+  host: Pick<ProxyHost, 'localAddresses'> & { readonly ipvsBoundAddresses?: readonly string[] },
   family: IPFamily,
   scheduler: string,
+  excludeCIDRs: readonly string[] = [],
 ): IpvsProxierOptions {
   return {
     ...DEFAULT_IPVS_OPTIONS,
@@ -216,7 +218,13 @@ export function ipvsProxierOptionsFor(
     // The IPVS proxier prints the mark with Go's %#08x: 0x00004000 for bit 14.
     masqueradeMark: `0x${(1 << config.masqueradeBit).toString(16).padStart(8, '0')}`,
     masqueradeAll: config.masqueradeAll,
-    nodePortIPs: ipvsNodePortIPs(config.nodePortAddresses, host.localAddresses, family),
+    nodePortIPs: ipvsNodePortIPs(
+      config.nodePortAddresses,
+      host.localAddresses,
+      family,
+      host.ipvsBoundAddresses,
+    ),
     localAddresses: host.localAddresses.map((a) => a.split('/')[0] ?? a),
+    excludeCIDRs: filterCIDRs(excludeCIDRs, family),
   };
 }

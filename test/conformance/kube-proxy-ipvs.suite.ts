@@ -34,6 +34,7 @@ import {
   readJSON,
 } from './kube-proxy-fixtures.js';
 import type { Fixture, FixtureStep } from './kube-proxy-fixtures.js';
+import { MISC_VECTORS_FILE, miscUnitCases } from './kube-proxy-ipvs-misc.js';
 
 /** profiles.json of the ipvs folder (its own shape: nodeIPs, networkInterfaces, ...). */
 interface IpvsProfile {
@@ -451,8 +452,6 @@ function resolve(
 const NOT_BUILT: Record<string, string> = {
   'ipset-vectors.json':
     'ipset version check and entry sync: run by the ipset unit tests of src/netfilter/ipset (ipvs-lib)',
-  'misc-unit-vectors.json':
-    'host helpers of the IPVS daemon (node IPs minus kube-ipvs0, /proc/modules, excludeCIDRs per family): TestGetNodeIPs, TestIpIsValidForSet, TestFilterCIDRs, Test_getFirstColumn',
 };
 
 function checkReference(dir: string): CaseResult[] {
@@ -733,6 +732,10 @@ export const suite: ConformanceSuite = {
       if (fixture.file === 'profiles.json') continue;
       if (fixture.file === 'ipvs-reference.json') {
         results.push(...checkReference(dir));
+        continue;
+      }
+      if (fixture.file === MISC_VECTORS_FILE) {
+        results.push(...miscUnitCases(dir));
         continue;
       }
       if (fixture.file === 'ipvsadm-format-vectors.json') {

@@ -20,6 +20,11 @@ export interface IpvsProxierOptions {
   readonly localAddresses: readonly string[];
   /** IPv6 sets named `KUBE-6-…` (production); upstream's fake proxier keeps `KUBE-…`. */
   readonly ipsetNamesIPv6Prefixed: boolean;
+  /**
+   * `ipvs.excludeCIDRs` of this family: virtual servers inside them that the proxy did not
+   * plan are left alone (reconcileIpvs), as other tools own them. Absent: none.
+   */
+  readonly excludeCIDRs?: readonly string[];
 }
 
 export const DEFAULT_IPVS_OPTIONS: IpvsProxierOptions = {
@@ -33,6 +38,7 @@ export const DEFAULT_IPVS_OPTIONS: IpvsProxierOptions = {
   nodePortIPs: [],
   localAddresses: [],
   ipsetNamesIPv6Prefixed: true,
+  excludeCIDRs: [],
 };
 
 /** A port number, or 0 when the object left it out. */

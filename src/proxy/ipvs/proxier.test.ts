@@ -6,75 +6,9 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { endpoint, slice } from '../../kube/testing.js';
-import { FakeIptables } from '../../netfilter/iptables/fake.js';
-import { FakeIpset } from '../../netfilter/ipset/fake.js';
-import { FakeIpvs } from '../../netfilter/ipvs/fake.js';
-import type { IpvsService } from '../../netfilter/ipvs/model.js';
 import { SvcnetError } from '../../errors.js';
-import { FakeIp } from '../../os/ip.js';
-import { TEST_NODE, baseDeps, proxierFakes, startProxier, startSynced, svc } from '../testing.js';
-import { FakeIpvsKernel } from './kernel.js';
-import { IPVS_DUMMY_DEVICE } from './names.js';
-import { DEFAULT_IPVS_OPTIONS } from './options.js';
-import { IpvsProxier } from './proxier.js';
-
-/** FakeIpvsKernel whose real servers report `conns` active connections (the Fake has none). */
-class ConnKernel extends FakeIpvsKernel {
-  conns = 0;
-
-  override async readIpvs(): Promise<IpvsService[]> {
-    return (await super.readIpvs()).map((s) => ({
-      virtualServer: s.virtualServer,
-      realServers: s.realServers.map((rs) => ({ ...rs, activeConn: this.conns })),
-    }));
-  }
-}
-
-function setup() {
-  const f = proxierFakes();
-  const ipvs = new FakeIpvs();
-  const ipset = new FakeIpset();
-  const iptables = new FakeIptables('IPv4');
-  const ip = new FakeIp();
-  const kernel = new ConnKernel('IPv4', ipvs, ipset, iptables);
-  const proxier = new IpvsProxier({
-    ...baseDeps(f),
-    ip,
-    families: [{ family: 'IPv4', kernel }],
-    optionsFor: () => ({ ...DEFAULT_IPVS_OPTIONS, nodeName: TEST_NODE }),
-  });
-  startProxier(proxier, f);
-  const dummyAddrs = async (): Promise<string[]> =>
-    (await ip.links(undefined))
-      .find((l) => l.name === IPVS_DUMMY_DEVICE)
-      ?.addrs.map((a) => a.local) ?? [];
-  const reals = (): string[] =>
-    [...ipvs.state().values()].flatMap((s) =>
-      s.realServers.map(
-        (r) =>
-          `${s.virtualServer.address}:${s.virtualServer.port} -> ${r.address}:${r.port} w${r.weight}`,
-      ),
-    );
-  return { f, ipvs, ipset, iptables, kernel, dummyAddrs, reals };
-}
-
-/** Slice of ns/NAME, port p 8080: `ready` endpoints ready, `terminating` ones serving-terminating. */
-function slice2(name: string, ready: string[], terminating: string[] = []) {
-  return slice(
-    `ns/${name}`,
-    [
-      ...ready.map((ip) => endpoint(ip, { conditions: { ready: true }, nodeName: TEST_NODE })),
-      ...terminating.map((ip) =>
-        endpoint(ip, {
-          conditions: { ready: false, serving: true, terminating: true },
-          nodeName: TEST_NODE,
-        }),
-      ),
-    ],
-    { ports: [{ name: 'p', port: 8080, protocol: 'TCP' }] },
-  );
-}
+import { startSynced, svc } from '../testing.js';
+import { setupIpvs as setup, slice2 } from './testing.js';
 
 test('a ClusterIP Service: one virtual server, two real servers, the ipsets and the kube-ipvs0 address', async () => {
   const s = setup();

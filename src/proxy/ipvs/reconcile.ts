@@ -16,6 +16,7 @@ import type {
   IpvsState,
   RealServer,
   VirtualServer,
+  VirtualServerId,
 } from '../../netfilter/ipvs/model.js';
 
 export interface ReconcileOptions {
@@ -80,6 +81,39 @@ function realServerOps(
     }
   }
   return ops;
+}
+
+/**
+ * The wanted TCP virtual servers of `current` that have real servers no longer wanted (to
+ * delete, or draining at weight 0): whose connection counters graceful termination needs.
+ */
+export function servicesToDrain(
+  current: IpvsState,
+  wanted: readonly IpvsService[],
+): VirtualServerId[] {
+  const out: VirtualServerId[] = [];
+  for (const s of wanted) {
+    if (s.virtualServer.protocol !== 'tcp') continue;
+    const have = current.get(virtualServerKey(s.virtualServer));
+    if (have === undefined) continue;
+    const want = new Set(s.realServers.map(realServerKey));
+    if (have.realServers.some((rs) => !want.has(realServerKey(rs)))) out.push(s.virtualServer);
+  }
+  return out;
+}
+
+/** Active + inactive connections of each listed real server (0 for any other). */
+export function connectionsOf(
+  listed: readonly IpvsService[],
+): (vs: VirtualServerId, rs: Pick<RealServer, 'address' | 'port'>) => number {
+  const conns = new Map<string, number>();
+  for (const s of listed)
+    for (const rs of s.realServers)
+      conns.set(
+        `${virtualServerKey(s.virtualServer)} ${realServerKey(rs)}`,
+        (rs.activeConn ?? 0) + (rs.inactConn ?? 0),
+      );
+  return (vs, rs) => conns.get(`${virtualServerKey(vs)} ${realServerKey(rs)}`) ?? 0;
 }
 
 /** The operations, in order: services and their real servers, then stale services. */
