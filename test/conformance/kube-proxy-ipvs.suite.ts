@@ -3,8 +3,10 @@
 // connections, so removed real servers go at once) — through the steps of every scenario
 // file in ../shared/fixtures/kube-proxy/ipvs: virtual servers, real servers, ipset
 // contents, iptables chains (jump and match-set per rule) and the kube-ipvs0 addresses.
-// Each expectation is one case. Files for parts not built here are reported as skipped
-// with the reason, never as passed.
+// Each expectation is one case; the vector files run through their own modules
+// (ipset-vectors.json: kube-proxy-ipvs-ipset.ts, misc-unit-vectors.json:
+// kube-proxy-ipvs-misc.ts). A step of a kind not built here is reported as skipped with
+// the reason, never as passed.
 
 import { join } from 'node:path';
 import type { EndpointSlice, Service } from '../../src/kube/types.js';
@@ -34,6 +36,7 @@ import {
   readJSON,
 } from './kube-proxy-fixtures.js';
 import type { Fixture, FixtureStep } from './kube-proxy-fixtures.js';
+import { IPSET_VECTORS_FILE, ipsetVectorCases } from './kube-proxy-ipvs-ipset.js';
 import { MISC_VECTORS_FILE, miscUnitCases } from './kube-proxy-ipvs-misc.js';
 
 /** profiles.json of the ipvs folder (its own shape: nodeIPs, networkInterfaces, ...). */
@@ -449,11 +452,6 @@ function resolve(
   return { ...base, ...overrides };
 }
 
-const NOT_BUILT: Record<string, string> = {
-  'ipset-vectors.json':
-    'ipset version check and entry sync: run by the ipset unit tests of src/netfilter/ipset (ipvs-lib)',
-};
-
 function checkReference(dir: string): CaseResult[] {
   const ref = readJSON(join(dir, 'ipvs-reference.json')) as {
     ipsets: {
@@ -721,9 +719,9 @@ function cleanLegacyCases(fixture: Fixture, profiles: Record<string, IpvsProfile
 
 export const suite: ConformanceSuite = {
   name: 'kube-proxy-ipvs',
-  run(): Promise<readonly CaseResult[] | { skipped: string }> {
+  async run(): Promise<readonly CaseResult[] | { skipped: string }> {
     const dir = fixturesPresent(join('kube-proxy', 'ipvs'));
-    if (dir === undefined) return Promise.resolve({ skipped: 'fixtures not present' });
+    if (dir === undefined) return { skipped: 'fixtures not present' };
     const profiles = (
       readJSON(join(dir, 'profiles.json')) as { profiles: Record<string, IpvsProfile> }
     ).profiles;
@@ -734,17 +732,16 @@ export const suite: ConformanceSuite = {
         results.push(...checkReference(dir));
         continue;
       }
+      if (fixture.file === IPSET_VECTORS_FILE) {
+        results.push(...(await ipsetVectorCases(dir)));
+        continue;
+      }
       if (fixture.file === MISC_VECTORS_FILE) {
         results.push(...miscUnitCases(dir));
         continue;
       }
       if (fixture.file === 'ipvsadm-format-vectors.json') {
         results.push(...ipvsadmFormatCases(dir));
-        continue;
-      }
-      const notBuilt = NOT_BUILT[fixture.file];
-      if (notBuilt !== undefined) {
-        results.push({ name: fixture.file, status: 'skipped', detail: `not built: ${notBuilt}` });
         continue;
       }
       const cased = runCases(fixture, profiles);
@@ -759,6 +756,6 @@ export const suite: ConformanceSuite = {
         results.push({ name: fixture.file, status: 'failed', detail: (e as Error).message });
       }
     }
-    return Promise.resolve(results);
+    return results;
   },
 };
