@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { endpoint, service, slice } from '../../kube/testing.js';
 import type { EndpointSlice, Service } from '../../kube/types.js';
 import { parseRule, renderRuleArgs, validateRule } from '../../netfilter/iptables/rule.js';
 import { DEFAULT_IPVS_OPTIONS } from './options.js';
@@ -13,62 +14,48 @@ import type { IpvsProxierOptions } from './options.js';
 import { planIpvsFromObjects } from './plan-objects.js';
 import { renderIpvsIptables, ruleJump, ruleMatchSet } from './rules.js';
 
-function svc(name: string, spec: Record<string, unknown>, lb?: string): Service {
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name, namespace: 'ns' },
-    spec,
-    ...(lb !== undefined ? { status: { loadBalancer: { ingress: [{ ip: lb }] } } } : {}),
-  };
+/** The Service's one endpoint, ready on this node, serving port 80 of `protocol`. */
+function sliceOf(name: string, ip: string, protocol: 'TCP' | 'UDP' | 'SCTP'): EndpointSlice {
+  return slice(`ns/${name}`, [endpoint(ip, { conditions: { ready: true }, nodeName: 'node-a' })], {
+    ports: [{ name: 'p', port: 80, protocol }],
+  });
 }
 
-function slice(service: string, ip: string, protocol: string, port: number): EndpointSlice {
-  return {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: {
-      name: `${service}-1`,
-      namespace: 'ns',
-      labels: { 'kubernetes.io/service-name': service },
-    },
-    addressType: 'IPv4',
-    endpoints: [{ addresses: [ip], conditions: { ready: true }, nodeName: 'node-a' }],
-    ports: [{ name: 'p', port, protocol }],
-  } as EndpointSlice;
-}
+const lbStatus = (ip: string): Partial<Service> => ({
+  status: { loadBalancer: { ingress: [{ ip }] } },
+});
 
+/** Pod traffic told by the cluster CIDR, MASQUERADE --random-fully; the node outside the LB's ranges. */
 const opts: IpvsProxierOptions = {
   ...DEFAULT_IPVS_OPTIONS,
+  localDetector: { mode: 'ClusterCIDR', cidr: '10.244.0.0/16' },
+  hasRandomFully: true,
   nodeName: 'node-a',
   nodeIP: '192.168.0.10',
   nodePortIPs: ['192.168.0.10'],
-  localAddresses: ['192.168.0.10'],
-  hasRandomFully: true,
-  localDetector: { mode: 'ClusterCIDR', cidr: '10.244.0.0/16' },
 };
 
 /** One Service of each kind whose sets the rules match: every rule kind is written. */
 function kitchenSink(): { services: Service[]; slices: EndpointSlice[] } {
-  const port = (protocol: string, nodePort?: number) => ({
+  const port = (protocol: 'TCP' | 'UDP' | 'SCTP', nodePort?: number) => ({
     name: 'p',
     port: 80,
     protocol,
     ...(nodePort !== undefined ? { nodePort } : {}),
   });
   const services = [
-    svc(
-      'fw',
+    service(
+      'ns/fw',
       {
         type: 'LoadBalancer',
         clusterIP: '10.96.0.10',
         ports: [port('TCP', 30080)],
         loadBalancerSourceRanges: ['203.0.113.0/24'],
       },
-      '198.51.100.7',
+      lbStatus('198.51.100.7'),
     ),
-    svc(
-      'local',
+    service(
+      'ns/local',
       {
         type: 'LoadBalancer',
         clusterIP: '10.96.0.11',
@@ -77,16 +64,20 @@ function kitchenSink(): { services: Service[]; slices: EndpointSlice[] } {
         healthCheckNodePort: 32000,
         ports: [port('UDP', 30053)],
       },
-      '198.51.100.8',
+      lbStatus('198.51.100.8'),
     ),
-    svc('ext', { clusterIP: '10.96.0.12', externalIPs: ['203.0.113.6'], ports: [port('TCP')] }),
-    svc('sctp', { type: 'NodePort', clusterIP: '10.96.0.13', ports: [port('SCTP', 30132)] }),
+    service('ns/ext', {
+      clusterIP: '10.96.0.12',
+      externalIPs: ['203.0.113.6'],
+      ports: [port('TCP')],
+    }),
+    service('ns/sctp', { type: 'NodePort', clusterIP: '10.96.0.13', ports: [port('SCTP', 30132)] }),
   ];
   const slices = [
-    slice('fw', '10.244.0.2', 'TCP', 80),
-    slice('local', '10.244.0.3', 'UDP', 80),
-    slice('ext', '10.244.0.4', 'TCP', 80),
-    slice('sctp', '10.244.0.5', 'SCTP', 80),
+    sliceOf('fw', '10.244.0.2', 'TCP'),
+    sliceOf('local', '10.244.0.3', 'UDP'),
+    sliceOf('ext', '10.244.0.4', 'TCP'),
+    sliceOf('sctp', '10.244.0.5', 'SCTP'),
   ];
   return { services, slices };
 }
