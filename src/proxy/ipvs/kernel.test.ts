@@ -70,3 +70,44 @@ test('more than PER_SERVICE_LIST_LIMIT virtual servers: one listing of the table
   );
   execer.verify();
 });
+
+test('readIpvs: one `ipvsadm -L -n`, this family only, with persistence and counters', async () => {
+  const text = [
+    'IP Virtual Server version 1.2.1 (size=4096)',
+    HEAD.trimEnd(),
+    'TCP  10.96.0.10:80 rr persistent 10800',
+    '  -> 10.244.0.1:8080              Masq    1      2          3',
+    'UDP  [fd00::10]:53 rr',
+    '  -> [fd00::1]:53                 Masq    1      0          0',
+    '',
+  ].join('\n');
+  const execer = new FakeExecer().expect({
+    cmd: 'ipvsadm',
+    args: ['-L', '-n'],
+    result: { stdout: text },
+  });
+  const got = await new RealIpvsKernel(execer, 'IPv4', NO_IPTABLES).readIpvs();
+  assert.deepEqual(got, [
+    {
+      virtualServer: {
+        protocol: 'tcp',
+        address: '10.96.0.10',
+        port: 80,
+        scheduler: 'rr',
+        flags: ['persistent'],
+        timeoutSeconds: 10800,
+      },
+      realServers: [
+        {
+          address: '10.244.0.1',
+          port: 8080,
+          forward: 'Masq',
+          weight: 1,
+          activeConn: 2,
+          inactConn: 3,
+        },
+      ],
+    },
+  ]);
+  execer.verify();
+});

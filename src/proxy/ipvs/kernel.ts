@@ -1,4 +1,4 @@
-// The kernel seam of the IPVS proxier: one family's IPVS table (ipvsadm -S -n / -R), the
+// The kernel seam of the IPVS proxier: one family's IPVS table (ipvsadm -L -n / -R), the
 // connection counters of chosen virtual servers (ipvsadm -L -n [-t|-u|--sctp-service VS]),
 // its ipsets (ipset save / restore) and its iptables rules (iptables-restore --noflush). The dummy
 // device kube-ipvs0 goes through the project's `Ip` seam, beside this. RealIpvsKernel execs
@@ -15,14 +15,9 @@ import { parseSave as parseIpsetSave } from '../../netfilter/ipset/parse.js';
 import { renderRestore as renderIpsetRestore } from '../../netfilter/ipset/render.js';
 import type { IpsetOperation } from '../../netfilter/ipset/render.js';
 import type { FakeIpvs } from '../../netfilter/ipvs/fake.js';
-import {
-  isIPv6Address,
-  joinHostPort,
-  realServerKey,
-  virtualServerKey,
-} from '../../netfilter/ipvs/model.js';
+import { isIPv6Address, joinHostPort, virtualServerKey } from '../../netfilter/ipvs/model.js';
 import type { IpvsOperation, IpvsService, VirtualServerId } from '../../netfilter/ipvs/model.js';
-import { parseList, parseSave } from '../../netfilter/ipvs/parse.js';
+import { parseList } from '../../netfilter/ipvs/parse.js';
 import { renderRestore as renderIpvsRestore } from '../../netfilter/ipvs/render.js';
 import type { Execer } from '../../os/exec.js';
 import { runChecked } from '../../os/exec.js';
@@ -32,8 +27,8 @@ import type { IPFamily } from '../../util/ip.js';
 export interface IpvsKernel {
   readonly family: IPFamily;
   /**
-   * The virtual servers of this family, as `ipvsadm -S -n` lists them, each real server with
-   * its connection counters (`ipvsadm -L -n`) for graceful termination.
+   * The virtual servers of this family as `ipvsadm -L -n` lists them, each real server with
+   * its connection counters for graceful termination.
    */
   readIpvs(): Promise<IpvsService[]>;
   /**
@@ -95,23 +90,10 @@ export class RealIpvsKernel implements IpvsKernel {
   }
 
   async readIpvs(): Promise<IpvsService[]> {
-    const save = await runChecked(this.execer, { cmd: 'ipvsadm', args: ['-S', '-n'] });
+    // One listing has it all (scheduler, flags, persistence, mask and the counters): reading
+    // `-S -n` as well would double a full sync's read-back (two dumps of the whole table).
     const list = await runChecked(this.execer, { cmd: 'ipvsadm', args: ['-L', '-n'] });
-    const conns = new Map<string, { activeConn?: number; inactConn?: number }>();
-    for (const s of parseList(list.stdout).services)
-      for (const rs of s.realServers)
-        conns.set(`${virtualServerKey(s.virtualServer)} ${realServerKey(rs)}`, rs);
-    return ofFamily(this.family, parseSave(save.stdout)).map((s) => ({
-      virtualServer: s.virtualServer,
-      realServers: s.realServers.map((rs) => {
-        const c = conns.get(`${virtualServerKey(s.virtualServer)} ${realServerKey(rs)}`);
-        return {
-          ...rs,
-          ...(c?.activeConn !== undefined ? { activeConn: c.activeConn } : {}),
-          ...(c?.inactConn !== undefined ? { inactConn: c.inactConn } : {}),
-        };
-      }),
-    }));
+    return ofFamily(this.family, parseList(list.stdout).services);
   }
 
   async readConnections(ids: readonly VirtualServerId[]): Promise<IpvsService[]> {
