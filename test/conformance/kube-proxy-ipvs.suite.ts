@@ -3,8 +3,10 @@
 // connections, so removed real servers go at once) — through the steps of every scenario
 // file in ../shared/fixtures/kube-proxy/ipvs: virtual servers, real servers, ipset
 // contents, iptables chains (jump and match-set per rule) and the kube-ipvs0 addresses.
-// Each expectation is one case. Files for parts not built here are reported as skipped
-// with the reason, never as passed.
+// Each expectation is one case; the vector files run through their own modules
+// (ipset-vectors.json: kube-proxy-ipvs-ipset.ts, misc-unit-vectors.json:
+// kube-proxy-ipvs-misc.ts). A step of a kind not built here is reported as skipped with
+// the reason, never as passed.
 
 import { join } from 'node:path';
 import type { EndpointSlice, Service } from '../../src/kube/types.js';
@@ -18,6 +20,8 @@ import type { IpvsPlan } from '../../src/proxy/ipvs/plan.js';
 import { renderIpvsIptables, ruleJump, ruleMatchSet } from '../../src/proxy/ipvs/rules.js';
 import { applyIpvsOperations, reconcileIpvs } from '../../src/proxy/ipvs/reconcile.js';
 import { renderList, renderSave } from '../../src/netfilter/ipvs/render.js';
+import { targetPartOf } from '../../src/netfilter/iptables/rule.js';
+import { masqueradeOf } from '../../src/netfilter/iptables/rule-views.js';
 import type { IpvsService, VirtualServerFlag } from '../../src/netfilter/ipvs/model.js';
 import type { IpvsProxierOptions } from '../../src/proxy/ipvs/options.js';
 import { cidrContains, parseCIDRSloppy, parseIPSloppy, isLoopback } from '../../src/util/ip.js';
@@ -32,6 +36,7 @@ import {
   readJSON,
 } from './kube-proxy-fixtures.js';
 import type { Fixture, FixtureStep } from './kube-proxy-fixtures.js';
+import { IPSET_VECTORS_FILE, ipsetVectorCases } from './kube-proxy-ipvs-ipset.js';
 import { MISC_VECTORS_FILE, miscUnitCases } from './kube-proxy-ipvs-misc.js';
 
 /** profiles.json of the ipvs folder (its own shape: nodeIPs, networkInterfaces, ...). */
@@ -447,11 +452,6 @@ function resolve(
   return { ...base, ...overrides };
 }
 
-const NOT_BUILT: Record<string, string> = {
-  'ipset-vectors.json':
-    'ipset version check and entry sync: run by the ipset unit tests of src/netfilter/ipset (ipvs-lib)',
-};
-
 function checkReference(dir: string): CaseResult[] {
   const ref = readJSON(join(dir, 'ipvs-reference.json')) as {
     ipsets: {
@@ -514,15 +514,18 @@ function runCases(
         const r = rules.find(
           (x) => x.table === e.table && x.chain === e.chain && ruleJump(x) === e.jump,
         );
-        ok = r !== undefined && r.args.includes('--random-fully') === e.randomFully;
+        const target = r && targetPartOf(r.rule);
+        ok = target !== undefined && masqueradeOf(target.options).randomFully === e.randomFully;
       } else if (c.expectFirstRule) {
         const e = c.expectFirstRule;
         const r = rules.find((x) => x.table === e.table && x.chain === e.chain);
+        const first = r?.rule.parts[0];
         ok =
           r !== undefined &&
           ruleJump(r) === e.jump &&
-          r.args[0] === '-s' &&
-          r.args[1] === e.sourceAddress;
+          first?.kind === 'source' &&
+          !first.negate &&
+          first.value === e.sourceAddress;
       }
       return ok
         ? { name, status: 'passed' }
@@ -716,9 +719,9 @@ function cleanLegacyCases(fixture: Fixture, profiles: Record<string, IpvsProfile
 
 export const suite: ConformanceSuite = {
   name: 'kube-proxy-ipvs',
-  run(): Promise<readonly CaseResult[] | { skipped: string }> {
+  async run(): Promise<readonly CaseResult[] | { skipped: string }> {
     const dir = fixturesPresent(join('kube-proxy', 'ipvs'));
-    if (dir === undefined) return Promise.resolve({ skipped: 'fixtures not present' });
+    if (dir === undefined) return { skipped: 'fixtures not present' };
     const profiles = (
       readJSON(join(dir, 'profiles.json')) as { profiles: Record<string, IpvsProfile> }
     ).profiles;
@@ -729,17 +732,16 @@ export const suite: ConformanceSuite = {
         results.push(...checkReference(dir));
         continue;
       }
+      if (fixture.file === IPSET_VECTORS_FILE) {
+        results.push(...(await ipsetVectorCases(dir)));
+        continue;
+      }
       if (fixture.file === MISC_VECTORS_FILE) {
         results.push(...miscUnitCases(dir));
         continue;
       }
       if (fixture.file === 'ipvsadm-format-vectors.json') {
         results.push(...ipvsadmFormatCases(dir));
-        continue;
-      }
-      const notBuilt = NOT_BUILT[fixture.file];
-      if (notBuilt !== undefined) {
-        results.push({ name: fixture.file, status: 'skipped', detail: `not built: ${notBuilt}` });
         continue;
       }
       const cased = runCases(fixture, profiles);
@@ -754,6 +756,6 @@ export const suite: ConformanceSuite = {
         results.push({ name: fixture.file, status: 'failed', detail: (e as Error).message });
       }
     }
-    return Promise.resolve(results);
+    return results;
   },
 };

@@ -95,47 +95,6 @@ test('restore verbs render and parse both ways', () => {
   assert.throws(() => parseSave('add X 1\n'), /before its create line/);
 });
 
-test('TestSyncIPSetEntries vectors: syncing opaque entries leaves exactly the wanted ones', (t) => {
-  interface Vector {
-    subtest: string;
-    set: string;
-    type: string;
-    ipv6: boolean;
-    activeEntries: string[];
-    currentEntries: string[];
-    expectedEntries: string[];
-  }
-  const file = readJson('ipset-vectors.json') as
-    { groups: { test: string; vectors: Vector[] }[] } | undefined;
-  if (!file) {
-    t.skip('fixtures absent');
-    return;
-  }
-  const group = file.groups.find((g) => g.test === 'TestSyncIPSetEntries')!;
-  for (const v of group.vectors) {
-    assert.ok(isIpsetType(v.type), v.subtest);
-    const fake = new FakeIpset({ validateEntries: false });
-    const set = newSet(v.set, v.type, v.ipv6 ? 'inet6' : 'inet');
-    fake.run([
-      { verb: 'create', set: { ...set, entries: v.currentEntries.map((value) => ({ value })) } },
-    ]);
-    const wanted = new Set(v.activeEntries);
-    const ops: IpsetOperation[] = [
-      ...v.currentEntries
-        .filter((e) => !wanted.has(e))
-        .map((value) => ({ verb: 'del' as const, name: v.set, entry: { value } })),
-      ...v.activeEntries.map((value) => ({
-        verb: 'add' as const,
-        name: v.set,
-        entry: { value },
-        exist: true,
-      })),
-    ];
-    fake.restore(renderRestore(ops));
-    assert.deepEqual(fake.entries(v.set), [...v.expectedEntries].sort(), v.subtest);
-  }
-});
-
 test('every set of ipvs-reference.json accepts its example entry (and its IPv6 name fits)', (t) => {
   const ref = readJson('ipvs-reference.json') as
     | { ipsets: { sets: { name: string; type: string; ipv6Name: string; example: string }[] } }

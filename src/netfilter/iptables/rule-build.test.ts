@@ -1,7 +1,21 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildSimpleRule, renderRuleText, renderSimpleRule } from './rule-build.js';
-import { parseRule, renderRuleArgs } from './rule.js';
+import {
+  addressPart,
+  buildRule,
+  buildSimpleRule,
+  commentPart,
+  jumpPart,
+  matchPart,
+  protocolPart,
+  renderRuleText,
+  renderSimpleRule,
+  ruleOption,
+  setPart,
+} from './rule-build.js';
+import { parseRule, renderRuleArgs, validateRule } from './rule.js';
+import type { TypedRule } from './rule.js';
+import { setOf } from './rule-views.js';
 
 test('simple rules render in kube-proxy word order and parse back to the same typed rule', () => {
   const cases: [Parameters<typeof buildSimpleRule>[0], string][] = [
@@ -50,4 +64,57 @@ test('renderSimpleRule equals rendering the built typed rule, for every combinat
               };
               assert.equal(renderSimpleRule(spec), renderRuleText(buildSimpleRule(spec)));
             }
+});
+
+test('part builders: any rule shape, negations included, parses back to the same typed rule', () => {
+  const cases: [TypedRule, string][] = [
+    [
+      buildRule(
+        protocolPart('sctp'),
+        commentPart('nodeport sctp'),
+        setPart('KUBE-NODE-PORT-SCTP-HASH', 'dst,dst'),
+        jumpPart('KUBE-MARK-MASQ'),
+      ),
+      '-p sctp -m comment --comment "nodeport sctp" -m set --match-set KUBE-NODE-PORT-SCTP-HASH dst,dst -j KUBE-MARK-MASQ',
+    ],
+    [
+      buildRule(
+        [setPart('KUBE-EXTERNAL-IP', 'dst,dst'), setPart('KUBE-6-LOOP-BACK', 'dst,dst,src', true)],
+        matchPart('physdev', ruleOption('--physdev-is-in', [], true)),
+        jumpPart('ACCEPT'),
+      ),
+      '-m set --match-set KUBE-EXTERNAL-IP dst,dst -m set ! --match-set KUBE-6-LOOP-BACK dst,dst,src -m physdev ! --physdev-is-in -j ACCEPT',
+    ],
+    [
+      buildRule(
+        addressPart('source', '10.0.0.0/8', true),
+        addressPart('destination', 'fd00::1'),
+        jumpPart('MASQUERADE', ruleOption('--random-fully')),
+      ),
+      '! -s 10.0.0.0/8 -d fd00::1 -j MASQUERADE --random-fully',
+    ],
+    [
+      buildRule(
+        addressPart('source', '198.51.100.7'),
+        matchPart(
+          'ipvs',
+          ruleOption('--vaddr', ['198.51.100.7']),
+          ruleOption('--vproto', ['tcp']),
+          ruleOption('--vport', ['80']),
+        ),
+        jumpPart('DROP'),
+      ),
+      '-s 198.51.100.7 -m ipvs --vaddr 198.51.100.7 --vproto tcp --vport 80 -j DROP',
+    ],
+  ];
+  for (const [rule, text] of cases) {
+    assert.equal(renderRuleText(rule), text);
+    assert.deepEqual(parseRule(renderRuleArgs(rule)), rule, text);
+    assert.deepEqual(validateRule(rule), [], text);
+  }
+  const set = cases[1]?.[0].parts[1];
+  assert.ok(set?.kind === 'match');
+  assert.deepEqual(setOf(set.options).sets, [
+    { name: 'KUBE-6-LOOP-BACK', flags: ['dst', 'dst', 'src'], negate: true },
+  ]);
 });

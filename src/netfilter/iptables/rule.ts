@@ -2,7 +2,7 @@
 // vector (what follows `-A CHAIN`) is made of — the built-in matches (`-p`, `-s`, `-d`, `-i`,
 // `-o`, `-f`), the match extensions kube-proxy and common tools use (`-m comment`, tcp, udp,
 // sctp, multiport, addrtype, statistic, recent, mark, conntrack, state, nfacct, set, physdev,
-// limit), the targets (ACCEPT, DROP, RETURN, REJECT, DNAT, SNAT, MASQUERADE, MARK, LOG, or a
+// limit, ipvs), the targets (ACCEPT, DROP, RETURN, REJECT, DNAT, SNAT, MASQUERADE, MARK, LOG, or a
 // jump/goto to a chain) and anything else as an explicit `unsupported` part that keeps its raw
 // words. `parseRule` and `renderRule` round-trip the arguments exactly (same words, same
 // order, including kube-proxy's `-m tcp -p tcp -d IP --dport N` where an option of a module
@@ -47,7 +47,8 @@ export type MatchModule =
   | 'nfacct'
   | 'set'
   | 'physdev'
-  | 'limit';
+  | 'limit'
+  | 'ipvs';
 
 /** Targets with a vocabulary here; any other name is a jump to a chain. */
 export type TargetName =
@@ -210,6 +211,17 @@ const MATCH_OPTIONS: Readonly<Record<MatchModule, Readonly<Record<string, Arity>
     '--physdev-is-bridged': 0,
   },
   limit: { '--limit': 1, '--limit-burst': 1 },
+  // xt_ipvs (iptables-extensions(8) "ipvs"): kube-proxy's IPVS mode writes
+  // `-m ipvs --vaddr A --vproto P --vport N`.
+  ipvs: {
+    '--ipvs': 0,
+    '--vproto': 1,
+    '--vaddr': 1,
+    '--vport': 1,
+    '--vdir': 1,
+    '--vmethod': 1,
+    '--vportctl': 1,
+  },
 };
 
 /** The options of each target, with their value counts. */

@@ -149,6 +149,19 @@ test('a destination with no virtual server is not touched by IPVS', () => {
   assert.deepEqual(summary(r), ['accept local 1']);
 });
 
+test('a negated set match (`-m set ! --match-set`) matches exactly the packets outside the set', () => {
+  const text = bundle(TWO_RS).replace(
+    '-A KUBE-SERVICES -m addrtype',
+    '-A KUBE-SERVICES -m set ! --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ\n-A KUBE-SERVICES -m addrtype',
+  );
+  const marked = (dst: string): boolean[] =>
+    trace(text, '10.244.1.5', dst, 'pod').outcomes.map((o) =>
+      o.path.some((p) => p.chain === 'KUBE-MARK-MASQ' && p.effect === 'mark'),
+    );
+  assert.deepEqual(marked('10.102.97.154:80'), [false, false]);
+  assert.deepEqual(marked('192.168.0.2:22'), [true]);
+});
+
 test('bundle detection and errors naming the line of the whole file', () => {
   assert.equal(looksLikeIpvsBundle(bundle(TWO_RS)), true);
   assert.equal(looksLikeIpvsBundle('*nat\n-A KUBE-SERVICES -j ACCEPT\nCOMMIT\n'), false);
