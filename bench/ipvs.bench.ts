@@ -21,11 +21,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import {
-  RealIptables,
-  commandsFor,
-  detectIptablesVariant,
-} from '../src/netfilter/iptables/backend.js';
+import { RealIptables, commandsFor } from '../src/netfilter/iptables/backend.js';
+import { detectIptablesVariant } from '../src/netfilter/iptables/variant.js';
 import type { IpsetOperation } from '../src/netfilter/ipset/render.js';
 import type { IpvsOperation, IpvsService, VirtualServerId } from '../src/netfilter/ipvs/model.js';
 import { renderRestore } from '../src/netfilter/ipvs/render.js';
