@@ -236,19 +236,23 @@ async function runChild(bundle: string, args: string[], timeoutMs: number): Prom
   let err = '';
   p.stdout.on('data', (d: Buffer) => (out += d.toString()));
   p.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  let timedOut = false;
+  const killed = { timedOut: false };
   const timer = setTimeout(() => {
-    timedOut = true;
+    killed.timedOut = true;
     if (p.pid !== undefined) process.kill(-p.pid, 'SIGKILL');
   }, timeoutMs);
-  const code = await new Promise<number | null>((r) => p.once('exit', (c) => r(c)));
+  const code = await new Promise<number | null>((r) => {
+    p.once('exit', (c) => {
+      r(c);
+    });
+  });
   clearTimeout(timer);
   const ms = performance.now() - t0;
   spawnSync('ip', ['netns', 'del', ns]);
   const line = out.split('\n').find((l) => l.startsWith('RESULT '));
   if (line !== undefined) return { result: JSON.parse(line.slice(7)) as ChildResult, ms };
   const last = err.trim().split('\n').at(-1) ?? '';
-  const why = timedOut
+  const why = killed.timedOut
     ? `not finished within ${String(timeoutMs / 1000)} s`
     : `child exit ${String(code)}`;
   return { failed: `${why}${last !== '' ? ` (last: ${last})` : ''}`, ms };
@@ -352,7 +356,12 @@ async function compiledSelf(): Promise<{ file: string; remove: () => void }> {
       js: "import { createRequire as __c } from 'node:module'; const require = __c(import.meta.url);",
     },
   });
-  return { file, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    file,
+    remove: () => {
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Runs the bench (see the file header). */
