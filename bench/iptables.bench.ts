@@ -89,6 +89,8 @@ interface ChildResult {
   readonly syncs?: number;
   readonly rssMiB?: number;
   readonly rssBusyMiB?: number;
+  /** One restore declaring one empty chain, at this size: the backend's floor per sync. */
+  readonly floorMs?: number;
 }
 
 interface Harness {
@@ -98,8 +100,11 @@ interface Harness {
   next(): Promise<SyncReport>;
 }
 
+const backendOf = (variant: IptablesVariant): RealIptables =>
+  new RealIptables(new RealExecer(), 'IPv4', commandsFor('IPv4', variant));
+
 async function harness(variant: IptablesVariant, n: number): Promise<Harness> {
-  const iptables = new RealIptables(new RealExecer(), 'IPv4', commandsFor('IPv4', variant));
+  const iptables = backendOf(variant);
   const services = new FakeInformer<Service>(Array.from({ length: n }, (_, i) => benchService(i)));
   const slices = new FakeInformer<EndpointSlice>(
     Array.from({ length: n }, (_, i) => benchSlice(i, ENDPOINTS)),
@@ -159,9 +164,18 @@ async function childSync(variant: IptablesVariant, n: number, rss: boolean): Pro
     h.slices.upsert(benchSlice((17 + k * 997) % n, ENDPOINTS, 1_000_000 + k));
     partials.push((await done).elapsedMs);
   }
+  const floors: number[] = [];
+  for (let k = 0; k < 3; k++) {
+    const t = performance.now();
+    await backendOf(variant).restore(`*nat\n:BENCH-PROBE-${String(k)} - [0:0]\nCOMMIT\n`, {
+      noflush: true,
+    });
+    floors.push(performance.now() - t);
+  }
+  const floorMs = pct(floors, 50);
   if (!rss) {
     await h.proxier.stop();
-    return { full, partials };
+    return { full, partials, floorMs };
   }
   gc();
   gc();
@@ -171,7 +185,7 @@ async function childSync(variant: IptablesVariant, n: number, rss: boolean): Pro
   for (let t = 0; t < 30 && process.memoryUsage().heapTotal > heap0 * 0.8; t++) await sleep(1000);
   const idle = rssMiB();
   await h.proxier.stop();
-  return { full, partials, rssMiB: idle, rssBusyMiB: busy };
+  return { full, partials, floorMs, rssMiB: idle, rssBusyMiB: busy };
 }
 
 /** CHANGES EndpointSlice changes at random 20–120 ms apart; latency to the restore's end. */
@@ -293,9 +307,20 @@ async function syncRuns(bundle: string, v: IptablesVariant): Promise<void> {
     const pTarget = n === 10_000 && v === 'legacy' ? TARGET.partial : undefined;
     say(
       `  one-Service partial sync at ${l}, iptables-${v}: median ${partial.toFixed(0)} ms (runs ${partials.map((x) => x.toFixed(0)).join(', ')})` +
-        verdict(partial, pTarget, 'the restore replaces the whole nat table in the kernel'),
+        verdict(
+          partial,
+          pTarget,
+          'iptables-legacy replaces the whole nat table per restore; see the one-chain floor below',
+        ),
     );
     figure(`iptables-kernel-partial-sync-${l}-${v}`, partial, 'ms', pTarget);
+    if (r.result.floorMs !== undefined) {
+      say(
+        `  a restore declaring one empty chain at ${l}, iptables-${v}: ${r.result.floorMs.toFixed(0)} ms ` +
+          `(the floor of any sync: ${v === 'legacy' ? 'the kernel copies the whole table out and back in' : 'iptables-nft fetches its cache and commits one transaction'})`,
+      );
+      figure(`iptables-kernel-one-chain-restore-${l}-${v}`, r.result.floorMs, 'ms');
+    }
     if (r.result.rssMiB !== undefined) {
       say(
         `proxier process RSS at ${l} Services × ${String(ENDPOINTS)} endpoints (informer caches, trackers, plan state; compiled JS): ` +
