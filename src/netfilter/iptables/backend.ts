@@ -10,6 +10,13 @@ import { SvcnetError } from '../../errors.js';
 import type { IPFamily } from '../../util/ip.js';
 import type { IptablesTableName } from './model.js';
 import type { Iptables } from './fake.js';
+import { chunkRestoreInput } from './restore-chunks.js';
+
+/**
+ * Lines per `iptables-nft-restore` input: a larger restore is split (restore-chunks.ts). At
+ * 10k Services × 10 endpoints one restore never finished, inputs of this size take ~11 s.
+ */
+export const NFT_RESTORE_CHUNK_LINES = 2000;
 
 export type IptablesVariant = 'legacy' | 'nft';
 
@@ -86,23 +93,39 @@ export class RealIptables implements IptablesBackend, Iptables {
   private readonly execer: Execer;
   /** Seconds to wait for the xtables lock (`-w`). */
   private readonly waitSeconds: number;
+  /** Largest restore input in lines (noflush only); undefined: never split. */
+  private readonly chunkLines: number | undefined;
 
   constructor(
     execer: Execer,
     family: IPFamily,
     commands: IptablesCommands = commandsFor(family, undefined),
     waitSeconds = 5,
+    chunkLines = commands.restore.includes('-nft-') ? NFT_RESTORE_CHUNK_LINES : undefined,
   ) {
     this.execer = execer;
     this.family = family;
     this.commands = commands;
     this.waitSeconds = waitSeconds;
+    this.chunkLines = chunkLines;
   }
 
+  /**
+   * Applies restore input; with noflush and a chunk size (iptables-nft), a large input goes
+   * as several restores, each chain whole in one of them (restore-chunks.ts).
+   */
   async restore(
     text: string,
     flags: RestoreFlags = { noflush: true, counters: true },
   ): Promise<void> {
+    const parts =
+      flags.noflush && this.chunkLines !== undefined
+        ? chunkRestoreInput(text, this.chunkLines)
+        : [text];
+    for (const part of parts) await this.restoreOne(part, flags);
+  }
+
+  private async restoreOne(text: string, flags: RestoreFlags): Promise<void> {
     const args = ['-w', String(this.waitSeconds)];
     if (flags.noflush) args.push('--noflush');
     if (flags.counters === true) args.push('--counters');

@@ -10,7 +10,7 @@
 
 import type { Execer, ExecResult } from '../../os/exec.js';
 import type { IPFamily } from '../../util/ip.js';
-import { RealIptables, commandsFor } from './backend.js';
+import { NFT_RESTORE_CHUNK_LINES, RealIptables, commandsFor } from './backend.js';
 import type { IptablesCommands, IptablesVariant } from './backend.js';
 
 /** `--iptables-variant` / `iptables.svcnetVariant`: detect, or force one backend. */
@@ -187,6 +187,10 @@ export async function resolveIptablesBackends(
   families: readonly IPFamily[],
 ): Promise<{ choice: IptablesVariantChoice; backends: RealIptables[] }> {
   const choice = await resolveIptablesVariant(setting, execer);
-  const backends = families.map((f) => new RealIptables(execer, f, commandsOfChoice(choice, f)));
+  // iptables-nft restores are split into chunks (backend.ts), also under the plain names.
+  const chunk = choice.variant === 'nft' ? NFT_RESTORE_CHUNK_LINES : undefined;
+  const backends = families.map(
+    (f) => new RealIptables(execer, f, commandsOfChoice(choice, f), 5, chunk),
+  );
   return { choice, backends };
 }
