@@ -25,7 +25,7 @@ MODULES=(
   ip_set_hash_net ip_set_hash_netport ip_set_bitmap_port ip_set_bitmap_ip xt_set
   ip_tables iptable_filter iptable_nat iptable_mangle x_tables xt_conntrack xt_MASQUERADE
   xt_mark xt_comment xt_addrtype xt_multiport nf_tables nft_compat
-  ipt_REJECT xt_physdev
+  ipt_REJECT nft_reject_ipv4 xt_physdev
 )
 
 [ -d "$moddir" ] || {

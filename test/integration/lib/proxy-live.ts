@@ -40,32 +40,41 @@ export class LiveApiServer {
   readonly dir: string;
   readonly kubeconfig: string;
   readonly port: number;
+  private readonly host: string;
+  private readonly args: readonly string[];
   private proc: ChildProcess | undefined;
   log = '';
 
-  constructor(port: number) {
+  /**
+   * Listens on `opts.host` (default API_HOST_IP, the test's end of linkApiNetwork); `opts.args`
+   * are more `svcnet apiserver` flags (e.g. --advertise-address).
+   */
+  constructor(port: number, opts: { host?: string; args?: readonly string[] } = {}) {
     this.dir = mkdtempSync(join(tmpdir(), 'svcnet-proxy-api-'));
     this.kubeconfig = join(this.dir, 'kubeconfig');
     this.port = port;
+    this.host = opts.host ?? API_HOST_IP;
+    this.args = opts.args ?? [];
   }
 
-  async start(): Promise<void> {
+  async start(timeoutMs = 60_000): Promise<void> {
     this.log = '';
     this.proc = svcnet([
       'apiserver',
       '--listen',
-      `${API_HOST_IP}:${this.port}`,
+      `${this.host}:${this.port}`,
       '--write-kubeconfig',
       this.kubeconfig,
       '--data-dir',
       join(this.dir, 'data'),
+      ...this.args,
     ]);
     this.proc.stderr?.on('data', (d: Buffer) => {
       this.log += d.toString();
     });
     await waitFor(
       () => this.log.includes('API server listening') && existsSync(this.kubeconfig),
-      60_000,
+      timeoutMs,
       'apiserver',
     );
   }
