@@ -7,8 +7,9 @@
 // ipvs mode refuses to start where the kernel has no ip_vs (one line, exit 1), then programs
 // IPVS through ipvsadm, its ipsets through ipset and its iptables rules through the detected
 // iptables variant; it needs no canary either, because its full sync every ipvs.syncPeriod
-// (30 s) reads IPVS and the ipsets back and repairs them (the syncs between are partial). Before its first
-// sync it makes kube-proxy's ipvs sysctls and IPVS timeouts (ipvs/host-setup.ts), and each
+// (30 s) reads IPVS and the ipsets back and repairs them (the syncs between are partial).
+// Before its first sync it makes kube-proxy's ipvs sysctls and IPVS timeouts
+// (ipvs/host-setup.ts), and each
 // sync's options carry the node IPs for NodePorts (local addresses minus the Service IPs
 // bound to kube-ipvs0) and `ipvs.excludeCIDRs` of the family.
 
