@@ -3,8 +3,10 @@
 // cluster's service CIDRs (ipFamilies / ipFamilyPolicy, headless and selector-less rules),
 // ClusterIP and NodePort allocation with the upstream error messages, healthCheckNodePort for
 // externalTrafficPolicy=Local load balancers, keeping allocated values across updates that
-// omit them, and the checks src/kube/validate.ts does not make (DNS-1035 name, immutability,
-// ranges, families). Pure apart from the allocators' state.
+// omit them, releasing and allocating what a type change drops or needs (the dropping itself
+// is service-types.ts), and the checks src/kube/validate.ts does not make (DNS-1035 name,
+// immutability, ranges, families, fields a type may not carry). Pure apart from the
+// allocators' state.
 
 import type { IPFamilyName, Service, ServicePort, ServiceSpec } from '../kube/types.js';
 import { validateService } from '../kube/validate.js';
