@@ -400,6 +400,31 @@ describe('Service type changes: the e2e jig and dry runs', () => {
     assert.equal(back.spec.internalTrafficPolicy, 'Cluster');
   });
 
+  it("a load balancer's ingress status goes with the type, other status stays", async () => {
+    const { api, call } = setup();
+    await call('POST', PATH, manifest('lb', { type: 'LoadBalancer' }));
+    const cur = api.store.get(SERVICES, 'default', 'lb');
+    const ingress = { ingress: [{ ip: '192.0.2.1', ipMode: 'VIP' }] };
+    const conditions = [{ type: 'Probe', status: 'True', reason: 'R', message: '' }];
+    api.store.update(
+      SERVICES,
+      'default',
+      'lb',
+      { ...cur, status: { loadBalancer: ingress, conditions } },
+      { subresource: 'status' },
+    );
+    const relabelled = await call(
+      'PATCH',
+      `${PATH}/lb`,
+      { metadata: { labels: { a: 'b' } } },
+      MERGE,
+    );
+    assert.deepEqual((relabelled.body.status as Json).loadBalancer, ingress);
+    const res = await call('PATCH', `${PATH}/lb`, { spec: { type: 'NodePort' } }, MERGE);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.status, { loadBalancer: {}, conditions });
+  });
+
   it('a dry-run type change answers the result and keeps the allocations', async () => {
     const { api, call } = setup();
     await call('POST', PATH, manifest('d', { type: 'NodePort' }));

@@ -300,8 +300,10 @@ export class ServiceRegistry implements Strategy {
     )
       s.healthCheckNodePort = o.healthCheckNodePort;
     // A load balancer's status goes with the type (kube-apiserver clears it at once).
-    if (s.type !== 'LoadBalancer')
-      obj.status = { ...(isPlainObject(obj.status) ? obj.status : {}), loadBalancer: {} };
+    const status = isPlainObject(obj.status) ? obj.status : {};
+    const lb = status.loadBalancer;
+    if (s.type !== 'LoadBalancer' && isPlainObject(lb) && Object.keys(lb).length > 0)
+      obj.status = { ...status, loadBalancer: {} };
     this.defaultFamilies(s);
   }
 
