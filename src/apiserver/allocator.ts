@@ -174,4 +174,9 @@ export class NodePortAllocator {
   has(port: number): boolean {
     return this.set.has(port - this.base);
   }
+
+  /** How many ports are held (health check node ports included). */
+  get used(): number {
+    return this.set.count;
+  }
 }

@@ -3,16 +3,26 @@
 // cluster's service CIDRs (ipFamilies / ipFamilyPolicy, headless and selector-less rules),
 // ClusterIP and NodePort allocation with the upstream error messages, healthCheckNodePort for
 // externalTrafficPolicy=Local load balancers, keeping allocated values across updates that
-// omit them, and the checks src/kube/validate.ts does not make (DNS-1035 name, immutability,
-// ranges, families). Pure apart from the allocators' state.
+// omit them, releasing and allocating what a type change drops or needs (the dropping itself
+// is service-types.ts), and the checks src/kube/validate.ts does not make (DNS-1035 name,
+// immutability, ranges, families, fields a type may not carry). Pure apart from the
+// allocators' state.
 
 import type { IPFamilyName, Service, ServicePort, ServiceSpec } from '../kube/types.js';
 import { validateService } from '../kube/validate.js';
 import { formatCIDR, parseIPSloppy } from '../util/ip.js';
-import { clone } from '../util/json.js';
+import { clone, isPlainObject } from '../util/json.js';
 import { ClusterIPAllocator, NodePortAllocator, type AllocateResult } from './allocator.js';
 import type { StoredObject } from './object.js';
 import { ApiError, causeFromFieldError, fieldCause, type StatusCause } from './status.js';
+import {
+  dropTypeDependentFields,
+  externallyAccessible,
+  needsClusterIP,
+  needsHealthCheckNodePort,
+  needsNodePort,
+  shouldAllocateNodePorts,
+} from './service-types.js';
 import type { Strategy, StrategyContext } from './store.js';
 
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
@@ -37,19 +47,8 @@ function spec(o: StoredObject): ServiceSpec {
   return s;
 }
 
-function needsNodePorts(s: ServiceSpec): boolean {
-  return (
-    s.type === 'NodePort' ||
-    (s.type === 'LoadBalancer' && s.allocateLoadBalancerNodePorts !== false)
-  );
-}
-
 function isHeadless(s: ServiceSpec): boolean {
   return s.clusterIP === 'None' || s.clusterIPs?.[0] === 'None';
-}
-
-function needsHealthCheckPort(s: ServiceSpec): boolean {
-  return s.type === 'LoadBalancer' && s.externalTrafficPolicy === 'Local';
 }
 
 /** SetDefaults_Service: the defaults that do not depend on cluster configuration. */
@@ -68,7 +67,7 @@ export function defaultServiceSpec(s: ServiceSpec): void {
       p.targetPort = p.port;
     if (p.nodePort === 0) delete p.nodePort;
   }
-  if ((s.type === 'NodePort' || s.type === 'LoadBalancer') && s.externalTrafficPolicy === undefined)
+  if (externallyAccessible(s) && s.externalTrafficPolicy === undefined)
     s.externalTrafficPolicy = 'Cluster';
   if (s.type !== 'ExternalName' && s.internalTrafficPolicy === undefined)
     s.internalTrafficPolicy = 'Cluster';
@@ -160,6 +159,69 @@ function immutableIPCauses(s: ServiceSpec, o: ServiceSpec): StatusCause[] {
   return causes;
 }
 
+/** Node ports the client left out, from the old port with the same port/protocol, else name. */
+function keepNodePorts(s: ServiceSpec, o: ServiceSpec): void {
+  const ports = s.ports ?? [];
+  const used = new Set(ports.map((p) => p.nodePort));
+  for (const p of ports) {
+    if (p.nodePort !== undefined) continue;
+    const prev =
+      (o.ports ?? []).find((q) => q.port === p.port && (q.protocol ?? 'TCP') === p.protocol) ??
+      (o.ports ?? []).find((q) => q.name !== undefined && q.name === p.name);
+    if (prev?.nodePort !== undefined && !used.has(prev.nodePort)) {
+      p.nodePort = prev.nodePort;
+      used.add(prev.nodePort);
+    }
+  }
+}
+
+/** An ExternalName Service has no cluster IP and no IP family fields. */
+function externalNameCauses(s: ServiceSpec): StatusCause[] {
+  const forbidden = (field: string): StatusCause =>
+    fieldCause('FieldValueForbidden', field, 'may not be set for ExternalName services');
+  const causes: StatusCause[] = [];
+  if (s.clusterIP !== undefined && s.clusterIP !== '') causes.push(forbidden('spec.clusterIP'));
+  else if ((s.clusterIPs ?? []).length > 0) causes.push(forbidden('spec.clusterIPs'));
+  if ((s.ipFamilies ?? []).length > 0) causes.push(forbidden('spec.ipFamilies'));
+  if (s.ipFamilyPolicy !== undefined) causes.push(forbidden('spec.ipFamilyPolicy'));
+  return causes;
+}
+
+/**
+ * Fields only some types may carry (validateServiceExternalTrafficPolicy and the
+ * LoadBalancer-only fields of kube-apiserver's ValidateService). An update that changes the
+ * type reaches here only with the values the client set anew (service-types.ts drops the rest).
+ */
+function typeDependentCauses(s: ServiceSpec): StatusCause[] {
+  const causes: StatusCause[] = [];
+  if (s.externalTrafficPolicy !== undefined && !externallyAccessible(s))
+    causes.push(
+      fieldCause(
+        'FieldValueInvalid',
+        'spec.externalTrafficPolicy',
+        'may only be set for externally-accessible services',
+        s.externalTrafficPolicy,
+      ),
+    );
+  if (s.healthCheckNodePort !== undefined && !needsHealthCheckNodePort(s))
+    causes.push(
+      fieldCause(
+        'FieldValueInvalid',
+        'spec.healthCheckNodePort',
+        "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+        s.healthCheckNodePort,
+      ),
+    );
+  if (s.type !== 'LoadBalancer') {
+    const lbOnly = "may only be used when `type` is 'LoadBalancer'";
+    if (s.allocateLoadBalancerNodePorts !== undefined)
+      causes.push(fieldCause('FieldValueForbidden', 'spec.allocateLoadBalancerNodePorts', lbOnly));
+    if (s.loadBalancerClass !== undefined)
+      causes.push(fieldCause('FieldValueForbidden', 'spec.loadBalancerClass', lbOnly));
+  }
+  return causes;
+}
+
 /** One allocate() call: what it reserved so far (to undo) and what the old object held. */
 interface Allocation {
   readonly undo: (() => void)[];
@@ -209,12 +271,17 @@ export class ServiceRegistry implements Strategy {
     obj.status = { loadBalancer: {} };
   }
 
+  /**
+   * PrepareForUpdate and the REST layer's patchAllocatedValues: defaults, then the fields the
+   * type change made moot are dropped (service-types.ts), then allocated values the client
+   * left out (kubectl replace, PUT of a manifest) are kept when both types need them.
+   */
   prepareForUpdate(obj: StoredObject, old: StoredObject, _ctx: StrategyContext): void {
     const s = spec(obj);
     const o = (old as Service).spec ?? {};
     defaultServiceSpec(s);
-    // Keep allocated values the client left out (kubectl replace, PUT of a manifest).
-    if (s.type !== 'ExternalName' && o.type !== 'ExternalName') {
+    dropTypeDependentFields(s, o);
+    if (needsClusterIP(s) && needsClusterIP(o)) {
       if ((s.clusterIP === undefined || s.clusterIP === '') && (s.clusterIPs ?? []).length === 0) {
         if (o.clusterIP !== undefined) s.clusterIP = o.clusterIP;
         if (o.clusterIPs !== undefined) s.clusterIPs = [...o.clusterIPs];
@@ -224,25 +291,19 @@ export class ServiceRegistry implements Strategy {
       if (s.ipFamilyPolicy === undefined && o.ipFamilyPolicy !== undefined)
         s.ipFamilyPolicy = o.ipFamilyPolicy;
     }
-    if (needsNodePorts(s) && needsNodePorts(o)) {
-      for (const p of s.ports ?? []) {
-        if (p.nodePort !== undefined) continue;
-        const prev =
-          (o.ports ?? []).find((q) => q.port === p.port && (q.protocol ?? 'TCP') === p.protocol) ??
-          (o.ports ?? []).find((q) => q.name !== undefined && q.name === p.name);
-        if (prev?.nodePort !== undefined) p.nodePort = prev.nodePort;
-      }
-    }
-    if (!needsNodePorts(s)) for (const p of s.ports ?? []) delete p.nodePort;
-    if (needsHealthCheckPort(s) && needsHealthCheckPort(o) && s.healthCheckNodePort === undefined)
-      if (o.healthCheckNodePort !== undefined) s.healthCheckNodePort = o.healthCheckNodePort;
-    if (!needsHealthCheckPort(s)) delete s.healthCheckNodePort;
-    if (s.type === 'ExternalName') {
-      delete s.clusterIP;
-      delete s.clusterIPs;
-      delete s.ipFamilies;
-      delete s.ipFamilyPolicy;
-    }
+    if (needsNodePort(s) && needsNodePort(o)) keepNodePorts(s, o);
+    if (
+      needsHealthCheckNodePort(s) &&
+      needsHealthCheckNodePort(o) &&
+      s.healthCheckNodePort === undefined &&
+      o.healthCheckNodePort !== undefined
+    )
+      s.healthCheckNodePort = o.healthCheckNodePort;
+    // A load balancer's status goes with the type (kube-apiserver clears it at once).
+    const status = isPlainObject(obj.status) ? obj.status : {};
+    const lb = status.loadBalancer;
+    if (s.type !== 'LoadBalancer' && isPlainObject(lb) && Object.keys(lb).length > 0)
+      obj.status = { ...status, loadBalancer: {} };
     this.defaultFamilies(s);
   }
 
@@ -286,25 +347,9 @@ export class ServiceRegistry implements Strategy {
     if (name !== '' && (name.length > 63 || !DNS1035_LABEL.test(name)))
       causes.push(fieldCause('FieldValueInvalid', 'metadata.name', DNS1035_MSG, name));
     causes.push(...duplicatePortCauses(s));
-    if (s.type === 'ExternalName') {
-      if (s.clusterIP !== undefined && s.clusterIP !== '')
-        causes.push(
-          fieldCause(
-            'FieldValueForbidden',
-            'spec.clusterIP',
-            'may not be set for ExternalName services',
-          ),
-        );
-    } else causes.push(...this.familyCauses(s), ...clusterIPsCauses(s));
-    if (s.healthCheckNodePort !== undefined && !needsHealthCheckPort(s))
-      causes.push(
-        fieldCause(
-          'FieldValueInvalid',
-          'spec.healthCheckNodePort',
-          "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
-          s.healthCheckNodePort,
-        ),
-      );
+    if (s.type === 'ExternalName') causes.push(...externalNameCauses(s));
+    else causes.push(...this.familyCauses(s), ...clusterIPsCauses(s));
+    causes.push(...typeDependentCauses(s));
     if (old) causes.push(...immutableIPCauses(s, (old as Service).spec ?? {}));
     return causes;
   }
@@ -319,15 +364,6 @@ export class ServiceRegistry implements Strategy {
           'spec.clusterIPs[0]',
           `may not be set to 'None' for ${s.type} services`,
           'None',
-        ),
-      );
-    if (s.externalTrafficPolicy !== undefined && s.type !== 'NodePort' && s.type !== 'LoadBalancer')
-      causes.push(
-        fieldCause(
-          'FieldValueInvalid',
-          'spec.externalTrafficPolicy',
-          "may only be set when `type` is 'NodePort' or 'LoadBalancer'",
-          s.externalTrafficPolicy,
         ),
       );
     if (
@@ -397,8 +433,8 @@ export class ServiceRegistry implements Strategy {
       s.clusterIP = 'None';
       s.clusterIPs = ['None'];
     }
-    if (needsNodePorts(s)) this.allocateNodePorts(s, a);
-    if (needsHealthCheckPort(s)) this.allocateHealthCheckNodePort(s, a);
+    if (needsNodePort(s)) this.allocateNodePorts(s, a, shouldAllocateNodePorts(s));
+    if (needsHealthCheckNodePort(s)) this.allocateHealthCheckNodePort(s, a);
     if (old && !ctx.dryRun) this.releaseDropped(s, a);
     return () => {
       for (const u of undo.reverse()) u();
@@ -452,8 +488,11 @@ export class ServiceRegistry implements Strategy {
     s.clusterIP = ips[0] ?? '';
   }
 
-  /** Node ports: the requested ones first, then one per remaining port (shared by protocol twins). */
-  private allocateNodePorts(s: ServiceSpec, a: Allocation): void {
+  /**
+   * Node ports: the requested ones first, then (unless a LoadBalancer has
+   * allocateLoadBalancerNodePorts=false) one per remaining port, shared by protocol twins.
+   */
+  private allocateNodePorts(s: ServiceSpec, a: Allocation, allocateMissing: boolean): void {
     const portCause = (i: number, port: number, r: AllocateResult): StatusCause =>
       fieldCause(
         'FieldValueInvalid',
@@ -478,6 +517,7 @@ export class ServiceRegistry implements Strategy {
         this.nodePorts.release(port);
       });
     });
+    if (!allocateMissing) return;
     ports.forEach((p, i) => {
       if (p.nodePort !== undefined) return;
       // The same port number for another protocol of this Service shares its node port.

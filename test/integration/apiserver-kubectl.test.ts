@@ -1,6 +1,7 @@
 // The machine's real kubectl (1.29+ and the default `kubectl`) against `svcnet apiserver`:
 // apply, get with kube-apiserver's printed columns, -o wide, describe, get -w, create
-// (protobuf on 1.32+), expose, scale, 422 and 409 errors, get all, delete. Loopback only.
+// (protobuf on 1.32+), expose, scale, 422 and 409 errors, get all, delete, and Service type
+// changes by patch and replace. Loopback only.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -277,6 +278,70 @@ describe(
         );
         const gone = await kc.run(['get', ...n, 'svc', 'web']);
         assert.match(gone.stderr, /services "web" not found/);
+      });
+
+      it(`${k.label}: patch and edit-style replace change a Service's type (issue 29)`, async () => {
+        const kc = new KubectlRunner(k, kubeconfig);
+        const ns = `types-${k.minor ?? 'default'}`;
+        const n = ['-n', ns];
+        const { store, services } = server;
+        await kc.ok(['create', 'namespace', ns]);
+        await kc.ok(['create', ...n, 'service', 'nodeport', 'np2', '--tcp=80:8080']);
+        const nodePortOf = () =>
+          (store.get(SERVICES, ns, 'np2').spec as { ports: { nodePort?: number }[] }).ports[0]
+            ?.nodePort;
+        const port = nodePortOf();
+        assert.ok(port !== undefined && services.nodePorts.has(port));
+
+        // NodePort -> ClusterIP by strategic merge patch: the node port is released.
+        assert.match(
+          await kc.ok(['patch', ...n, 'svc', 'np2', '-p', '{"spec":{"type":"ClusterIP"}}']),
+          /service\/np2 patched/,
+        );
+        const spec = store.get(SERVICES, ns, 'np2').spec as Record<string, unknown>;
+        assert.equal(spec.type, 'ClusterIP');
+        assert.equal(spec.externalTrafficPolicy, undefined);
+        assert.equal(nodePortOf(), undefined);
+        assert.ok(!services.nodePorts.has(port), 'the node port is free again');
+
+        // ClusterIP -> ExternalName by JSON merge patch, back by GET-modify-replace.
+        await kc.ok([
+          'patch',
+          ...n,
+          'svc',
+          'np2',
+          '--type=merge',
+          '-p',
+          '{"spec":{"type":"ExternalName","externalName":"example.com"}}',
+        ]);
+        const ext = store.get(SERVICES, ns, 'np2').spec as Record<string, unknown>;
+        assert.equal(ext.clusterIP, undefined);
+        const got = JSON.parse(await kc.ok(['get', ...n, 'svc', 'np2', '-o', 'json'])) as {
+          spec: Record<string, unknown>;
+        };
+        got.spec.type = 'ClusterIP';
+        delete got.spec.externalName;
+        assert.match(
+          await kc.ok(['replace', ...n, '-f', '-'], { stdin: JSON.stringify(got) }),
+          /service\/np2 replaced/,
+        );
+        const back = store.get(SERVICES, ns, 'np2').spec as { clusterIP?: string };
+        assert.ok(services.ipAllocators[0]?.has(back.clusterIP ?? ''), back.clusterIP);
+
+        // A policy set anew on a ClusterIP Service is still refused, naming object and field.
+        const bad = await kc.run([
+          'patch',
+          ...n,
+          'svc',
+          'np2',
+          '-p',
+          '{"spec":{"externalTrafficPolicy":"Local"}}',
+        ]);
+        assert.notEqual(bad.code, 0);
+        assert.match(
+          bad.stderr,
+          /Service "np2" is invalid: spec\.externalTrafficPolicy: Invalid value: "Local": may only be set for externally-accessible services/,
+        );
       });
     }
   },
