@@ -31,7 +31,7 @@ export function registerNetexecCommand(program: Command): void {
   program
     .command('netexec')
     .description(
-      'agnhost-netexec-compatible test server (/hostname, /clientip, /echo, /dial, /healthz, /readyz; UDP hostname|echo|clientip)',
+      'agnhost-netexec-compatible test server (/hostname, /clientip, /header, /echo, /dial, /healthz, /readyz, /redirect, /upload, /exit; UDP hostname|echo|clientip)',
     )
     .option('--http-port <port>', 'HTTP port', port('--http-port', false), 8080)
     .option('--udp-port <port>', 'UDP port (-1 disables)', port('--udp-port', true), 8081)
@@ -40,10 +40,21 @@ export function registerNetexecCommand(program: Command): void {
     .option(
       '--delay-shutdown <seconds>',
       'after SIGTERM keep serving this long while /readyz fails',
-      (v) => Number(v),
+      (v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n))
+          throw new InvalidArgumentError(
+            `--delay-shutdown: must be a whole number of seconds, got ${JSON.stringify(v)}`,
+          );
+        return n;
+      },
       0,
     )
     .option('--enable-shell', 'enable /shell (runs /bin/sh -c; lab only)', false)
+    .option(
+      '--upload-dir <dir>',
+      'where /upload stores files (agnhost: /uploads; default: netexec-uploads in the temp directory)',
+    )
     .option(
       '--extra-port <port/proto>',
       'also serve PORT/tcp (HTTP) or PORT/udp; repeatable (a Pod with several ports)',
@@ -60,11 +71,13 @@ export function registerNetexecCommand(program: Command): void {
         listenAddress?: string;
         delayShutdown: number;
         enableShell: boolean;
+        uploadDir?: string;
         extraPort?: { port: number; protocol: 'tcp' | 'udp' }[];
       }) => {
         const common = {
           hostname: o.hostname ?? process.env.POD_NAME ?? hostname(),
           enableShell: o.enableShell,
+          ...(o.uploadDir !== undefined ? { uploadDir: o.uploadDir } : {}),
           ...(o.listenAddress !== undefined ? { host: o.listenAddress } : {}),
         };
         const servers = [
@@ -93,7 +106,13 @@ export function registerNetexecCommand(program: Command): void {
           setTimeout(() => void stop(0), Math.max(0, o.delayShutdown) * 1000);
         });
         process.once('SIGINT', () => void stop(0));
-        void Promise.race(servers.map((s) => s.exitRequested)).then((code) => stop(code));
+        // /exit with timeout 0 and /shutdown exit at once, as agnhost's os.Exit; /exit with a
+        // timeout stops accepting and gives open connections that long (Go's Shutdown).
+        void Promise.race(servers.map((s) => s.exitRequested)).then(async (r) => {
+          if (r.immediate) process.exit(r.code);
+          await Promise.all(servers.map((s) => s.shutdown(r.graceMs)));
+          process.exit(r.code);
+        });
       },
     );
 }

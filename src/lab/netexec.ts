@@ -1,24 +1,55 @@
 // An agnhost-netexec-compatible test server: what every lab Pod runs, so the checks that
-// Kubernetes' own sig-network e2e tests make (load spreading via /hostname, source IP via
-// /clientip, reachability via /dial, readiness via /readyz, UDP `hostname`/`echo`) work
-// against svcnet unchanged. It is a test workload, not a general web server: /shell is off
-// unless explicitly enabled (lab only), and it listens only where told.
+// Kubernetes' own sig-network e2e tests make (load spreading via /hostname and /dial, source
+// IP via /clientip, readiness via /healthz and /readyz, UDP `hostname`/`echo`/`clientip`)
+// work against svcnet unchanged. It is a test workload, not a general web server: /shell is
+// off unless explicitly enabled (lab only), /upload writes only under its own directory, and
+// it listens only where told.
 //
-// Behaviour follows agnhost's netexec (kubernetes test/images/agnhost/netexec): /dial answers
-// 200 when the last try succeeded and 417 otherwise, 400 on bad parameters; /healthz is 200
-// once the UDP server is up (412 before); /readyz fails after SIGTERM while traffic is still
-// served for --delay-shutdown seconds.
+// Behaviour follows agnhost's netexec (kubernetes test/images/agnhost/netexec) as its code
+// behaves, which is not always what its help text says: routes as its ServeMux registers
+// them (an unknown path is `/`, the time; an unclean path is a 301 to the clean one); query
+// values parsed as Go parses them, with its error texts; bodies byte for byte (`/healthz`
+// empty, `/readyz` `ok` or `shutting down`, JSON with sorted keys and empty fields left out);
+// status codes too (/dial and /shell answer 200 even when tries or the command failed; an
+// /echo or /redirect code outside 100-999 drops the connection, as Go's panic does). /dial
+// and the UDP side live in netexec-dial.ts and netexec-udp.ts, Go's formats in netexec-go.ts.
+//
+// Where we differ, on purpose: /healthz and /readyz are 200 when UDP is switched off (agnhost
+// then never becomes healthy; lab Pods without a UDP port need the probe to pass); /shell is
+// opt-in; /serverport (the local port that answered) is ours, for multi-port Pods; no TLS, no
+// SCTP, no --http-override, and form values come from the query string only (agnhost also
+// reads a POSTed urlencoded body).
 
 import {
   createServer,
-  request as httpRequest,
   type IncomingMessage,
+  type OutgoingHttpHeaders,
   type Server,
   type ServerResponse,
 } from 'node:http';
-import { createSocket, type Socket } from 'node:dgram';
+import type { Socket } from 'node:dgram';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { RealExecer, type Execer } from '../os/exec.js';
+import {
+  canonicalHeaderKey,
+  cleanRequestPath,
+  goAtoi,
+  goJson,
+  goParseDuration,
+  goQuote,
+  goTimeString,
+  headerMap,
+  joinHostPort,
+  redirectBody,
+  redirectLocation,
+} from './netexec-go.js';
+import { checkDialQuery, resolveDialHost, runDial } from './netexec-dial.js';
+import { bindUdp, serveUdp } from './netexec-udp.js';
+import { handleUpload } from './netexec-upload.js';
+
+export { answerUdp } from './netexec-udp.js';
 
 export interface NetexecOptions {
   /** TCP port for HTTP (0 picks a free one, -1 disables). */
@@ -33,8 +64,19 @@ export interface NetexecOptions {
   readonly enableShell?: boolean;
   /** Timeout for each /dial try, ms (agnhost: 5 s). */
   readonly dialTimeoutMs?: number;
+  /** Where /upload stores files (default: `netexec-uploads` in the OS temp directory). */
+  readonly uploadDir?: string;
   /** Runs /shell commands (default RealExecer). */
   readonly execer?: Execer;
+}
+
+/** What /exit or /shutdown asked for. */
+export interface ExitRequest {
+  readonly code: number;
+  /** Exit at once (agnhost: `timeout` 0, or /shutdown), no response sent. */
+  readonly immediate: boolean;
+  /** Otherwise: stop accepting, give open connections this long, then exit. */
+  readonly graceMs: number;
 }
 
 export interface Netexec {
@@ -42,164 +84,183 @@ export interface Netexec {
   readonly udpPort: number | undefined;
   /** Makes /readyz fail (as after SIGTERM) while still serving traffic. */
   markTerminating(): void;
+  /** Stops accepting, lets open connections finish for up to `graceMs`, then closes all. */
+  shutdown(graceMs: number): Promise<void>;
   close(): Promise<void>;
-  /** Resolves when a client asked /exit or /shutdown; carries the requested exit code. */
-  readonly exitRequested: Promise<number>;
+  /** Resolves when a client asked /exit or /shutdown. */
+  readonly exitRequested: Promise<ExitRequest>;
 }
 
-interface DialResult {
-  responses: string[];
-  errors: string[];
-}
+const TEXT = 'text/plain; charset=utf-8';
 
-function send(res: ServerResponse, code: number, body: string, type = 'text/plain'): void {
-  res.writeHead(code, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) });
+/** Writes a response as Go's server would: a Content-Type only when there is a body. */
+function send(
+  res: ServerResponse,
+  code: number,
+  body: string,
+  headers: OutgoingHttpHeaders = {},
+): void {
+  res.writeHead(code, {
+    ...(body !== '' ? { 'Content-Type': TEXT } : {}),
+    ...headers,
+    'Content-Length': Buffer.byteLength(body),
+  });
   res.end(body);
 }
 
-function formatPeer(addr: string | undefined, port: number | undefined): string {
-  const a = addr?.startsWith('::ffff:') ? addr.slice(7) : (addr ?? '');
-  return a.includes(':') ? `[${a}]:${port ?? 0}` : `${a}:${port ?? 0}`;
+/** http.Error: the message and a newline, nosniff. */
+function httpError(res: ServerResponse, code: number, message: string): void {
+  send(res, code, `${message}\n`, { 'X-Content-Type-Options': 'nosniff' });
 }
 
-function dialHttp(host: string, port: number, path: string, timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      { host, port, path: `/${path.replace(/^\//, '')}`, timeout: timeoutMs },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          resolve(Buffer.concat(chunks).toString('utf8'));
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-function dialUdp(host: string, port: number, payload: string, timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const sock = createSocket(host.includes(':') ? 'udp6' : 'udp4');
-    const timer = setTimeout(() => {
-      sock.close();
-      reject(new Error(`reading from udp connection failed: timeout after ${timeoutMs} ms`));
-    }, timeoutMs);
-    sock.on('message', (msg) => {
-      clearTimeout(timer);
-      sock.close();
-      resolve(msg.toString('utf8'));
-    });
-    sock.on('error', (e) => {
-      clearTimeout(timer);
-      sock.close();
-      reject(
-        (e as NodeJS.ErrnoException).code === 'ECONNREFUSED'
-          ? new Error(`reading from udp connection failed: connection refused (${e.message})`)
-          : e,
-      );
-    });
-    // Connected, as agnhost's net.DialUDP: an ICMP port unreachable then surfaces as
-    // ECONNREFUSED instead of the try silently timing out.
-    sock.connect(port, host, () => {
-      sock.send(payload);
-    });
-  });
-}
-
-/** Answers one UDP command the way agnhost does: `hostname`, `echo <msg>`, `clientip`. */
-export function answerUdp(command: string, hostname: string, peer: string): string | undefined {
-  const text = command.trim();
-  if (text === 'hostname') return hostname;
-  if (text === 'clientip') return peer;
-  if (text.startsWith('echo ')) return text.slice(5);
-  return undefined;
-}
-
-function bindOne(type: 'udp4' | 'udp6', port: number, host: string | undefined): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const sock = createSocket({ type, ipv6Only: false });
-    sock.once('error', (e) => {
-      sock.close();
-      reject(e);
-    });
-    sock.bind(port, host, () => {
-      resolve(sock);
-    });
-  });
-}
-
-/** Binds UDP on `host`, or dual-stack on all addresses (IPv4 only where IPv6 is off). */
-async function bindUdp(port: number, host: string | undefined): Promise<Socket> {
-  if (host !== undefined) return bindOne(host.includes(':') ? 'udp6' : 'udp4', port, host);
-  try {
-    return await bindOne('udp6', port, undefined);
-  } catch {
-    return bindOne('udp4', port, undefined);
-  }
+/**
+ * A status a handler asked for by number: Go panics on one outside 100-999 and the client
+ * sees the connection drop, so we drop it too (false: nothing more to write).
+ */
+function usableCode(res: ServerResponse, code: number): boolean {
+  if (code >= 100 && code <= 999) return true;
+  res.destroy();
+  return false;
 }
 
 /** What one HTTP request's handler sees. */
 interface RequestContext {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
-  readonly url: URL;
-  readonly q: URLSearchParams;
+  /** The request path, percent-decoded (r.URL.Path). */
+  readonly path: string;
+  readonly query: URLSearchParams;
+  /** r.FormValue: the first value, '' when absent. */
+  readonly form: (key: string) => string;
 }
 
 /** The server's mutable state the handlers read and change. */
 interface ServerState {
   udpReady: boolean;
   terminating: boolean;
-  requestExit: (code: number) => void;
+  requestExit: (r: ExitRequest) => void;
 }
 
 type Handler = (c: RequestContext) => void | Promise<void>;
 
-const DIAL_USAGE =
-  'bad parameters: need host, port (1-65535), request, protocol http|udp, tries >= 1';
-
-async function handleDial({ res, q }: RequestContext, timeoutMs: number): Promise<void> {
-  const host = q.get('host');
-  const port = Number(q.get('port'));
-  const request = q.get('request') ?? '';
-  const protocol = q.get('protocol') ?? 'http';
-  const tries = Number(q.get('tries') ?? '1');
-  if (
-    !host ||
-    !Number.isInteger(port) ||
-    port < 1 ||
-    port > 65535 ||
-    !Number.isInteger(tries) ||
-    tries < 1 ||
-    (protocol !== 'http' && protocol !== 'udp')
-  ) {
-    send(res, 400, DIAL_USAGE);
+function handleEcho({ res, form }: RequestContext): void {
+  const msg = form('msg');
+  const codeString = form('code');
+  if (codeString === '') {
+    send(res, 200, msg);
     return;
   }
-  const result: DialResult = { responses: [], errors: [] };
-  let lastOk = false;
-  for (let i = 0; i < Math.min(tries, 1000); i++) {
-    try {
-      const r =
-        protocol === 'http'
-          ? await dialHttp(host, port, request, timeoutMs)
-          : await dialUdp(host, port, request, timeoutMs);
-      result.responses.push(r);
-      lastOk = true;
-    } catch (e) {
-      result.errors.push(e instanceof Error ? e.message : String(e));
-      lastOk = false;
-    }
-  }
-  send(res, lastOk ? 200 : 417, JSON.stringify(result), 'application/json');
+  const code = goAtoi(codeString);
+  if (!code.ok)
+    send(res, 200, `argument 'code' must be an integer or empty, got ${goQuote(codeString)}\n`);
+  else if (usableCode(res, code.value)) send(res, code.value, msg);
 }
 
-/** /shell: `/bin/sh -c CMD`, output and error as agnhost reports them (execFile's wording). */
+function handleRedirect({ req, res, path, form }: RequestContext): void {
+  const codeString = form('code');
+  let code = 302;
+  if (codeString !== '') {
+    const c = goAtoi(codeString);
+    if (!c.ok) {
+      send(res, 200, `argument 'code' must be an integer or empty, got ${goQuote(codeString)}\n`);
+      return;
+    }
+    code = c.value;
+  }
+  if (!usableCode(res, code)) return;
+  writeRedirect(req, res, redirectLocation(form('location'), path), code);
+}
+
+function writeRedirect(
+  req: IncomingMessage,
+  res: ServerResponse,
+  location: string,
+  code: number,
+): void {
+  const getOrHead = req.method === 'GET' || req.method === 'HEAD';
+  const body = req.method === 'GET' ? redirectBody(location, code) : '';
+  res.writeHead(code, {
+    Location: location,
+    ...(getOrHead ? { 'Content-Type': 'text/html; charset=utf-8' } : {}),
+    'Content-Length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+function handleHeader({ req, res, form }: RequestContext): void {
+  const key = form('key');
+  if (key === '') {
+    send(res, 200, goJson(headerMap(req.rawHeaders)));
+    return;
+  }
+  send(res, 200, headerMap(req.rawHeaders)[canonicalHeaderKey(key)]?.[0] ?? '');
+}
+
+async function handleExit({ res, form }: RequestContext, state: ServerState): Promise<void> {
+  const timeoutString = form('timeout');
+  const waitString = form('wait');
+  const codeString = form('code');
+  const timeout =
+    timeoutString === '' ? { ok: true as const, value: 0 } : goParseDuration(timeoutString);
+  if (!timeout.ok) {
+    send(
+      res,
+      200,
+      `argument 'timeout' must be a valid golang duration or empty, got ${goQuote(timeoutString)}\n`,
+    );
+    return;
+  }
+  const wait = waitString === '' ? { ok: true as const, value: 0 } : goParseDuration(waitString);
+  if (!wait.ok) {
+    send(
+      res,
+      200,
+      `argument 'wait' must be a valid golang duration or empty, got ${goQuote(waitString)}\n`,
+    );
+    return;
+  }
+  const code = codeString === '' ? { ok: true as const, value: 0 } : goAtoi(codeString);
+  if (!code.ok) {
+    send(
+      res,
+      200,
+      `argument 'code' must be an integer [0-127] or empty, got ${goQuote(codeString)}\n`,
+    );
+    return;
+  }
+  if (wait.value > 0) await new Promise((resolve) => setTimeout(resolve, wait.value));
+  if (timeout.value === 0) {
+    res.destroy();
+    state.requestExit({ code: code.value, immediate: true, graceMs: 0 });
+    return;
+  }
+  send(res, 200, '');
+  state.requestExit({ code: code.value, immediate: false, graceMs: Math.max(0, timeout.value) });
+}
+
+async function handleDial({ res, query }: RequestContext, timeoutMs: number): Promise<void> {
+  const checked = checkDialQuery(query);
+  if (!checked.ok) {
+    httpError(res, 400, checked.message);
+    return;
+  }
+  let host: string;
+  try {
+    host = await resolveDialHost(checked.params.host);
+  } catch (e) {
+    httpError(
+      res,
+      400,
+      `host and/or port param are invalid. ${e instanceof Error ? e.message : String(e)}`,
+    );
+    return;
+  }
+  send(res, 200, await runDial({ ...checked.params, host }, timeoutMs));
+}
+
+/** /shell: `/bin/sh -c CMD`; `output` is stdout then stderr, `error` Go's `exit status N`. */
 async function handleShell(
-  { res, q }: RequestContext,
+  { res, form }: RequestContext,
   enabled: boolean,
   execer: Execer,
 ): Promise<void> {
@@ -207,118 +268,159 @@ async function handleShell(
     send(res, 404, '/shell is disabled (start with --enable-shell)');
     return;
   }
-  const cmd = q.get('shellCommand') ?? q.get('cmd') ?? '';
-  let out: { output: string; error: string };
+  const cmd = form('shellCommand') !== '' ? form('shellCommand') : form('cmd');
+  let output = '';
+  let error = '';
   try {
-    const r = await execer.run({ cmd: '/bin/sh', args: ['-c', cmd], timeoutMs: 30_000 });
-    out = {
-      output: r.stdout + r.stderr,
-      error: r.code === 0 ? '' : `Command failed: /bin/sh -c ${cmd}\n${r.stderr}`,
-    };
+    const r = await execer.run({ cmd: '/bin/sh', args: ['-c', cmd] });
+    output = r.stdout + r.stderr;
+    if (r.code !== 0) error = `exit status ${String(r.code)}`;
   } catch (e) {
-    out = { output: '', error: e instanceof Error ? e.message : String(e) };
+    error = e instanceof Error ? e.message : String(e);
   }
-  send(res, out.error === '' ? 200 : 417, JSON.stringify(out), 'application/json');
+  send(
+    res,
+    200,
+    goJson({ ...(error !== '' ? { error } : {}), ...(output !== '' ? { output } : {}) }),
+  );
 }
 
-function handleEcho({ res, q }: RequestContext): void {
-  const code = Number(q.get('code') ?? '200');
-  send(res, Number.isInteger(code) && code >= 100 && code <= 599 ? code : 200, q.get('msg') ?? '');
-}
-
-function handleRedirect({ res, q }: RequestContext): void {
-  const location = q.get('location') ?? '/';
-  const code = Number(q.get('code') ?? '303');
-  res.writeHead(code >= 300 && code < 400 ? code : 303, { Location: location });
-  res.end();
-}
-
-/** The route table: path → handler, as agnhost's netexec registers them. */
+/** The route table: path → handler, as agnhost's netexec registers them (plus /serverport). */
 function netexecRoutes(opts: NetexecOptions, state: ServerState): Record<string, Handler> {
   const dialTimeout = opts.dialTimeoutMs ?? 5000;
   const execer = opts.execer ?? new RealExecer();
+  const uploadDir = opts.uploadDir ?? join(tmpdir(), 'netexec-uploads');
+  const ready = (): boolean => state.udpReady || opts.udpPort < 0;
   const hostname: Handler = ({ res }) => {
     send(res, 200, opts.hostname);
   };
-  const exit: Handler = ({ res, url, q }) => {
-    const code = url.pathname === '/shutdown' ? 0 : Number(q.get('code') ?? '0');
-    send(res, 200, 'exiting');
-    state.requestExit(Number.isInteger(code) ? code : 0);
-  };
   return {
     '/': ({ res }) => {
-      send(res, 200, `NOW: ${new Date().toISOString()}`);
+      send(res, 200, `NOW: ${goTimeString(new Date())}`);
+    },
+    '/clientip': ({ req, res }) => {
+      send(res, 200, joinHostPort(req.socket.remoteAddress, req.socket.remotePort));
+    },
+    '/header': handleHeader,
+    '/dial': (c) => handleDial(c, dialTimeout),
+    '/echo': handleEcho,
+    '/exit': (c) => handleExit(c, state),
+    '/healthz': ({ res }) => {
+      send(res, ready() ? 200 : 412, '');
+    },
+    '/readyz': ({ res }) => {
+      if (state.terminating) send(res, 503, 'shutting down');
+      else if (ready()) send(res, 200, 'ok');
+      else send(res, 412, '');
     },
     '/hostname': hostname,
+    '/redirect': handleRedirect,
+    '/shell': (c) => handleShell(c, opts.enableShell === true, execer),
+    '/upload': async ({ req, res }) => {
+      const a = await handleUpload(req, uploadDir);
+      send(res, a.status, a.body);
+    },
     '/hostName': hostname,
-    '/clientip': ({ req, res }) => {
-      send(res, 200, formatPeer(req.socket.remoteAddress, req.socket.remotePort));
+    '/shutdown': ({ res }) => {
+      res.destroy();
+      state.requestExit({ code: 0, immediate: true, graceMs: 0 });
     },
     '/serverport': ({ req, res }) => {
       send(res, 200, String((req.socket.address() as AddressInfo).port));
     },
-    '/echo': handleEcho,
-    '/healthz': ({ res }) => {
-      const ok = state.udpReady || opts.udpPort < 0;
-      send(res, ok ? 200 : 412, ok ? 'ok' : 'udp server not up');
-    },
-    '/readyz': ({ res }) => {
-      send(res, state.terminating ? 503 : 200, state.terminating ? 'terminating' : 'ok');
-    },
-    '/dial': (c) => handleDial(c, dialTimeout),
-    '/shell': (c) => handleShell(c, opts.enableShell === true, execer),
-    '/exit': exit,
-    '/shutdown': exit,
-    '/redirect': handleRedirect,
   };
+}
+
+function decodePath(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function listenHttp(http: Server, port: number, host: string | undefined): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(port, host, () => {
+      resolve((http.address() as AddressInfo).port);
+    });
+  });
 }
 
 export async function startNetexec(opts: NetexecOptions): Promise<Netexec> {
   let udp: Socket | undefined;
   const state: ServerState = { udpReady: false, terminating: false, requestExit: () => undefined };
-  const exitRequested = new Promise<number>((resolve) => {
+  const exitRequested = new Promise<ExitRequest>((resolve) => {
     state.requestExit = resolve;
   });
   const routes = new Map(Object.entries(netexecRoutes(opts, state)));
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://netexec');
-    const route = routes.get(url.pathname);
-    if (route === undefined) send(res, 404, `404 page not found: ${url.pathname}`);
-    else await route({ req, res, url, q: url.searchParams });
+    // Split by hand: WHATWG URL would read a `//x` path as a host.
+    const target = req.url ?? '/';
+    const q = target.indexOf('?');
+    const rawPath = q >= 0 ? target.slice(0, q) : target;
+    const search = q >= 0 ? target.slice(q) : '';
+    const path = decodePath(rawPath);
+    const clean = cleanRequestPath(path);
+    if (clean !== path) {
+      writeRedirect(req, res, clean + search, 301);
+      return;
+    }
+    const query = new URLSearchParams(search);
+    const route = routes.get(path) ?? routes.get('/');
+    const form = (key: string): string => query.get(key) ?? '';
+    await route?.({ req, res, path, query, form });
   };
 
   const http: Server = createServer((req, res) => {
     handle(req, res).catch((e: unknown) => {
-      send(res, 500, e instanceof Error ? e.message : String(e));
+      if (!res.headersSent) httpError(res, 500, e instanceof Error ? e.message : String(e));
+      else res.destroy();
     });
   });
-  let httpPort: number | undefined;
-  if (opts.httpPort >= 0) {
-    await new Promise<void>((resolve, reject) => {
-      http.once('error', reject);
-      http.listen(opts.httpPort, opts.host, () => {
-        resolve();
-      });
-    });
-    httpPort = (http.address() as AddressInfo).port;
-  }
+  const httpPort =
+    opts.httpPort >= 0 ? await listenHttp(http, opts.httpPort, opts.host) : undefined;
 
   let udpPort: number | undefined;
   if (opts.udpPort >= 0) {
     const sock = await bindUdp(opts.udpPort, opts.host);
     udp = sock;
-    sock.on('message', (msg, rinfo) => {
-      const answer = answerUdp(
-        msg.toString('utf8'),
-        opts.hostname,
-        formatPeer(rinfo.address, rinfo.port),
-      );
-      if (answer !== undefined) sock.send(answer, rinfo.port, rinfo.address);
-    });
+    serveUdp(sock, opts.hostname);
     udpPort = sock.address().port;
     state.udpReady = true;
   }
+
+  const closeUdp = async (): Promise<void> => {
+    const u = udp;
+    udp = undefined;
+    if (u)
+      await new Promise<void>((resolve) =>
+        u.close(() => {
+          resolve();
+        }),
+      );
+  };
+  const shutdown = async (graceMs: number): Promise<void> => {
+    if (http.listening) {
+      const closed = new Promise<void>((resolve) =>
+        http.close(() => {
+          resolve();
+        }),
+      );
+      http.closeIdleConnections();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        closed,
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs))),
+      ]);
+      clearTimeout(timer);
+      http.closeAllConnections();
+      await closed;
+    }
+    await closeUdp();
+  };
 
   return {
     httpPort,
@@ -327,22 +429,7 @@ export async function startNetexec(opts: NetexecOptions): Promise<Netexec> {
     markTerminating: () => {
       state.terminating = true;
     },
-    close: async () => {
-      if (http.listening) {
-        http.closeAllConnections();
-        await new Promise<void>((resolve) =>
-          http.close(() => {
-            resolve();
-          }),
-        );
-      }
-      const u = udp;
-      if (u)
-        await new Promise<void>((resolve) =>
-          u.close(() => {
-            resolve();
-          }),
-        );
-    },
+    shutdown,
+    close: () => shutdown(0),
   };
 }

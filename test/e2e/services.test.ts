@@ -361,8 +361,18 @@ describe('Services (sig-network service.go)', { skip }, () => {
     // Without affinity first: proves all 3 backends are programmed, so stickiness means
     // affinity, not a single endpoint.
     await spreads();
+    // netexec's /dial as upstream's e2e framework uses it: one new connection per try, so 30
+    // tries through the ClusterIP spread over all 3 backends (one kept-alive connection would
+    // pin them all to one; a miss by chance is 3 x (2/3)^30, about 1 in 60,000).
+    const clientIP = await podIP(lab, 's-aff', 'client');
+    const dialed = await lab.dial({ ip: clientIP, port: 8080 }, 'http', ip, 80, 30);
+    assert.equal(dialed.length, 30, `30 answers through /dial, got ${dialed.join(',')}`);
+    assert.deepEqual([...new Set(dialed)].sort(), backends);
     await setAffinity('ClientIP');
-    await sticks('15 consecutive answers from one backend under ClientIP');
+    const stuck = await sticks('15 consecutive answers from one backend under ClientIP');
+    // /dial from the same client Pod (same source IP), 30 new connections: all to that backend.
+    const dialedSticky = await lab.dial({ ip: clientIP, port: 8080 }, 'http', ip, 80, 30);
+    assert.deepEqual(dialedSticky, Array<string>(30).fill(stuck), '/dial under ClientIP');
     await setAffinity('None');
     await spreads();
     await setAffinity('ClientIP');
