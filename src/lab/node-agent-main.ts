@@ -274,6 +274,9 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     clusterDomain: opts.clusterDomain,
     kubeconfig: opts.kubeconfig,
     recordDir: sandboxes,
+    execer,
+    nodeIP: opts.nodeIP,
+    nodeName: opts.node,
   });
   const agent = new NodeAgent({
     nodeName: opts.node,
