@@ -260,6 +260,12 @@ function addAgent(lab: Command): void {
     .requiredOption('--cluster-dns <ip>')
     .option('--cluster-domain <domain>', 'cluster domain', 'cluster.local')
     .requiredOption('--state-dir <dir>')
+    .addOption(
+      new Option(
+        '--iptables-variant <variant>',
+        "backend of the kubelet's hint and canary chains (default: plain iptables)",
+      ).choices(['legacy', 'nft']),
+    )
     .action(
       action(
         'lab agent',
@@ -274,6 +280,7 @@ function addAgent(lab: Command): void {
           clusterDns: string;
           clusterDomain: string;
           stateDir: string;
+          iptablesVariant?: 'legacy' | 'nft';
         }) => {
           const { runLabAgent } = await import('../lab/node-agent-main.js');
           await runLabAgent(
@@ -288,6 +295,7 @@ function addAgent(lab: Command): void {
               clusterDNS: o.clusterDns,
               clusterDomain: o.clusterDomain,
               stateDir: o.stateDir,
+              ...(o.iptablesVariant === undefined ? {} : { iptablesVariant: o.iptablesVariant }),
               self: selfArgv(),
               log: pino({ base: { component: 'lab-agent', node: o.node } }, pino.destination(2)),
             },

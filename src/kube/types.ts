@@ -202,6 +202,8 @@ export interface Container {
 
 export interface PodSpec {
   containers: Container[];
+  /** Run in order, each to completion, before the containers start. */
+  initContainers?: Container[];
   nodeName?: string;
   hostname?: string;
   subdomain?: string;
@@ -235,12 +237,28 @@ export interface ContainerStatus {
   image?: string;
   imageID?: string;
   started?: boolean;
-  state?: { running?: { startedAt?: string }; waiting?: { reason?: string } };
+  state?: ContainerState;
+  lastState?: ContainerState;
+}
+
+export interface ContainerStateTerminated {
+  exitCode: number;
+  reason?: string;
+  message?: string;
+  startedAt?: string;
+  finishedAt?: string;
+}
+
+export interface ContainerState {
+  running?: { startedAt?: string };
+  waiting?: { reason?: string; message?: string };
+  terminated?: ContainerStateTerminated;
 }
 
 export interface PodCondition {
   type: string;
   status: 'True' | 'False' | 'Unknown';
+  reason?: string;
   lastTransitionTime?: string;
 }
 
@@ -256,6 +274,7 @@ export interface Pod extends KubeObject {
     conditions?: PodCondition[];
     startTime?: string;
     containerStatuses?: ContainerStatus[];
+    initContainerStatuses?: ContainerStatus[];
   };
 }
 

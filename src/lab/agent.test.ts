@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeInformer } from '../kube/informer.js';
-import type { Pod, Probe } from '../kube/types.js';
-import { FakeClock } from '../util/clock.js';
+import type { Container, Pod, Probe } from '../kube/types.js';
+import { FakeClock, flushMicrotasks } from '../util/clock.js';
 import { NodeAgent, type PodRuntime, type PodStatusWriter } from './agent.js';
 
 class FakeRuntime implements PodRuntime {
@@ -17,16 +17,28 @@ class FakeRuntime implements PodRuntime {
     this.events.push(`adopt ${pod.metadata?.name}`);
     return Promise.resolve({ ip, startedAt: '2025-12-31T23:00:00.000Z' });
   }
-  start(pod: Pod) {
+  /** Exit codes each init container gives, run after run (then 0). */
+  initExits = new Map<string, number[]>();
+  async start(pod: Pod, beforeServer?: (ip: string) => Promise<void>) {
     this.events.push(`start ${pod.metadata?.name}`);
     if (this.failStarts > 0) {
       this.failStarts--;
-      return Promise.reject(new Error('CNI ADD failed'));
+      throw new Error('CNI ADD failed');
     }
-    return Promise.resolve({
-      ip: `10.244.1.${this.events.length + 1}`,
-      startedAt: '2026-01-01T00:00:00.000Z',
-    });
+    const ip = pod.spec?.hostNetwork ? '172.18.0.3' : `10.244.1.${this.events.length + 1}`;
+    try {
+      await beforeServer?.(ip);
+    } catch (e) {
+      this.events.push(`remove sandbox ${pod.metadata?.name}`);
+      throw e;
+    }
+    if (beforeServer) this.events.push(`server ${pod.metadata?.name}`);
+    return { ip, startedAt: '2026-01-01T00:00:00.000Z' };
+  }
+  runInit(pod: Pod, c: Container) {
+    this.events.push(`init ${c.name}`);
+    const exitCode = this.initExits.get(c.name)?.shift() ?? 0;
+    return Promise.resolve({ exitCode, output: '' });
   }
   stop(key: string, grace: number) {
     this.events.push(`stop ${key} grace=${grace}`);
@@ -40,8 +52,10 @@ class FakeRuntime implements PodRuntime {
 
 class FakeStatus implements PodStatusWriter {
   updates: { name: string; ready: boolean; ip: string | undefined }[] = [];
+  statuses: NonNullable<Pod['status']>[] = [];
   deleted: string[] = [];
   updateStatus(pod: Pod, status: NonNullable<Pod['status']>) {
+    this.statuses.push(status);
     const ready = status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
     this.updates.push({ name: pod.metadata?.name ?? '', ready, ip: status.podIP });
     return Promise.resolve();
@@ -259,4 +273,185 @@ test('a Pod deleted while no agent ran is stopped by the next one before the fin
   await agent.idle();
   assert.deepEqual(runtime.events, ['adopt web-1', 'stop default/web-1 grace=0']);
   assert.deepEqual(status.deleted.sort(), ['web-1', 'web-2']);
+});
+
+function lastStatus(s: FakeStatus): NonNullable<Pod['status']> {
+  const st = s.statuses.at(-1);
+  assert.ok(st, 'a status was reported');
+  return st;
+}
+
+/** Lets queued work run without waiting for idle (an init back-off keeps a sync pending). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await flushMicrotasks();
+}
+
+function initPod(restartPolicy?: string): Pod {
+  const p = pod('web-1', 'n1');
+  return {
+    ...p,
+    spec: {
+      ...(p.spec ?? { containers: [] }),
+      ...(restartPolicy === undefined ? {} : { restartPolicy }),
+      initContainers: [
+        { name: 'setup', command: ['sh', '-c', 'true'] },
+        { name: 'migrate', command: ['sh', '-c', 'exit 1'] },
+      ],
+    },
+  };
+}
+
+/** What kubectl's STATUS column shows for a status (its printer's init-container rules). */
+function kubectlStatus(st: NonNullable<Pod['status']>, initCount: number): string {
+  for (const [i, c] of (st.initContainerStatuses ?? []).entries()) {
+    const t = c.state?.terminated;
+    if (t?.exitCode === 0) continue;
+    if (t) return `Init:${t.reason ?? `ExitCode:${String(t.exitCode)}`}`;
+    const w = c.state?.waiting?.reason;
+    if (w !== undefined && w !== 'PodInitializing') return `Init:${w}`;
+    return `Init:${String(i)}/${String(initCount)}`;
+  }
+  return st.phase ?? '';
+}
+
+test('init containers run in order before the server; a failing one backs off and retries', async () => {
+  const { informer, runtime, status, clock } = setup();
+  runtime.initExits.set('migrate', [1, 2]);
+  await informer.start();
+  informer.upsert(initPod());
+  await settle();
+  assert.deepEqual(runtime.events, ['start web-1', 'init setup', 'init migrate']);
+  const shown = () => status.statuses.map((s) => kubectlStatus(s, 2));
+  assert.deepEqual(shown(), ['Init:0/2', 'Init:1/2', 'Init:Error']);
+  const last = () => status.statuses.at(-1);
+  assert.equal(last()?.phase, 'Pending');
+  assert.equal(last()?.podIP, '10.244.1.2', 'the sandbox has its IP while initializing');
+  assert.deepEqual(
+    last()?.conditions?.find((c) => c.type === 'Initialized'),
+    {
+      type: 'Initialized',
+      status: 'False',
+      reason: 'ContainersNotInitialized',
+      lastTransitionTime: '2026-01-01T00:00:00.000Z',
+    },
+  );
+  assert.deepEqual(last()?.containerStatuses?.[0]?.state, {
+    waiting: { reason: 'PodInitializing' },
+  });
+  clock.advanceSync(10_000); // the first back-off
+  await settle();
+  assert.deepEqual(shown().slice(3), ['Init:1/2', 'Init:Error', 'Init:CrashLoopBackOff']);
+  assert.equal(last()?.initContainerStatuses?.[1]?.restartCount, 1);
+  assert.deepEqual(last()?.initContainerStatuses?.[1]?.lastState?.terminated?.exitCode, 2);
+  clock.advanceSync(19_999);
+  await settle();
+  assert.equal(status.statuses.length, 6, 'the second back-off is 20 s');
+  clock.advanceSync(1);
+  await settle();
+  assert.deepEqual(runtime.events, [
+    'start web-1',
+    'init setup',
+    'init migrate',
+    'init migrate',
+    'init migrate',
+    'server web-1',
+  ]);
+  const running = lastStatus(status);
+  assert.equal(running.phase, 'Running');
+  assert.deepEqual(
+    running.initContainerStatuses?.map((c) => [
+      c.name,
+      c.restartCount,
+      c.state?.terminated?.reason,
+    ]),
+    [
+      ['setup', 0, 'Completed'],
+      ['migrate', 2, 'Completed'],
+    ],
+  );
+  assert.equal(running.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+});
+
+test('restartPolicy Never: a failing init container fails the Pod and removes its sandbox', async () => {
+  const { informer, runtime, status, agent } = setup();
+  runtime.initExits.set('migrate', [1]);
+  await informer.start();
+  informer.upsert(initPod('Never'));
+  await agent.idle();
+  assert.deepEqual(runtime.events, [
+    'start web-1',
+    'init setup',
+    'init migrate',
+    'remove sandbox web-1',
+  ]);
+  const last = lastStatus(status);
+  assert.equal(last.phase, 'Failed');
+  assert.equal(kubectlStatus(last, 2), 'Init:Error');
+  assert.equal(agent.errors, 0);
+  informer.upsert(deletingPod('web-1', 30, '2026-01-01T00:00:05Z'));
+  await agent.idle();
+  assert.deepEqual(status.deleted, ['web-1']);
+});
+
+test('a Pod deleted during an init back-off stops retrying and is finalized', async () => {
+  const { informer, runtime, status, clock, agent } = setup();
+  runtime.initExits.set('migrate', [1, 1, 1]);
+  await informer.start();
+  informer.upsert(initPod());
+  await settle();
+  informer.upsert({
+    ...initPod(),
+    metadata: { ...initPod().metadata, deletionTimestamp: '2026-01-01T00:00:01Z' },
+  });
+  await agent.idle();
+  assert.deepEqual(runtime.events.slice(-1), ['remove sandbox web-1']);
+  clock.advanceSync(60_000);
+  await agent.idle();
+  assert.equal(runtime.events.filter((e) => e === 'init migrate').length, 1);
+  assert.equal(clock.pendingTimers(), 0);
+  assert.equal(agent.errors, 0);
+  assert.deepEqual(status.deleted, ['web-1']);
+});
+
+test('a hostNetwork Pod reports the node IP as its Pod IP', async () => {
+  const { informer, status, agent } = setup();
+  await informer.start();
+  const p = pod('host-1', 'n1');
+  informer.upsert({ ...p, spec: { ...(p.spec ?? { containers: [] }), hostNetwork: true } });
+  await agent.idle();
+  const st = lastStatus(status);
+  assert.equal(st.podIP, '172.18.0.3');
+  assert.deepEqual(st.podIPs, [{ ip: '172.18.0.3' }]);
+  assert.equal(st.hostIP, '172.18.0.3');
+});
+
+test('an exec readiness probe waits initialDelaySeconds, then follows the thresholds', async () => {
+  const { informer, runtime, status, clock, agent } = setup();
+  await informer.start();
+  informer.upsert(
+    pod('web-1', 'n1', {
+      exec: { command: ['sh', '-c', 'test -f /tmp/ready'] },
+      initialDelaySeconds: 5,
+      periodSeconds: 2,
+      successThreshold: 2,
+    }),
+  );
+  await agent.idle();
+  assert.deepEqual(runtime.events, ['start web-1']);
+  clock.advanceSync(4000);
+  await agent.idle();
+  assert.deepEqual(runtime.events, ['start web-1'], 'no probe before the initial delay');
+  clock.advanceSync(2000);
+  await agent.idle();
+  assert.equal(runtime.events.length, 2);
+  assert.deepEqual(
+    status.updates.map((u) => u.ready),
+    [false],
+  );
+  clock.advanceSync(2000);
+  await agent.idle();
+  assert.deepEqual(
+    status.updates.map((u) => u.ready),
+    [false, true],
+  );
 });

@@ -1,6 +1,7 @@
 // The lab's node agent: the kubelet of a lab node. It watches the Pods bound to its node and,
 // for each, creates the Pod's sandbox (network namespace + CNI ADD, resolv.conf and hosts),
-// starts the Pod's server (pod-servers.ts), runs its readiness probe, and reports status
+// runs its init containers (init-containers.ts), starts the Pod's server (pod-servers.ts),
+// runs its readiness probe (HTTP, TCP or exec), and reports status
 // (phase, IPs, conditions, container statuses) to the API server. When a Pod is deleted it
 // signals the server, honours the grace period while still probing readiness (so a Pod that
 // turns unready while terminating stops serving), tears the sandbox down (CNI DEL) and makes
@@ -9,9 +10,17 @@
 
 import type { Informer } from '../kube/informer.js';
 import { runningPodStatus } from '../kube/pod-status.js';
-import type { Pod, Probe } from '../kube/types.js';
+import type { Container, ContainerStatus, Pod, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
+import {
+  InitAborted,
+  InitFailed,
+  completedInitStatuses,
+  initializingStatus,
+  runInitContainers,
+} from './init-containers.js';
+import type { ContainerRun } from './pod-exec.js';
 
 export interface StartedPod {
   readonly ip: string;
@@ -20,13 +29,18 @@ export interface StartedPod {
 
 /** The node-local effects: sandboxes and processes. */
 export interface PodRuntime {
-  /** Creates the sandbox and starts the Pod's server; resolves once it listens. */
-  start(pod: Pod): Promise<StartedPod>;
+  /**
+   * Creates the sandbox, awaits `beforeServer(ip)` (the init containers), then starts the
+   * Pod's server; resolves once it listens. A failure removes the sandbox.
+   */
+  start(pod: Pod, beforeServer?: (ip: string) => Promise<void>): Promise<StartedPod>;
+  /** Runs one init container of the Pod to completion in its sandbox. */
+  runInit?(pod: Pod, container: Container): Promise<ContainerRun>;
   /** Takes over the Pod if an earlier agent left it running; undefined when it did not. */
   adopt?(pod: Pod): Promise<StartedPod | undefined>;
   /** SIGTERM, wait up to graceSeconds for exit, then SIGKILL; then removes the sandbox. Idempotent. */
   stop(key: string, graceSeconds: number): Promise<void>;
-  /** One readiness check of the Pod (HTTP GET or TCP connect to its IP), true when it passed. */
+  /** One readiness check (HTTP GET or TCP connect to its IP, or exec in it), true when it passed. */
   probe(pod: Pod, ip: string, probe: Probe): Promise<boolean>;
 }
 
@@ -47,6 +61,12 @@ interface LocalPod {
   terminating: boolean;
   /** Set once the Pod's server is stopped: no more probes or status writes. */
   stopped: boolean;
+  /** The init containers' statuses, once they have all completed. */
+  initStatuses?: ContainerStatus[];
+  /** Aborts the init containers' run when the Pod is deleted meanwhile. */
+  initAbort?: AbortController;
+  /** An init container failed under restartPolicy Never: the Pod is Failed, nothing runs. */
+  failed?: boolean;
 }
 
 /** Whether the Pod's server has stopped (read through a call: it changes across awaits). */
@@ -81,8 +101,9 @@ export function runningStatus(
   hostIP: string,
   ready: boolean,
   now: Date,
+  initStatuses?: readonly ContainerStatus[],
 ): NonNullable<Pod['status']> {
-  return runningPodStatus({
+  const status = runningPodStatus({
     containers: pod.spec?.containers ?? [],
     podIPs: [started.ip],
     hostIP,
@@ -91,6 +112,9 @@ export function runningStatus(
     ready,
     defaultImage: 'svcnet/netexec',
   });
+  return initStatuses === undefined || initStatuses.length === 0
+    ? status
+    : { ...status, initContainerStatuses: [...initStatuses] };
 }
 
 /** First retry of a Pod whose start failed, doubling up to MAX_RETRY_MS. */
@@ -131,6 +155,16 @@ export class NodeAgent {
   }
 
   private enqueue(key: string): void {
+    // A Pod deleted while its init containers run stops them (its sync waits behind them).
+    const entry = this.local.get(key);
+    const pod = this.opts.pods.get(key);
+    if (
+      entry?.initAbort !== undefined &&
+      (pod === undefined ||
+        pod.metadata?.deletionTimestamp !== undefined ||
+        pod.spec?.nodeName !== this.opts.nodeName)
+    )
+      entry.initAbort.abort();
     this.runSerial(key, 'Pod sync failed', () => this.sync(key));
   }
 
@@ -181,8 +215,32 @@ export class NodeAgent {
     try {
       const adopted = await this.opts.runtime.adopt?.(pod);
       if (adopted) this.log({ pod: key, ip: adopted.ip }, 'Pod adopted');
-      started = adopted ?? (await this.opts.runtime.start(pod));
+      // An adopted Pod's init containers completed under the earlier agent.
+      if (adopted) entry.initStatuses = completedInitStatuses(pod, adopted.startedAt);
+      started = adopted ?? (await this.opts.runtime.start(pod, this.initRunner(key, entry)));
     } catch (e) {
+      delete entry.initAbort;
+      if (e instanceof InitAborted) {
+        this.local.delete(key); // the queued sync of the deletion finishes it
+        return;
+      }
+      if (e instanceof InitFailed) {
+        entry.failed = true;
+        this.log({ pod: key, err: e.message }, 'Pod failed');
+        await this.opts.status.updateStatus(
+          pod,
+          initializingStatus({
+            pod,
+            phase: 'Failed',
+            ip: undefined,
+            hostIP: this.opts.hostIP,
+            startTime: new Date(this.clock.now()).toISOString(),
+            now: new Date(this.clock.now()).toISOString(),
+            initStatuses: e.statuses,
+          }),
+        );
+        return;
+      }
       // Like the kubelet's sandbox back-off: forget the attempt and try again later.
       this.local.delete(key);
       const attempt = (this.attempts.get(key) ?? 0) + 1;
@@ -193,6 +251,7 @@ export class NodeAgent {
       }, delay);
       throw e;
     }
+    delete entry.initAbort;
     this.attempts.delete(key);
     entry.started = started;
     const probe = readinessProbeOf(pod);
@@ -200,6 +259,38 @@ export class NodeAgent {
     this.log({ pod: key, ip: started.ip }, 'Pod started');
     await this.report(entry);
     if (probe) this.startProber(key, entry, probe);
+  }
+
+  /** The hook that runs the Pod's init containers in its new sandbox (undefined: none). */
+  private initRunner(key: string, entry: LocalPod): ((ip: string) => Promise<void>) | undefined {
+    const containers = entry.pod.spec?.initContainers ?? [];
+    const run = this.opts.runtime.runInit?.bind(this.opts.runtime);
+    if (containers.length === 0 || run === undefined) return undefined;
+    const abort = new AbortController();
+    entry.initAbort = abort;
+    return async (ip) => {
+      const startTime = new Date(this.clock.now()).toISOString();
+      entry.initStatuses = await runInitContainers(entry.pod, {
+        run: (c) => run(entry.pod, c),
+        report: (statuses) => {
+          this.log({ pod: key, init: statuses.map((s) => s.state) }, 'Init containers');
+          return this.opts.status.updateStatus(
+            entry.pod,
+            initializingStatus({
+              pod: entry.pod,
+              phase: 'Pending',
+              ip,
+              hostIP: this.opts.hostIP,
+              startTime,
+              now: new Date(this.clock.now()).toISOString(),
+              initStatuses: statuses,
+            }),
+          );
+        },
+        clock: this.clock,
+        signal: abort.signal,
+      });
+    };
   }
 
   /** A fresh local record of the Pod, before anything runs. */
@@ -254,6 +345,7 @@ export class NodeAgent {
         this.opts.hostIP,
         entry.ready,
         new Date(this.clock.now()),
+        entry.initStatuses,
       ),
     );
   }

@@ -114,6 +114,10 @@ export function planComponents(
         plan.dnsServiceIP,
         '--state-dir',
         paths.stateDir,
+        // The kubelet's hint chains go where the node's proxy programs (kubelet-chains.ts).
+        ...((opts.proxyMode ?? 'iptables') === 'iptables' && opts.iptablesVariant !== undefined
+          ? ['--iptables-variant', opts.iptablesVariant]
+          : []),
       ],
       ready: { kind: 'none' },
     });

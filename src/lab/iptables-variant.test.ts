@@ -31,26 +31,29 @@ test('the lab picks legacy where it works, nft where the kernel lacks it', async
   assert.match(c.reason, /does not work on this kernel \(.*Table does not exist\)/);
 });
 
-test('iptables mode: every node proxy gets --iptables-variant; nftables mode: none, no probe', async () => {
+test('iptables mode: every node proxy and agent gets --iptables-variant; nftables mode: none, no probe', async () => {
   const base: ComponentOptions = { cni: 'svcnet', cniBinDir: '/b' };
   const lines: string[] = [];
   const ex = new FakeExecer().expect({ ...probe, result: { code: 0 } });
   const opts = await withLabIptablesVariant(base, ex, (l) => lines.push(l));
   assert.equal(opts.iptablesVariant, 'legacy');
   assert.match(lines[0] ?? '', /^node proxies use iptables-legacy: /);
-  const variants = (o: ComponentOptions) =>
+  const variants = (o: ComponentOptions, component = 'proxy-') =>
     planComponents(planLab({ nodes: 2 }), labPaths('/s'), o)
-      .filter((s) => s.name.startsWith('proxy-'))
+      .filter((s) => s.name.startsWith(component))
       .map((s) =>
         s.args.includes('--iptables-variant')
           ? s.args[s.args.indexOf('--iptables-variant') + 1]
           : '-',
       );
   assert.deepEqual(variants(opts), ['legacy', 'legacy']);
+  // The agents write the kubelet's hint chains with the same backend (kubelet-chains.ts).
+  assert.deepEqual(variants(opts, 'agent-'), ['legacy', 'legacy']);
   assert.deepEqual(variants(base), ['-', '-']);
   const nft: ComponentOptions = { ...base, proxyMode: 'nftables' };
   assert.equal(await withLabIptablesVariant(nft, new FakeExecer(), () => undefined), nft);
   assert.deepEqual(variants({ ...nft, iptablesVariant: 'legacy' }), ['-', '-']);
+  assert.deepEqual(variants({ ...nft, iptablesVariant: 'legacy' }, 'agent-'), ['-', '-']);
 });
 
 test('the probe runs in a network namespace of its own (unshare --net)', async () => {

@@ -510,7 +510,12 @@ export async function resolveTarget(lab: RunningLab, target: string): Promise<st
     lab.state.kubeconfig === undefined
       ? undefined
       : await new ClientNodeKubeClient(labKubeConfig(lab)).get('Pod', namespace, name);
-  if (pod?.status?.podIP) return podNetnsName(pod);
+  if (pod?.status?.podIP) {
+    // A hostNetwork Pod has no namespace of its own: it runs in its node's.
+    const host = pod.spec?.hostNetwork === true ? pod.spec.nodeName : undefined;
+    const hostNode = lab.state.plan.nodes.find((n) => n.name === host);
+    return hostNode ? hostNode.netns : podNetnsName(pod);
+  }
   const known = lab.state.plan.nodes.map((n) => n.name).join(', ');
   throw new SvcnetError(
     'INVALID_INPUT',

@@ -2,7 +2,8 @@
 // the Node (podCIDR, InternalIP, labels, Ready), watches the Pods bound to it, and runs them
 // with LabPodRuntime: network namespaces attached through the CNI runtime with our plugin
 // (ptp, host-local IPAM over the node's podCIDR) or with Debian's reference plugins (ptp +
-// host-local, as kindnet configures them). Runs inside the node's network namespace.
+// host-local, as kindnet configures them). At start it makes the kubelet's iptables hint and
+// canary chains (kubelet-chains.ts). Runs inside the node's network namespace.
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +22,9 @@ import { RealIp } from '../os/ip.js';
 import { FileResultCache } from '../cni/runtime/cache.js';
 import { parseConflist, type NetworkConfigList } from '../cni/runtime/parse-conflist.js';
 import { CniRuntime } from '../cni/runtime/runtime.js';
+import type { IptablesVariant } from '../netfilter/iptables/backend.js';
 import { NodeAgent, type PodStatusWriter } from './agent.js';
+import { ensureKubeletChains, kubeletIptables } from './kubelet-chains.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { LabPodRuntime, type PodNetwork, type PodNetworkRequest } from './pod-runtime.js';
 
@@ -39,6 +42,8 @@ export interface LabAgentOptions {
   readonly clusterDomain: string;
   /** Per-node state: IPAM reservations, CNI result cache, Pod logs. */
   readonly stateDir: string;
+  /** Backend of the kubelet's iptables chains: the lab's proxies' (absent: plain iptables). */
+  readonly iptablesVariant?: IptablesVariant;
   readonly self: readonly string[];
   readonly log: pino.Logger;
 }
@@ -249,6 +254,16 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     }),
   );
   opts.log.info({ node: opts.node, podCIDR: opts.podCIDR, cni: opts.cni }, 'Node registered');
+  const families = await ensureKubeletChains(
+    kubeletIptables(execer, opts.iptablesVariant),
+    (fields, msg) => {
+      opts.log.warn(fields, msg);
+    },
+  );
+  opts.log.info(
+    { families, variant: opts.iptablesVariant ?? 'iptables' },
+    'Created the kubelet iptables hint and canary chains',
+  );
   const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
   const runtime = new LabPodRuntime({
     ip: new RealIp(execer),
@@ -259,6 +274,9 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     clusterDomain: opts.clusterDomain,
     kubeconfig: opts.kubeconfig,
     recordDir: sandboxes,
+    execer,
+    nodeIP: opts.nodeIP,
+    nodeName: opts.node,
   });
   const agent = new NodeAgent({
     nodeName: opts.node,

@@ -1,5 +1,6 @@
 // The resolv.conf the lab's node agent writes for a Pod, per dnsPolicy and dnsConfig; and
-// the sweep of sandboxes left by Pods deleted while no agent ran.
+// the sweep of sandboxes left by Pods deleted while no agent ran (hostNetwork ones included);
+// exec probes through the Execer seam.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeExecer } from '../os/exec.js';
 import { RealIp } from '../os/ip.js';
-import { LabPodRuntime, podResolvConfFor } from './pod-runtime.js';
+import { LabPodRuntime, podNetnsName, podResolvConfFor } from './pod-runtime.js';
 
 const NODE = 'nameserver 192.0.2.53\nsearch corp.example\noptions edns0\n';
 
@@ -118,4 +119,61 @@ test('sweep removes the sandboxes of Pods that no longer exist, and only those',
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('a hostNetwork Pod has no sandbox to remove: its record goes, no CNI DEL, no netns del', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcnet-sweep-'));
+  try {
+    writeFileSync(
+      join(dir, 'pod-cccccccccccc.json'),
+      JSON.stringify({
+        key: 'team/host',
+        uid: 'host',
+        netns: 'pod-cccccccccccc',
+        ip: '172.18.0.3',
+        pid: 4194305,
+        startedAt: '',
+        hostNetwork: true,
+      }),
+    );
+    const runtime = new LabPodRuntime({
+      ip: new RealIp(new FakeExecer()),
+      network: {
+        add: () => Promise.reject(new Error('no ADD')),
+        del: () => Promise.reject(new Error('no CNI DEL for a hostNetwork Pod')),
+      },
+      self: ['svcnet'],
+      logDir: dir,
+      clusterDNS: '10.96.0.10',
+      clusterDomain: 'cluster.local',
+      recordDir: dir,
+    });
+    assert.deepEqual(await runtime.sweep(new Set()), ['team/host']);
+    assert.deepEqual(readdirSync(dir), []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a hostNetwork Pod needs the node IP; an exec probe runs in the Pod namespace', async () => {
+  const execer = new FakeExecer().expect({
+    cmd: 'ip',
+    args: ['netns', 'exec', podNetnsName(pod()), 'cat', '/tmp/ready'],
+    result: { code: 1 },
+  });
+  const runtime = new LabPodRuntime({
+    ip: new RealIp(new FakeExecer()),
+    network: { add: () => Promise.reject(new Error('no ADD')), del: () => Promise.resolve() },
+    self: ['svcnet'],
+    logDir: tmpdir(),
+    clusterDNS: '10.96.0.10',
+    clusterDomain: 'cluster.local',
+    execer,
+  });
+  await assert.rejects(runtime.start(pod({ hostNetwork: true })), /spec\.hostNetwork/);
+  assert.equal(
+    await runtime.probe(pod(), '10.244.1.2', { exec: { command: ['cat', '/tmp/ready'] } }),
+    false,
+  );
+  execer.verify();
 });

@@ -2,10 +2,13 @@
 // lab's private /run/netns with its own /etc/netns/<ns>/{resolv.conf,hosts} (which
 // `ip netns exec` shows as /etc/... to the Pod's processes); its network comes from CNI
 // through the PodNetwork seam; its server is `svcnet netexec` started inside the namespace
-// with POD_NAME set. Runs inside the node's network namespace, so readiness probes reach Pod
-// IPs directly.
+// with POD_NAME set. A hostNetwork Pod gets no namespace and no CNI: its server runs in the
+// node's namespace and its IP is the node's. Init containers and exec probes run their
+// commands in the Pod's namespace (pod-exec.ts). Runs inside the node's network namespace, so
+// readiness probes reach Pod IPs directly.
 
 import {
+  appendFileSync,
   existsSync,
   mkdirSync,
   readdirSync,
@@ -19,6 +22,7 @@ import { connect } from 'node:net';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Ip } from '../os/ip.js';
+import { RealExecer, type Execer } from '../os/exec.js';
 import { netnsExecArgv } from '../os/netns.js';
 import { linkUp, netnsPath } from '../util/ip-ops.js';
 import {
@@ -28,10 +32,11 @@ import {
   startProcess,
   type ManagedProcess,
 } from '../os/process.js';
-import type { Pod, Probe } from '../kube/types.js';
+import type { Container, Pod, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 import type { PodRuntime, StartedPod } from './agent.js';
+import { execProbe, podCommandExecer, runInitContainer, type ContainerRun } from './pod-exec.js';
 import { planPodServer } from './pod-servers.js';
 import {
   formatResolvConf,
@@ -80,6 +85,12 @@ export interface PodRuntimeOptions {
   readonly startTimeoutMs?: number;
   /** Time of the start deadline, startedAt and the stop grace period; default the wall clock. */
   readonly clock?: Clock;
+  /** Runs init containers and exec probes; default the real one. */
+  readonly execer?: Execer;
+  /** The node's InternalIP: a hostNetwork Pod's IP. */
+  readonly nodeIP?: string;
+  /** The node's name: a hostNetwork Pod's HOSTNAME. */
+  readonly nodeName?: string;
 }
 
 /** Network namespace name of a Pod: short, stable, unique per Pod instance (uid). */
@@ -174,6 +185,8 @@ export interface SandboxRecord {
   readonly ip: string;
   readonly pid: number;
   readonly startedAt: string;
+  /** A hostNetwork Pod: no namespace or CNI attachment of its own. */
+  readonly hostNetwork?: boolean;
 }
 
 /** The network namespace a process is in, as `net:[inode]`, or undefined. */
@@ -185,8 +198,9 @@ function netnsOfPid(pid: number): string | undefined {
   }
 }
 
-/** The namespace a /run/netns file holds, as `net:[inode]`, or undefined. */
-function netnsOfFile(netns: string): string | undefined {
+/** The namespace a /run/netns file holds (the agent's own for a hostNetwork Pod), or undefined. */
+function netnsOfFile(netns: string, hostNetwork: boolean): string | undefined {
+  if (hostNetwork) return netnsOfPid(process.pid);
   try {
     return `net:[${String(statSync(netnsPath(netns)).ino)}]`;
   } catch {
@@ -219,33 +233,55 @@ export class LabPodRuntime implements PodRuntime {
     };
   }
 
-  async start(pod: Pod): Promise<StartedPod> {
-    const key = objectKey(pod);
-    const netns = podNetnsName(pod);
+  /** The Pod's namespace with CNI attached and its /etc files; returns its IP. */
+  private async createSandbox(pod: Pod, netns: string): Promise<string> {
     const { ip: iproute, network } = this.opts;
     await iproute.addNetns(netns);
+    await iproute.batch(netnsPath(netns), [linkUp('lo')]);
+    const { ip } = await network.add(this.request(pod, netns));
+    const etc = join('/etc/netns', netns);
+    mkdirSync(etc, { recursive: true });
+    // As the kubelet: from dnsPolicy and dnsConfig (the cluster DNS's own Pods use Default,
+    // the node's resolv.conf).
+    writeFileSync(
+      join(etc, 'resolv.conf'),
+      podResolvConfFor(
+        pod,
+        readTextOr(this.opts.resolvConf ?? '/etc/resolv.conf', ''),
+        this.opts.clusterDNS,
+        this.opts.clusterDomain,
+      ),
+    );
+    writeFileSync(join(etc, 'hosts'), podHosts(pod, ip, this.opts.clusterDomain));
+    return ip;
+  }
+
+  /** The node's IP for a hostNetwork Pod (nothing to create), else a fresh sandbox's. */
+  private async sandboxIP(pod: Pod, netns: string): Promise<string> {
+    if (pod.spec?.hostNetwork !== true) return this.createSandbox(pod, netns);
+    if (this.opts.nodeIP === undefined)
+      throw new Error(`pod ${objectKey(pod)}: spec.hostNetwork: the agent was given no node IP`);
+    return this.opts.nodeIP;
+  }
+
+  /**
+   * Creates the sandbox, runs `beforeServer` (the init containers) once it exists, then
+   * starts the Pod's server; resolves once it listens. A failure removes the sandbox.
+   */
+  async start(pod: Pod, beforeServer?: (ip: string) => Promise<void>): Promise<StartedPod> {
+    const key = objectKey(pod);
+    const netns = podNetnsName(pod);
+    const hostNetwork = pod.spec?.hostNetwork === true;
     try {
-      await iproute.batch(netnsPath(netns), [linkUp('lo')]);
-      const { ip } = await network.add(this.request(pod, netns));
-      const etc = join('/etc/netns', netns);
-      mkdirSync(etc, { recursive: true });
-      // As the kubelet: from dnsPolicy and dnsConfig (the cluster DNS's own Pods use Default,
-      // the node's resolv.conf).
-      writeFileSync(
-        join(etc, 'resolv.conf'),
-        podResolvConfFor(
-          pod,
-          readTextOr(this.opts.resolvConf ?? '/etc/resolv.conf', ''),
-          this.opts.clusterDNS,
-          this.opts.clusterDomain,
-        ),
-      );
-      writeFileSync(join(etc, 'hosts'), podHosts(pod, ip, this.opts.clusterDomain));
+      const ip = await this.sandboxIP(pod, netns);
+      await beforeServer?.(ip);
       const plan = planPodServer(
         pod,
         this.opts.kubeconfig === undefined ? {} : { kubeconfig: this.opts.kubeconfig },
       );
-      const [cmd, ...args] = netnsExecArgv(netns, [...this.opts.self, ...plan.args]);
+      const argv = [...this.opts.self, ...plan.args];
+      const [cmd, ...args] = hostNetwork ? argv : netnsExecArgv(netns, argv);
+      if (cmd === undefined) throw new Error(`pod ${key}: no server command`);
       const proc = startProcess(cmd, args, join(this.opts.logDir, `${netns}.log`), {
         POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',
         POD_NAMESPACE: pod.metadata?.namespace ?? 'default',
@@ -269,6 +305,7 @@ export class LabPodRuntime implements PodRuntime {
           netns,
           pid: proc.pid,
           ...started,
+          ...(hostNetwork ? { hostNetwork } : {}),
         };
         writeFileSync(path, `${JSON.stringify(rec)}\n`);
       }
@@ -305,8 +342,8 @@ export class LabPodRuntime implements PodRuntime {
       rec !== undefined &&
       rec.uid === pod.metadata?.uid &&
       !processGone(rec.pid) &&
-      netnsOfFile(netns) !== undefined &&
-      netnsOfPid(rec.pid) === netnsOfFile(netns);
+      netnsOfFile(netns, rec.hostNetwork === true) !== undefined &&
+      netnsOfPid(rec.pid) === netnsOfFile(netns, rec.hostNetwork === true);
     if (!live || rec === undefined) {
       if (rec !== undefined && !processGone(rec.pid)) signalPid(rec.pid, 'SIGKILL');
       await this.stop(key, 0, netns, pod);
@@ -335,7 +372,10 @@ export class LabPodRuntime implements PodRuntime {
       if (existingUids.has(rec.uid)) continue;
       if (!processGone(rec.pid)) signalPid(rec.pid, 'SIGKILL');
       const [namespace = 'default', name = ''] = rec.key.split('/');
-      const gone: Pod = { metadata: { namespace, name, uid: rec.uid }, spec: { containers: [] } };
+      const gone: Pod = {
+        metadata: { namespace, name, uid: rec.uid },
+        spec: { containers: [], ...(rec.hostNetwork === true ? { hostNetwork: true } : {}) },
+      };
       await this.stop(rec.key, 0, rec.netns, gone);
       swept.push(rec.key);
     }
@@ -367,6 +407,12 @@ export class LabPodRuntime implements PodRuntime {
       this.running.delete(key);
     }
     if (netns === undefined || pod === undefined) return;
+    if (pod.spec?.hostNetwork === true) {
+      // Nothing was created but the record: no namespace, no CNI attachment.
+      const path = this.recordPath(netns);
+      if (path !== undefined) rmSync(path, { force: true });
+      return;
+    }
     try {
       await this.opts.network.del(this.request(pod, netns));
     } finally {
@@ -397,6 +443,32 @@ export class LabPodRuntime implements PodRuntime {
       const port = probePort(pod, probe.tcpSocket.port);
       return port !== undefined && tcpConnect(ip, port, timeoutMs);
     }
-    return true; // exec probes: the lab runs no containers to exec in; treat as passing
+    if (probe.exec) return execProbe(this.commands(pod), pod, probe, this.opts.nodeName ?? '');
+    return true; // a handler the lab does not run (gRPC): taken as passing
+  }
+
+  /** Where the Pod's commands run (its namespace, or the node's for hostNetwork). */
+  private commands(pod: Pod): Execer {
+    return podCommandExecer(this.opts.execer ?? new RealExecer(), pod, podNetnsName(pod));
+  }
+
+  /** Runs one init container to completion in the Pod's sandbox; its output goes to the Pod's log. */
+  async runInit(pod: Pod, container: Container): Promise<ContainerRun> {
+    const run = await runInitContainer(
+      this.commands(pod),
+      pod,
+      container,
+      this.opts.nodeName ?? '',
+    );
+    const log = join(this.opts.logDir, `${podNetnsName(pod)}.log`);
+    try {
+      appendFileSync(
+        log,
+        `init container ${container.name}: exit ${String(run.exitCode ?? 'none')}\n${run.output}`,
+      );
+    } catch {
+      // the log is for people; a Pod runs without it
+    }
+    return run;
   }
 }
