@@ -323,7 +323,9 @@ const LOADER: Record<Mode, string[]> = {
 
 const LIMIT: Record<Mode, string> = {
   iptables: 'iptables-legacy-restore builds and copies the whole nat table blob',
-  nftables: 'nft -f parses and evaluates the whole transaction in userspace',
+  nftables:
+    "one transaction: binding each Service's anonymous map walks the whole pending transaction " +
+    'in the kernel, O(Services²); src/netfilter/nftables/README-speed.md',
 };
 
 /** Loads the ruleset in ns with one command; its time in ms, or why it failed. */
