@@ -18,8 +18,8 @@ import { FakeIpvs } from '../netfilter/ipvs/fake.js';
 import { FakeNftBackend } from '../netfilter/nftables/backend.js';
 import { FakeExecer } from '../os/exec.js';
 import { FakeIp } from '../os/ip.js';
-import { defaultProxyConfig } from './config.js';
-import type { ProxyMode } from './config.js';
+import { DAEMON_PROXY_MODES, defaultProxyConfig } from './config.js';
+import type { DaemonProxyMode } from './config.js';
 import { makeDataplane } from './dataplane.js';
 import { ServiceHealthServers } from './healthcheck-nodeports.js';
 import { FakeIpvsKernel } from './ipvs/kernel.js';
@@ -66,7 +66,7 @@ function podAddresses(n: number): string[] {
 type NodePortView = () => string[];
 
 /** A proxier of `mode` on node-a (192.0.2.10) whose local addresses the test changes. */
-async function startMode(mode: ProxyMode, nodePortAddresses: readonly string[]) {
+async function startMode(mode: DaemonProxyMode, nodePortAddresses: readonly string[]) {
   const f = proxierFakes();
   const addresses = { now: ['127.0.0.1/8', '::1/128', `${TEST_NODE_IP}/24`] };
   const ipt = new BackendFake('IPv4');
@@ -145,9 +145,7 @@ function isPodAddress(a: string): boolean {
   return a.startsWith('10.244.') || a.startsWith('fe80:');
 }
 
-const MODES: readonly ProxyMode[] = ['iptables', 'nftables', 'ipvs'];
-
-for (const mode of MODES)
+for (const mode of DAEMON_PROXY_MODES)
   test(`${mode}: pods scaling 1→10→1 (veth and link-local addresses churning) never make a sync full`, async () => {
     const s = await startMode(mode, []);
     try {
@@ -200,7 +198,7 @@ test('ipvs: the ptp gateway is a node IP (as kube-proxy serves NodePorts on it),
 const BEFORE = [TEST_NODE_IP];
 const AFTER = [TEST_NODE_IP, '192.0.2.11'];
 
-for (const mode of MODES)
+for (const mode of DAEMON_PROXY_MODES)
   test(`${mode}: a node address nodePortAddresses selects reaches the rules in the next sync (partial), and goes again`, async () => {
     const s = await startMode(mode, ['192.0.2.0/24']);
     try {
