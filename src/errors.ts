@@ -34,7 +34,8 @@ export type FieldErrorType =
   | 'FieldValueDuplicate'
   | 'FieldValueNotSupported'
   | 'FieldValueForbidden'
-  | 'FieldValueTooLong';
+  | 'FieldValueTooLong'
+  | 'FieldValueTooMany';
 
 /** One problem with one field of one object: `Service default/web: spec.ports[1].port: ...`. */
 export interface FieldError {

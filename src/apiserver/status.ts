@@ -196,6 +196,7 @@ const CAUSE_PREFIX: Record<CauseType, string> = {
   FieldValueNotSupported: 'Unsupported value',
   FieldValueForbidden: 'Forbidden',
   FieldValueTooLong: 'Too long',
+  FieldValueTooMany: 'Too many',
 };
 
 function formatValue(v: unknown): string {

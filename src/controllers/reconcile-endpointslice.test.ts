@@ -1,6 +1,7 @@
-// Scenarios for the EndpointSlice reconciler: slice contents, splitting at 100, per-pod named
-// ports, conditions for terminating and not-ready pods, publishNotReadyAddresses, placeholder,
-// hints, and that a second pass over its own result writes nothing.
+// Scenarios for the EndpointSlice reconciler: slice contents, splitting at 100 (never above
+// the API server's 1000 endpoints; no slice over 100 ports), per-pod named ports, conditions
+// for terminating and not-ready pods, publishNotReadyAddresses, placeholder, hints, and that
+// a second pass over its own result writes nothing.
 
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -127,6 +128,27 @@ describe('reconcileEndpointSlices', () => {
       slices.map((s) => s.endpoints?.length),
       [2, 2, 1],
     );
+  });
+
+  test('a per-slice limit above the API server limit of 1000 is held at 1000', () => {
+    const { slices } = run(web(), manyPods(2100), [], { max: 5000 });
+    assert.deepEqual(
+      slices.map((s) => s.endpoints?.length),
+      [1000, 1000, 100],
+    );
+  });
+
+  test('a Service with more than 100 ports gets no slice write (the API server would refuse it), and a warning', () => {
+    const ports = Array.from({ length: 101 }, (_, i) => ({
+      name: `p${String(i)}`,
+      port: 1000 + i,
+      protocol: 'TCP' as const,
+    }));
+    const r = run(web({ ports }), webPods);
+    assert.deepEqual(r.ops, []);
+    assert.match(r.warnings.join('\n'), /101 ports, but an EndpointSlice holds at most 100/);
+    const hundred = run(web({ ports: ports.slice(0, 100) }), webPods);
+    assert.equal(hundred.slices[0]?.ports?.length, 100);
   });
 
   test('growing from 100 to 120 leaves the full slice alone and creates one for 20', () => {

@@ -15,6 +15,7 @@ import {
   TRAFFIC_DISTRIBUTION_PREFER_SAME_ZONE,
 } from '../kube/names.js';
 import { matchesSelectorMap } from '../kube/selectors.js';
+import { MAX_SLICE_PORTS } from '../kube/validate.js';
 import type {
   Endpoint,
   EndpointPort,
@@ -122,6 +123,14 @@ export function reconcileEndpointSlices(input: EndpointSliceInput): ReconcileRes
   const operations: Operation[] = [];
   if (!isSelectorService(service)) {
     for (const s of ours) operations.push(deleteSlice(s));
+    return { operations, warnings };
+  }
+  const numPorts = service.spec?.ports?.length ?? 0;
+  if (numPorts > MAX_SLICE_PORTS) {
+    // The API server refuses a slice with more ports: leave the Service's slices as they are.
+    warnings.push(
+      `Service ${namespaceOf(service)}/${nameOf(service)}: ${String(numPorts)} ports, but an EndpointSlice holds at most ${String(MAX_SLICE_PORTS)}; its slices are not updated`,
+    );
     return { operations, warnings };
   }
   const families = serviceFamilies(service);

@@ -3,7 +3,8 @@
 // slices keep the endpoints that are still desired (updated in place when they changed),
 // slices left empty or with a port set nobody wants are deleted, and the remaining endpoints
 // fill slices already being updated, then the fullest unchanged slices, then new slices of at
-// most `maxEndpointsPerSlice`. Unchanged slices are never rewritten. Pure.
+// most `maxEndpointsPerSlice` (never above the API server's 1000). Unchanged slices are
+// never rewritten. Pure.
 
 import type {
   AddressType,
@@ -13,6 +14,7 @@ import type {
   OwnerReference,
 } from '../kube/types.js';
 import { ANNOTATION_LAST_CHANGE_TRIGGER_TIME } from '../kube/names.js';
+import { MAX_SLICE_ENDPOINTS } from '../kube/validate.js';
 import { canonicalJSON, deepEqual } from '../util/json.js';
 import type { Operation } from './operations.js';
 
@@ -106,7 +108,8 @@ export function sliceOperations(
 }
 
 export function packSlices(input: PackInput): SliceChanges {
-  const max = Math.max(1, input.maxEndpointsPerSlice);
+  // Never more than the API server admits, whatever the caller asks for.
+  const max = Math.min(MAX_SLICE_ENDPOINTS, Math.max(1, input.maxEndpointsPerSlice));
   const desired = new Map<string, { ports: readonly EndpointPort[]; eps: Map<string, Endpoint> }>();
   for (const g of input.groups) {
     if (g.endpoints.length === 0) continue;

@@ -213,19 +213,42 @@ export function validateService(svc: Service): FieldError[] {
   return c.errors;
 }
 
+/** The most endpoints one EndpointSlice may hold (the API server's limit). */
+export const MAX_SLICE_ENDPOINTS = 1000;
+/** The most ports one EndpointSlice may hold (the API server's limit). */
+export const MAX_SLICE_PORTS = 100;
+
+/** A list over its limit; its items are not checked one by one (as kube-apiserver). */
+function tooMany(c: Collector, field: string, n: number, max: number): void {
+  c.add(field, `must have at most ${String(max)} items, got ${String(n)}`, {
+    reason: 'FieldValueTooMany',
+    value: n,
+  });
+}
+
+/**
+ * An EndpointSlice as the API server admits it: addressType, ports (at most 100) and
+ * endpoints (at most 1000, each with addresses of that type).
+ */
 export function validateEndpointSlice(slice: EndpointSlice): FieldError[] {
   const c = new Collector(describeObject({ ...slice, kind: 'EndpointSlice' }));
   validateMeta(slice, true, c);
   const at = slice.addressType as unknown;
   if (at !== 'IPv4' && at !== 'IPv6' && at !== 'FQDN')
     c.add('addressType', `must be IPv4, IPv6 or FQDN, got ${show(at)}`);
-  (slice.ports ?? []).forEach((p, i) => {
-    if (p.port !== undefined && p.port !== null) checkPort(c, `ports[${i}].port`, p.port);
-    if (p.protocol !== undefined && !PROTOCOLS.has(p.protocol))
-      c.add(`ports[${i}].protocol`, `must be TCP, UDP or SCTP, got ${show(p.protocol)}`);
-  });
+  const ports = slice.ports ?? [];
+  if (Array.isArray(ports) && ports.length > MAX_SLICE_PORTS)
+    tooMany(c, 'ports', ports.length, MAX_SLICE_PORTS);
+  else
+    ports.forEach((p, i) => {
+      if (p.port !== undefined && p.port !== null) checkPort(c, `ports[${i}].port`, p.port);
+      if (p.protocol !== undefined && !PROTOCOLS.has(p.protocol))
+        c.add(`ports[${i}].protocol`, `must be TCP, UDP or SCTP, got ${show(p.protocol)}`);
+    });
   const endpoints = slice.endpoints ?? [];
   if (!Array.isArray(endpoints)) c.add('endpoints', 'must be a list');
+  else if (endpoints.length > MAX_SLICE_ENDPOINTS)
+    tooMany(c, 'endpoints', endpoints.length, MAX_SLICE_ENDPOINTS);
   else
     endpoints.forEach((ep, i) => {
       const addrs = ep.addresses as unknown;

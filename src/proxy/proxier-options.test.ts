@@ -7,6 +7,7 @@ import { node } from '../kube/testing.js';
 import { defaultProxyConfig } from './config.js';
 import {
   NO_NFACCT,
+  ipvsProxierOptionsFor,
   nftablesProxierOptionsFor,
   proxierOptionsFor,
   proxyNodeOf,
@@ -76,7 +77,7 @@ test('nftablesProxierOptionsFor: nodePortAddresses defaults to primary; the fami
     masqueradeMark: '0x4000',
     masqueradeAll: false,
     nodePortAddresses: ['primary'],
-    localAddresses: ['127.0.0.1'],
+    localAddresses: [],
     serviceCIDRs: ['10.96.0.0/12'],
   });
   const all = nftablesProxierOptionsFor(
@@ -88,4 +89,54 @@ test('nftablesProxierOptionsFor: nodePortAddresses defaults to primary; the fami
   assert.deepEqual(all.nodePortAddresses, ['all']);
   assert.equal(all.nodeIP, '');
   assert.deepEqual(all.localDetector, { mode: 'None' });
+});
+
+/** A node's interfaces with pods on it: ptp host-side addresses and veth link-locals. */
+const CHURNED = [
+  '127.0.0.1/8',
+  '::1/128',
+  '172.18.0.3/16',
+  '10.244.1.1/32',
+  '10.244.1.1/32',
+  'fe80::8c3b:1ff:fe2e:11/64',
+  'fe80::a0:2ff:fe3c:12/64',
+  '192.168.5.7/24',
+];
+
+test('options carry only the local addresses the rules can use: none when NodePorts match every address', () => {
+  const n = node('w1', { ip: '172.18.0.3', podCIDR: '10.244.1.0/24' });
+  const pn = proxyNodeOf('w1', n);
+  const cfg = { ...defaultProxyConfig('w1'), clusterCIDRs: ['10.244.0.0/16'] };
+  const host = { ...HOST, localAddresses: CHURNED };
+  // iptables: nodePortAddresses unset means `-m addrtype --dst-type LOCAL`, no address list.
+  assert.deepEqual(proxierOptionsFor(cfg, pn, host, 'IPv4').localAddresses, []);
+  assert.deepEqual(
+    proxierOptionsFor(
+      { ...cfg, nodePortAddresses: ['192.168.0.0/16', 'primary'] },
+      pn,
+      host,
+      'IPv4',
+    ).localAddresses,
+    ['172.18.0.3', '192.168.5.7'],
+  );
+  // nftables: `primary` by default; `all` uses fib, no address list.
+  assert.deepEqual(nftablesProxierOptionsFor(cfg, pn, host, 'IPv4').localAddresses, ['172.18.0.3']);
+  assert.deepEqual(
+    nftablesProxierOptionsFor({ ...cfg, nodePortAddresses: ['all'] }, pn, host, 'IPv4')
+      .localAddresses,
+    [],
+  );
+  // Loopback stays when selected: resolution warns about it.
+  assert.deepEqual(
+    proxierOptionsFor({ ...cfg, nodePortAddresses: ['localhost'] }, pn, host, 'IPv4')
+      .localAddresses,
+    ['127.0.0.1'],
+  );
+  // ipvs: this family's addresses, canonical and once each.
+  assert.deepEqual(ipvsProxierOptionsFor(cfg, pn, host, 'IPv4', '').localAddresses, [
+    '127.0.0.1',
+    '172.18.0.3',
+    '10.244.1.1',
+    '192.168.5.7',
+  ]);
 });

@@ -10,7 +10,11 @@ import type { Node } from '../kube/types.js';
 import { cidrContains, formatCIDR, formatIP, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import type { ProxyDaemonConfig } from './config.js';
-import { DEFAULT_OPTIONS, masqueradeMarkFromBit } from './iptables/options.js';
+import {
+  DEFAULT_OPTIONS,
+  masqueradeMarkFromBit,
+  nodePortCandidateAddresses,
+} from './iptables/options.js';
 import type { IptablesProxierOptions, LocalDetector, NfacctCounters } from './iptables/options.js';
 import { DEFAULT_NFTABLES_OPTIONS } from './nftables/options.js';
 import type { NftablesProxierOptions } from './nftables/options.js';
@@ -129,13 +133,19 @@ export function proxierOptionsFor(
   host: ProxyHost,
   family: IPFamily,
 ): IptablesProxierOptions {
+  const fam = familyNode(config, node, family);
   return {
     ...DEFAULT_OPTIONS,
-    ...familyNode(config, node, family),
+    ...fam,
     masqueradeMark: masqueradeMarkFromBit(config.masqueradeBit),
     masqueradeAll: config.masqueradeAll,
     nodePortAddresses: config.nodePortAddresses,
-    localAddresses: host.localAddresses,
+    localAddresses: nodePortCandidateAddresses(
+      config.nodePortAddresses,
+      fam.nodeIP,
+      host.localAddresses,
+      family,
+    ),
     localhostNodePorts: config.localhostNodePorts,
     nfacct: host.nfacct,
     conntrackTCPLiberal: host.conntrackTCPLiberal,
@@ -156,16 +166,23 @@ export function nftablesProxierOptionsFor(
   family: IPFamily,
   serviceCIDRs: readonly string[] = [],
 ): NftablesProxierOptions {
+  const fam = familyNode(config, node, family);
+  const nodePortAddresses =
+    config.nodePortAddresses.length === 0
+      ? DEFAULT_NFTABLES_OPTIONS.nodePortAddresses
+      : config.nodePortAddresses;
   return {
     ...DEFAULT_NFTABLES_OPTIONS,
-    ...familyNode(config, node, family),
+    ...fam,
     masqueradeMark: masqueradeMarkFromBit(config.masqueradeBit),
     masqueradeAll: config.masqueradeAll,
-    nodePortAddresses:
-      config.nodePortAddresses.length === 0
-        ? DEFAULT_NFTABLES_OPTIONS.nodePortAddresses
-        : config.nodePortAddresses,
-    localAddresses: host.localAddresses,
+    nodePortAddresses,
+    localAddresses: nodePortCandidateAddresses(
+      nodePortAddresses,
+      fam.nodeIP,
+      host.localAddresses,
+      family,
+    ),
     serviceCIDRs,
   };
 }
@@ -198,6 +215,18 @@ export function ipvsNodePortIPs(
   return out;
 }
 
+/** The addresses of `family`, canonical, without prefix, deduplicated, in input order. */
+function familyAddresses(addresses: readonly string[], family: IPFamily): string[] {
+  const out: string[] = [];
+  for (const a of addresses) {
+    const ip = parseIPSloppy(a.split('/')[0] ?? '');
+    if (ip?.family !== family) continue;
+    const text = formatIP(ip);
+    if (!out.includes(text)) out.push(text);
+  }
+  return out;
+}
+
 /**
  * IPVS-mode options of one family (masquerading as iptables.* configures it, as upstream).
  * `host.ipvsBoundAddresses` are the addresses on kube-ipvs0 (not node IPs); `excludeCIDRs`
@@ -224,7 +253,7 @@ export function ipvsProxierOptionsFor(
       family,
       host.ipvsBoundAddresses,
     ),
-    localAddresses: host.localAddresses.map((a) => a.split('/')[0] ?? a),
+    localAddresses: familyAddresses(host.localAddresses, family),
     excludeCIDRs: filterCIDRs(excludeCIDRs, family),
   };
 }

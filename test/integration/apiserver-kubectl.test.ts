@@ -1,7 +1,8 @@
 // The machine's real kubectl (1.29+ and the default `kubectl`) against `svcnet apiserver`:
 // apply, get with kube-apiserver's printed columns, -o wide, describe, get -w, create
-// (protobuf on 1.32+), expose, scale, 422 and 409 errors, get all, delete, and Service type
-// changes by patch and replace. Loopback only.
+// (protobuf on 1.32+), expose, scale, 422 and 409 errors, get all, delete, Service type
+// changes by patch and replace, and create and apply of a `kind: List` with validation on.
+// Loopback only.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -54,6 +55,21 @@ spec:
   ports: [{port: 0, name: a}, {port: 81, name: a, nodePort: 99}]
 `;
 
+/** MANIFEST as one v1 List (kubectl validates a List against /openapi/v2). */
+const LIST = `apiVersion: v1
+kind: List
+items:
+${MANIFEST.split('---\n')
+  .map((doc) =>
+    doc
+      .trimEnd()
+      .split('\n')
+      .map((line, i) => (i === 0 ? `- ${line}` : `  ${line}`))
+      .join('\n'),
+  )
+  .join('\n')}
+`;
+
 const kubectls = findKubectls(29);
 
 describe(
@@ -79,6 +95,30 @@ describe(
       await server.close();
       rmSync(dir, { recursive: true, force: true });
     });
+
+    for (const k of kubectls)
+      it(`${k.label}: create -f and apply -f of a kind: List, validation on`, async () => {
+        const kc = new KubectlRunner(k, kubeconfig);
+        const ns = `list-${k.minor ?? 'default'}`;
+        const n = ['-n', ns];
+        await kc.ok(['create', 'namespace', ns]);
+        const created = await kc.ok(['create', ...n, '-f', '-'], { stdin: LIST });
+        assert.match(created, /service\/web created/);
+        assert.match(created, /deployment.apps\/web created/);
+        assert.equal(server.store.get(SERVICES, ns, 'web').metadata.name, 'web');
+        const applied = await kc.ok(['apply', ...n, '-f', '-'], {
+          stdin: LIST.replace('replicas: 1', 'replicas: 2'),
+        });
+        assert.match(applied, /deployment.apps\/web configured/);
+        const spec = server.store.get(DEPLOYMENTS, ns, 'web').spec as { replicas: number };
+        assert.equal(spec.replicas, 2);
+        // The items are still validated strictly, by the server.
+        const bad = await kc.run(['apply', ...n, '-f', '-'], {
+          stdin: LIST.replace('targetPort: 8080', 'targetPort: 8080\n      bogus: 1'),
+        });
+        assert.notEqual(bad.code, 0);
+        assert.match(bad.stderr, /unknown field "spec\.ports\[0\]\.bogus"/);
+      });
 
     for (const k of kubectls) {
       it(`${k.label}: the tutorial workflows`, async () => {

@@ -2,7 +2,7 @@
 // detector (ClusterCIDR, NodeCIDR, BridgeInterface, InterfaceNamePrefix, or none) rendered
 // as iptables matches, and nodePortAddresses resolved against the node's addresses. Pure.
 
-import type { IPFamily } from '../../util/ip.js';
+import type { IPFamily, ParsedCIDR } from '../../util/ip.js';
 import {
   cidrContains,
   formatIP,
@@ -62,7 +62,12 @@ export interface IptablesProxierOptions {
   readonly masqueradeAll: boolean;
   /** CIDRs and keywords (`primary`, `localhost`, `all`); empty means every local address. */
   readonly nodePortAddresses: readonly string[];
-  /** The node's interface addresses (any family, with or without /prefix), incl. loopback. */
+  /**
+   * The node's interface addresses nodePortAddresses resolves against (any family, with or
+   * without /prefix). proxierOptionsFor passes only those it can select
+   * (`nodePortCandidateAddresses`); they reach only the KUBE-SERVICES NodePort jumps, which
+   * every sync rewrites, so they never force a full sync.
+   */
   readonly localAddresses: readonly string[];
   readonly localhostNodePorts: boolean;
   readonly hasRandomFully: boolean;
@@ -101,6 +106,56 @@ export type NodePortDestinations =
   | { readonly matchAll: false; readonly ips: readonly string[]; readonly warnings: string[] };
 
 /**
+ * The CIDRs nodePortAddresses names for one family (`primary` is the node IP, `localhost` the
+ * loopback range), or `undefined` when it matches every local address: `all`, a /0, or no
+ * entry of this family.
+ */
+function nodePortCIDRs(
+  nodePortAddresses: readonly string[],
+  nodeIP: string,
+  family: IPFamily,
+): ParsedCIDR[] | undefined {
+  const cidrs: string[] = [];
+  for (const entry of nodePortAddresses) {
+    if (entry === 'all') return undefined;
+    if (entry === 'primary') {
+      const ip = parseIPSloppy(nodeIP);
+      if (ip?.family === family) cidrs.push(`${formatIP(ip)}/${family === 'IPv4' ? 32 : 128}`);
+    } else if (entry === 'localhost') cidrs.push(family === 'IPv4' ? '127.0.0.0/8' : '::1/128');
+    else if (parseCIDRSloppy(entry)?.family === family) cidrs.push(entry);
+  }
+  const parsed = cidrs.map((c) => parseCIDRSloppy(c)).filter((c) => c !== undefined);
+  if (parsed.length === 0 || parsed.some((c) => c.prefix === 0)) return undefined;
+  return parsed;
+}
+
+/**
+ * The local addresses of `family` that nodePortAddresses can select, canonical, without
+ * prefix, deduplicated, in input order (loopback ones included: resolution warns about them);
+ * `[]` when nodePortAddresses matches every local address. This is all of the node's
+ * addresses the rules ever see, so the proxier options carry only these: a pod's veth
+ * address or any other address outside nodePortAddresses cannot change the options (and so
+ * cannot force a full sync).
+ */
+export function nodePortCandidateAddresses(
+  nodePortAddresses: readonly string[],
+  nodeIP: string,
+  localAddresses: readonly string[],
+  family: IPFamily,
+): string[] {
+  const cidrs = nodePortCIDRs(nodePortAddresses, nodeIP, family);
+  if (cidrs === undefined) return [];
+  const out: string[] = [];
+  for (const a of localAddresses) {
+    const ip = parseIPSloppy(a.split('/')[0] ?? '');
+    if (ip?.family !== family || !cidrs.some((c) => cidrContains(c, ip))) continue;
+    const text = formatIP(ip);
+    if (!out.includes(text)) out.push(text);
+  }
+  return out;
+}
+
+/**
  * Resolves nodePortAddresses for one family: `all` (or no entry of this family) matches
  * every local address; otherwise the node's addresses inside the listed CIDRs, in list
  * order, without duplicates. `primary` is the node IP, `localhost` the loopback range.
@@ -111,20 +166,10 @@ export function resolveNodePortAddresses(
   opts: IptablesProxierOptions,
   family: IPFamily,
 ): NodePortDestinations {
-  const cidrs: string[] = [];
-  for (const entry of opts.nodePortAddresses) {
-    if (entry === 'all') return { matchAll: true };
-    if (entry === 'primary') {
-      const ip = parseIPSloppy(opts.nodeIP);
-      if (ip?.family === family) cidrs.push(`${formatIP(ip)}/${family === 'IPv4' ? 32 : 128}`);
-    } else if (entry === 'localhost') cidrs.push(family === 'IPv4' ? '127.0.0.0/8' : '::1/128');
-    else if (parseCIDRSloppy(entry)?.family === family) cidrs.push(entry);
-  }
-  if (cidrs.length === 0) return { matchAll: true };
+  const parsedCIDRs = nodePortCIDRs(opts.nodePortAddresses, opts.nodeIP, family);
+  if (parsedCIDRs === undefined) return { matchAll: true };
   const warnings: string[] = [];
   const ips: string[] = [];
-  const parsedCIDRs = cidrs.map((c) => parseCIDRSloppy(c)).filter((c) => c !== undefined);
-  if (parsedCIDRs.some((c) => c.prefix === 0)) return { matchAll: true };
   const addrs = opts.localAddresses
     .map((a) => parseIPSloppy(a.split('/')[0] ?? ''))
     .filter((a) => a?.family === family);

@@ -180,6 +180,15 @@ export interface IptablesPlan {
   readonly warnings: readonly string[];
 }
 
+/**
+ * The options a full sync depends on, as text: all but the local addresses. Those reach only
+ * the KUBE-SERVICES NodePort jumps, which every sync rewrites (kube-proxy re-reads its node
+ * IPs every sync, and full-syncs only at start, hourly, on canary loss or after a failure).
+ */
+export function fullSyncOptionsText(options: IptablesProxierOptions): string {
+  return JSON.stringify({ ...options, localAddresses: [] });
+}
+
 function isFullSync(
   input: IptablesPlanInput,
   previous: PlanState | undefined,
@@ -361,7 +370,7 @@ function lazyDocument(text: string): () => IptablesDocument {
  */
 export function planIptables(input: IptablesPlanInput, previous?: PlanState): IptablesPlan {
   const { family, options } = input;
-  const optionsText = JSON.stringify(options);
+  const optionsText = fullSyncOptionsText(options);
   const fullSync = isFullSync(input, previous, optionsText);
   const partial = partialInput(input, previous, fullSync);
   const numEndpoints = partial

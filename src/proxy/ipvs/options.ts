@@ -16,7 +16,12 @@ export interface IpvsProxierOptions {
   readonly localDetector: LocalDetector;
   /** The addresses NodePort virtual servers listen on (already resolved and family-filtered). */
   readonly nodePortIPs: readonly string[];
-  /** Addresses of the node's other interfaces: external/LB IPs among them are not bound. */
+  /**
+   * Addresses of the node's other interfaces, this family's only: external/LB IPs among them
+   * are not bound. With nodePortIPs, they only change which virtual servers, ipset entries and
+   * bound addresses are planned, which a partial sync applies as a difference: a change never
+   * forces a full sync.
+   */
   readonly localAddresses: readonly string[];
   /** IPv6 sets named `KUBE-6-…` (production); upstream's fake proxier keeps `KUBE-…`. */
   readonly ipsetNamesIPv6Prefixed: boolean;

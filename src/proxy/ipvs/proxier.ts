@@ -3,12 +3,13 @@
 // conntrack cleanup). Each sync of a family takes a snapshot, asks the pure `planIpvs` for
 // the whole state and applies it, full or partial:
 // - A full sync (the first, after a failure, every syncPeriod — or fullSyncPeriodMs when
-//   given — and when the options changed) reads the kernel back: kube-ipvs0 ensured and its
-//   addresses read; every ipset created -exist and the entries `ipset save` lists turned into
-//   the planned ones with del/add lines in one `ipset restore` (as kube-proxy does: never
-//   flushed, so no moment without them); the virtual/real servers diffed against
-//   `ipvsadm -S -n` (+ `-L -n` for connection counters) and changed in one `ipvsadm -R`; the
-//   iptables rules written with iptables-restore --noflush.
+//   given — and when options other than the node's addresses changed) reads the kernel
+//   back: kube-ipvs0 ensured and its addresses read; every ipset created -exist and the
+//   entries `ipset save` lists turned into the planned ones with del/add lines in one
+//   `ipset restore` (as kube-proxy does: never flushed, so no moment without them); the
+//   virtual/real servers diffed against `ipvsadm -S -n` (+ `-L -n` for connection
+//   counters) and changed in one `ipvsadm -R`; the iptables rules written with
+//   iptables-restore --noflush.
 // - A partial sync reads nothing back but the connection counters of the virtual servers
 //   losing real servers (ipvsadm -L -n per virtual server, or once for all past a few): it
 //   applies the difference from the state the last sync left (`AppliedIpvs`) — ipset entries
@@ -91,6 +92,16 @@ function withoutCounters(state: IpvsState): Map<string, IpvsService> {
       })),
     });
   return out;
+}
+
+/**
+ * The options a full sync depends on, as text: all but the node's addresses (nodePortIPs,
+ * localAddresses). Those only change which virtual servers, ipset entries and kube-ipvs0
+ * addresses are planned, and a partial sync applies the whole plan's difference from the
+ * last one: a pod's veth or link-local address coming and going never makes a sync full.
+ */
+export function fullSyncOptionsKey(options: IpvsProxierOptions): string {
+  return JSON.stringify({ ...options, nodePortIPs: [], localAddresses: [] });
 }
 
 /** See the file header. */
@@ -186,7 +197,7 @@ export class IpvsProxier extends ProxierBase<FamilyState> {
       endpoints: snapshot.endpoints,
       options,
     });
-    return { plan, options, optionsKey: JSON.stringify(options) };
+    return { plan, options, optionsKey: fullSyncOptionsKey(options) };
   }
 
   /** A full sync: reads the kernel back and applies the whole plan (see the file header). */

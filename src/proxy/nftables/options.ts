@@ -27,7 +27,12 @@ export interface NftablesProxierOptions extends Pick<
    * default; `all` (or no entry of this family) means every local address (the fib rule).
    */
   readonly nodePortAddresses: readonly string[];
-  /** The node's interface addresses (any family, with or without /prefix), incl. loopback. */
+  /**
+   * The node's interface addresses nodePortAddresses resolves against (any family, with or
+   * without /prefix); nftablesProxierOptionsFor passes only those it can select. They reach
+   * only the nodeport-ips set, which a partial sync rewrites when its contents change, so
+   * they never force a full sync.
+   */
   readonly localAddresses: readonly string[];
   /**
    * The cluster's ServiceCIDRs (any family; ServiceCIDR objects): traffic to an unallocated

@@ -5,7 +5,7 @@
 // inside the ServiceCIDRs), nodeport-ips (or the fib rule when nodePortAddresses matches
 // every address), the no-endpoint maps and reject-chain, firewall-ips and firewall-check,
 // and the service-ips / service-nodeports dispatch in `services`. Partial syncs skip all of
-// it. Pure.
+// it but nodeport-ips, rewritten when the node's NodePort addresses changed. Pure.
 
 import type { NftSet, Statement } from '../../netfilter/nftables/model.js';
 import type { IPFamily } from '../../util/ip.js';
@@ -180,17 +180,26 @@ function clusterIPs(t: TableObjects, input: FixedPlanInput, ops: OpList): void {
     );
 }
 
-function nodePortIPs(t: TableObjects, input: FixedPlanInput, ops: OpList): void {
-  const set = t.set('set', NODEPORT_IPS_SET, [addrType(input.family)], {
+/**
+ * nodeport-ips: add + flush + the addresses, or add + delete when NodePorts match every local
+ * address. Also what a partial sync writes when the node's NodePort addresses changed.
+ */
+export function planNodePortIPs(
+  t: TableObjects,
+  family: IPFamily,
+  nodePorts: NftNodePortDestinations,
+  ops: OpList,
+): void {
+  const set = t.set('set', NODEPORT_IPS_SET, [addrType(family)], {
     comment: COMMENT_NODEPORT_IPS,
   });
   ops.add(set);
-  if (input.nodePorts.matchAll) {
-    ops.delete(t.set('set', NODEPORT_IPS_SET, [addrType(input.family)]));
+  if (nodePorts.matchAll) {
+    ops.delete(t.set('set', NODEPORT_IPS_SET, [addrType(family)]));
     return;
   }
   ops.flush(set);
-  for (const ip of input.nodePorts.ips) ops.add(t.element(NODEPORT_IPS_SET, [ip]));
+  for (const ip of nodePorts.ips) ops.add(t.element(NODEPORT_IPS_SET, [ip]));
 }
 
 function noEndpoints(t: TableObjects, input: FixedPlanInput, ops: OpList): void {
@@ -247,7 +256,7 @@ export function planFixed(t: TableObjects, input: FixedPlanInput, ops: OpList): 
   baseAndJumpChains(t, input, ops);
   masquerading(t, input, ops);
   clusterIPs(t, input, ops);
-  nodePortIPs(t, input, ops);
+  planNodePortIPs(t, input.family, input.nodePorts, ops);
   noEndpoints(t, input, ops);
   firewallAndDispatch(t, input, ops);
 }

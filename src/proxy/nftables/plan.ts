@@ -10,7 +10,8 @@
 // Full sync: the fixed objects (plan-fixed.ts) and every Service port's chains are written;
 // set and map elements are diffed against the kernel's (`current`) or the previous state's.
 // Partial sync: only the changed Services' chains are rewritten and only the elements that
-// changed are added or deleted; nothing else is sent. See README.md for the order.
+// changed are added or deleted; nothing else is sent but the nodeport-ips set when the node's
+// NodePort addresses changed (local addresses never make a sync full). See README.md.
 
 import type {
   NftElement,
@@ -40,7 +41,7 @@ import {
 } from './names.js';
 import { resolveNftNodePortAddresses, serviceCIDRsOfFamily } from './options.js';
 import type { NftablesProxierOptions } from './options.js';
-import { planFixed } from './plan-fixed.js';
+import { planFixed, planNodePortIPs } from './plan-fixed.js';
 import { planServicePort } from './plan-service.js';
 import type { NftPortFragment, NftServiceContext } from './plan-service.js';
 import { BucketMap, ElementStoreDraft, effective, elementText, slotKey } from './plan-store.js';
@@ -89,7 +90,10 @@ export interface NftablesPlanInput {
 /** What the next plan needs from this one. Adopt it only after a successful transaction. */
 export interface NftPlanState {
   readonly family: IPFamily;
+  /** The options a full sync depends on (`fullSyncOptionsText`): other ones make it full. */
   readonly optionsText: string;
+  /** The nodeport-ips set as written (`undefined`: NodePorts match every local address). */
+  readonly nodePortIPs: readonly string[] | undefined;
   /** Per Service port key, what it contributed (names and elements, not its rules). */
   readonly fragments: BucketMap<NftPortRecord>;
   /** `namespace/name` → the keys of its ports in `fragments`. */
@@ -138,6 +142,20 @@ export interface NftablesPlan {
 /** `ip kube-proxy` or `ip6 kube-proxy`. */
 export function tableRefOf(family: IPFamily): TableRef {
   return { family: family === 'IPv4' ? 'ip' : 'ip6', table: TABLE_NAME };
+}
+
+/**
+ * The options a full sync depends on, as text: all but the local addresses. Those reach only
+ * the nodeport-ips set, which a partial sync rewrites when its contents change (kube-proxy
+ * re-reads its node IPs every sync, and full-syncs only at start, hourly or after a failure).
+ */
+export function fullSyncOptionsText(options: NftablesProxierOptions): string {
+  return JSON.stringify({ ...options, localAddresses: [] });
+}
+
+function sameList(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 function isFullSync(
@@ -473,7 +491,7 @@ function adjustTotals(
  */
 export function planNftables(input: NftablesPlanInput, previous?: NftPlanState): NftablesPlan {
   const { family, options } = input;
-  const optionsText = JSON.stringify(options);
+  const optionsText = fullSyncOptionsText(options);
   const fullSync = isFullSync(input, previous, optionsText);
   const plan = fragmentPlanner(input);
   const a =
@@ -483,8 +501,9 @@ export function planNftables(input: NftablesPlanInput, previous?: NftPlanState):
   const t = new TableObjects(tableRefOf(family));
   const ops = new OpList();
   const warnings: string[] = [];
+  const nodePorts = resolveNftNodePortAddresses(options, family);
+  const nodePortIPs = nodePorts.matchAll ? undefined : nodePorts.ips;
   if (fullSync) {
-    const nodePorts = resolveNftNodePortAddresses(options, family);
     warnings.push(...nodePorts.warnings);
     planFixed(
       t,
@@ -497,6 +516,10 @@ export function planNftables(input: NftablesPlanInput, previous?: NftPlanState):
       },
       ops,
     );
+  } else if (!sameList(previous?.nodePortIPs, nodePortIPs)) {
+    // A node address nodePortAddresses selects came or went: only the set changes.
+    warnings.push(...nodePorts.warnings);
+    planNodePortIPs(t, family, nodePorts, ops);
   }
   const stale = staleness(input, previous, a, fullSync);
   for (const f of a.written) {
@@ -527,6 +550,7 @@ export function planNftables(input: NftablesPlanInput, previous?: NftPlanState):
     state: {
       family,
       optionsText,
+      nodePortIPs,
       fragments: a.fragments,
       portsByService: a.portsByService,
       elements,
