@@ -44,12 +44,15 @@ import {
 import { sandboxCommand, sandboxInitPid } from './sandbox.js';
 import { natSaveCommand } from './iptables-variant.js';
 import {
+  COMPONENTS_FILE,
   CONTROL_SOCKET,
   HOST_KUBECONFIG,
   kubeconfigCA,
   STATE_FILE,
+  type ComponentsRecord,
   type LabState,
 } from './supervisor.js';
+import type { ComponentStatus } from './keeper.js';
 import {
   clusterProblems,
   expectedEndpointRules,
@@ -85,6 +88,47 @@ function readRunState(stateDir: string, runId: string): LabState | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The components' states the supervisor of this run last wrote (pids in the lab sandbox's PID
+ * namespace); undefined before the lab is up or when the file is another run's.
+ */
+export function readComponents(lab: RunningLab): readonly ComponentStatus[] | undefined {
+  try {
+    const rec = JSON.parse(
+      readFileSync(join(lab.stateDir, COMPONENTS_FILE), 'utf8'),
+    ) as Partial<ComponentsRecord>;
+    return rec.runId === lab.runId && Array.isArray(rec.components) ? rec.components : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `lab status`'s component table; `down` lists what is not running (restarting, backoff). */
+export function describeComponents(
+  components: readonly ComponentStatus[],
+  now: number,
+): { text: string; down: string[] } {
+  const rows = components.map((c) => {
+    const detail =
+      c.state === 'running'
+        ? `pid ${String(c.pid ?? '?')}`
+        : [
+            c.nextStartAt !== undefined
+              ? `next start in ${String(Math.max(0, Math.ceil((c.nextStartAt - now) / 1000)))} s`
+              : 'starting',
+            ...(c.lastExit !== undefined ? [c.lastExit] : []),
+          ].join('; ');
+    return `  ${c.name.padEnd(32)} ${c.state.padEnd(10)} ${String(c.restarts).padStart(8)}  ${detail}`;
+  });
+  return {
+    text: [
+      `  ${'COMPONENT'.padEnd(32)} ${'STATE'.padEnd(10)} ${'RESTARTS'.padStart(8)}  DETAIL`,
+      ...rows,
+    ].join('\n'),
+    down: components.filter((c) => c.state !== 'running').map((c) => c.name),
+  };
 }
 
 /**
