@@ -1,12 +1,12 @@
 // The client side of `svcnet lab up|down|status|exec|kubeconfig`: starts the supervisor in its
 // sandbox, waits for it to report ready, and finds it again from its state directory
-// (/run/svcnet/lab/<name>/: run.json, state.json, lab.log, kubeconfig). Each run of a lab has
-// its own folder, created whole with its run.json (run.ts) by `lab up`: nothing in a folder is
-// read before run.json shows its run alive (pid and start time, so neither a zombie nor a
-// reused pid passes), state.json counts only with that run's id, and the API server is
-// trusted only when it proves to hold the certificate the run recorded. A folder whose run is
-// dead is a leftover of a crashed run and is swept by the next `lab up` before it starts.
-
+// (/run/svcnet/lab/<name>/: run.json, state.json, components.json, lab.log, kubeconfig, and
+// the API server's data dir apiserver/). Each run of a lab has its own folder, created whole
+// with its run.json (run.ts) by `lab up`: nothing in a folder is read before run.json shows
+// its run alive (pid and start time, so neither a zombie nor a reused pid passes), state.json
+// and components.json count only with that run's id, and the API server is trusted only when
+// it proves to hold the certificate the run recorded. A folder whose run is dead is a leftover
+// of a crashed run and is swept by the next `lab up` before it starts.
 import { connect as tlsConnect } from 'node:tls';
 import {
   existsSync,
