@@ -191,8 +191,10 @@ describe('the lab API server killed with SIGKILL', { skip }, () => {
       clusterKubeconfigAtUp,
     );
     await verifyApiServer(lab.lab);
-    const api = lab.component('apiserver');
-    assert.equal(api.state, 'running');
+    // Running once it has written its kubeconfig again, a moment after it answers.
+    const api = await eventually('the API server to be recorded running', () =>
+      Promise.resolve(lab.component('apiserver')).then((c) => c.state === 'running' && c),
+    );
     assert.equal(api.restarts, 1);
     assert.notEqual(api.pid, oldPid);
 
