@@ -157,24 +157,35 @@ function addDown(lab: Command): void {
 }
 
 function addStatus(lab: Command): void {
-  labNameOption(lab.command('status').description('show the lab and its nodes')).action(
+  labNameOption(
+    lab
+      .command('status')
+      .description('show the lab, its nodes and its components (exits 1 while one is not running)'),
+  ).action(
     action('lab status', async (o: { name: string }) => {
-      const running = (await labModule()).findLab(o.name);
+      const mod = await labModule();
+      const running = mod.findLab(o.name);
       if (!running) {
         process.exitCode = 1;
-        return Promise.resolve(`lab ${o.name} is not running`);
+        return `lab ${o.name} is not running`;
       }
       const st = running.state;
-      return Promise.resolve(
-        [
-          `lab ${o.name}: ${st.status} since ${st.readyAt ?? st.startedAt} (cni ${st.cni}, proxy mode ${st.proxyMode ?? 'iptables'}, supervisor pid ${String(running.unsharePid)})`,
-          ...(st.apiServer
-            ? [`API server ${st.apiServer}, kubeconfig ${st.kubeconfig ?? ''}`]
-            : []),
-          `logs ${join(running.stateDir, 'logs')}`,
-          describeNodes(st.plan),
-        ].join('\n'),
-      );
+      const components = mod.readComponents(running);
+      const table = components ? mod.describeComponents(components, Date.now()) : undefined;
+      // Like a failing readiness check: a component restarting or in its back-off is an outage.
+      if (st.status !== 'ready' || !table || table.down.length > 0) process.exitCode = 1;
+      return [
+        `lab ${o.name}: ${st.status} since ${st.readyAt ?? st.startedAt} (cni ${st.cni}, proxy mode ${st.proxyMode ?? 'iptables'}, supervisor pid ${String(running.unsharePid)})`,
+        ...(st.apiServer ? [`API server ${st.apiServer}, kubeconfig ${st.kubeconfig ?? ''}`] : []),
+        `logs ${join(running.stateDir, 'logs')}`,
+        describeNodes(st.plan),
+        ...(table
+          ? [
+              table.text,
+              ...(table.down.length > 0 ? [`not running: ${table.down.join(', ')}`] : []),
+            ]
+          : ['components: not recorded yet']),
+      ].join('\n');
     }),
   );
 }

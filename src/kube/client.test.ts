@@ -106,3 +106,54 @@ test('a 404 for servicecidrs reaches the informer error handler as "not served"'
     await new Promise((resolve) => server.close(resolve));
   }
 });
+
+test('an informer whose watch reopens after failures starts the next outage from the first delay', async () => {
+  // The API server restarting: list once, then a watch that ends, three refused watches, a
+  // watch that opens (no list: it resumes from its resourceVersion) and ends, then refusals.
+  let watches = 0;
+  const server = createServer((req, res) => {
+    if (!(req.url ?? '').includes('watch=true')) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ metadata: { resourceVersion: '7' }, items: [] }));
+      return;
+    }
+    watches++;
+    if (watches === 1 || watches === 5) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.flushHeaders();
+      setTimeout(() => res.end(), watches === 1 ? 0 : 200).unref();
+      return;
+    }
+    if (watches > 6) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.flushHeaders();
+      return; // stays open until the informer stops
+    }
+    res.writeHead(503, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ kind: 'Status', status: 'Failure', code: 503 }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const informer = client.createInformer(kubeConfigFor(server), client.SERVICES, {
+    initialBackoffMs: 50,
+    maxBackoffMs: 1000,
+  });
+  const errors: string[] = [];
+  try {
+    await new Promise<void>((resolve) => {
+      informer.addHandlers({
+        onError: (e) => {
+          const { failures, retryInMs } = e as { failures: number; retryInMs: number };
+          errors.push(`${String(failures)}@${String(retryInMs)}`);
+          if (errors.length === 4) resolve();
+        },
+      });
+      void informer.start();
+    });
+    // Without the reset the fourth would be failure 4, retrying in 400 ms.
+    assert.deepEqual(errors, ['1@50', '2@100', '3@200', '1@50']);
+  } finally {
+    await informer.stop();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});

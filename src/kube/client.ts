@@ -1,7 +1,8 @@
 // The real Informer, on @kubernetes/client-node ~1.4 (pinned: 2.x crashes on Node 20). All
 // use of client-node's informer machinery is in this file. It adds what client-node's
-// ListWatch lacks: restart with backoff after any list/watch error (client-node stops), relist
-// after 410 Gone, plain wire-JSON objects (client-node turns timestamps into Date), old objects
+// ListWatch lacks: restart with backoff after any list/watch error (client-node stops; an API
+// server restarting refuses connections for a while), the backoff reset once a list or watch
+// succeeds again, relist after 410 Gone, plain wire-JSON objects (client-node turns timestamps into Date), old objects
 // on update, and a synced signal.
 
 import * as k8s from '@kubernetes/client-node';
@@ -277,9 +278,8 @@ class ClientNodeInformer<T extends KubeObject> extends InformerCache<T> {
     this.backoffMs = opts.initialBackoffMs ?? 500;
     const listFn = async (): Promise<k8s.KubernetesListObject<WireObject>> => {
       const list = await spec.list(kc, opts.labelSelector, opts.fieldSelector);
-      // Only a good list ends a run of failures (a start() that failed still resolves).
-      this.failures = 0;
-      this.backoffMs = opts.initialBackoffMs ?? 500;
+      // A good list ends a run of failures (a start() that failed still resolves).
+      this.resetBackoff();
       // Back to wire JSON: client-node's models carry Date objects for timestamps.
       const items = list.items.map((i) => toWire(i, spec.model) as WireObject);
       if (opts.slim !== undefined) for (const i of items) opts.slim(i);
@@ -313,6 +313,11 @@ class ClientNodeInformer<T extends KubeObject> extends InformerCache<T> {
     });
   }
 
+  private resetBackoff(): void {
+    this.failures = 0;
+    this.backoffMs = this.opts.initialBackoffMs ?? 500;
+  }
+
   private apply(obj: T): void {
     this.opts.slim?.(obj);
     const old = this.get(objectKey(obj));
@@ -340,9 +345,15 @@ class ClientNodeInformer<T extends KubeObject> extends InformerCache<T> {
     this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxBackoffMs ?? 30_000);
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
+      const before = this.failures;
       this.track(
         this.lw.start().then(
-          () => undefined,
+          () => {
+            // The watch is open again (a failed list or watch would have counted): the next
+            // outage, e.g. another restart of the API server, starts from the first delay,
+            // even when the watch resumed from its resourceVersion without a list.
+            if (this.failures === before && !this.stopped) this.resetBackoff();
+          },
           () => {
             this.scheduleRestart();
           },

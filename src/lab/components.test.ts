@@ -23,6 +23,8 @@ test('the control plane runs in the first node; every node gets an agent and a p
   const api = specs[0]!;
   assert.deepEqual(api.args.slice(0, 3), ['apiserver', '--listen', '172.18.0.2:6443']);
   assert.deepEqual(api.ready, { kind: 'file', path: '/run/x/cluster.kubeconfig' });
+  // Objects, token and certificate survive a restart of the API server.
+  assert.equal(api.args[api.args.indexOf('--data-dir') + 1], '/run/x/apiserver');
   const proxy = specs.find((s) => s.name === 'proxy-svcnet-worker')!;
   assert.ok(proxy.args.includes('--hostname-override') && proxy.args.includes('svcnet-worker'));
   assert.ok(proxy.args.join(' ').includes('--cluster-cidr 10.244.0.0/16'));

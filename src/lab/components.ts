@@ -1,7 +1,10 @@
 // Which svcnet processes make up the lab and where they run, as data: the API server, its
 // socket bridge and the controllers in the control-plane node; on every node the node agent
 // (the lab's kubelet) and the proxy, in the lab's proxy mode. The supervisor starts them in this order, each inside
-// its node's network namespace, and waits for each one's readiness signal. Pure.
+// its node's network namespace, and waits for each one's readiness signal. The API server keeps
+// its objects, bearer token and serving certificate (its own CA) in a data dir under the lab's
+// state directory, so one restarted by the supervisor serves the same objects to clients that
+// still trust it. Pure.
 
 import { join } from 'node:path';
 import type { IptablesVariant } from '../netfilter/iptables/backend.js';
@@ -25,6 +28,11 @@ export interface LabPaths {
   readonly clusterKubeconfig: string;
   /** Unix socket bridged to the API server, for the host-side forwarder. */
   readonly apiSocket: string;
+  /**
+   * The API server's `--data-dir`: storage.db, token, tls.crt/tls.key (daemon.ts), made by
+   * its first start at `lab up` and reused by every restart.
+   */
+  readonly apiDataDir: string;
 }
 
 export function labPaths(stateDir: string): LabPaths {
@@ -32,6 +40,7 @@ export function labPaths(stateDir: string): LabPaths {
     stateDir,
     clusterKubeconfig: join(stateDir, 'cluster.kubeconfig'),
     apiSocket: join(stateDir, 'api.sock'),
+    apiDataDir: join(stateDir, 'apiserver'),
   };
 }
 
@@ -73,6 +82,8 @@ export function planComponents(
         plan.serviceCIDR,
         '--write-kubeconfig',
         kc,
+        '--data-dir',
+        paths.apiDataDir,
       ],
       ready: { kind: 'file', path: kc },
     },

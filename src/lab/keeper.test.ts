@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FakeClock } from '../util/clock.js';
+import { FakeClock, flushMicrotasks } from '../util/clock.js';
 import type { ComponentSpec } from './components.js';
 import { ComponentKeeper, restartDelay } from './keeper.js';
 import type { RunningComponent } from './run-components.js';
@@ -73,10 +73,10 @@ function setup(names: string[] = ['proxy-a', 'agent-a']) {
   };
 }
 
-test('restartDelay: at once, then 1 s doubling up to 60 s', () => {
+test("restartDelay: at once, then the kubelet's 10 s doubling up to 5 min", () => {
   assert.deepEqual(
-    [0, 1, 2, 3, 6, 7, 20].map(restartDelay),
-    [0, 1000, 2000, 4000, 32_000, 60_000, 60_000],
+    [0, 1, 2, 3, 5, 6, 7, 20].map(restartDelay),
+    [0, 10_000, 20_000, 40_000, 160_000, 300_000, 300_000, 300_000],
   );
 });
 
@@ -89,34 +89,124 @@ test('a proxy that exits non-zero (its config changed) is started again at once'
   assert.equal(keeper.running('proxy-a'), started[0]);
   assert.equal(keeper.restarts('proxy-a'), 1);
   assert.equal(keeper.restarts('agent-a'), 0);
-  assert.deepEqual(logs, ['proxy-a exited with 1; restarting']);
+  assert.deepEqual(logs, [
+    'proxy-a exited with 1; restarting',
+    'proxy-a started again (pid 102, restarts 1)',
+  ]);
 });
 
-test('exits in a row back off (1 s, 2 s, ...); a healthy run forgets the back-off', async () => {
+test('exits in a row back off (10 s, 20 s, ...); 10 min of running forgets the back-off', async () => {
   const { clock, keeper, first, started, logs } = setup(['proxy-a']);
   first[0]?.exit(1);
   await clock.advance(0);
   started[0]?.exit(1);
-  await clock.advance(999);
-  assert.equal(started.length, 1, 'waits 1 s before the second restart');
+  await clock.advance(9999);
+  assert.equal(started.length, 1, 'waits 10 s before the second restart');
   await clock.advance(1);
   assert.equal(started.length, 2);
   started[1]?.exit(2);
-  await clock.advance(1999);
+  await clock.advance(19_999);
   assert.equal(started.length, 2);
   await clock.advance(1);
   assert.equal(started.length, 3);
-  assert.deepEqual(logs, [
-    'proxy-a exited with 1; restarting',
-    'proxy-a exited with 1; restarting in 1000 ms',
-    'proxy-a exited with 2; restarting in 2000 ms',
-  ]);
-  // Ran for a minute: the next exit restarts at once again.
-  await clock.advance(60_000);
+  assert.deepEqual(
+    logs.filter((l) => !l.includes('started again')),
+    [
+      'proxy-a exited with 1; restarting',
+      'proxy-a exited with 1; restarting in 10000 ms',
+      'proxy-a exited with 2; restarting in 20000 ms',
+    ],
+  );
+  // Nine minutes of running is not enough: the next exit waits 40 s.
+  await clock.advance(9 * 60_000);
   started[2]?.exit(1);
-  await clock.advance(0);
+  await clock.advance(39_999);
+  assert.equal(started.length, 3);
+  await clock.advance(1);
   assert.equal(started.length, 4);
-  assert.equal(keeper.restarts('proxy-a'), 4);
+  // Ten minutes is: the next exit restarts at once again.
+  await clock.advance(10 * 60_000);
+  started[3]?.exit(1);
+  await clock.advance(0);
+  assert.equal(started.length, 5);
+  assert.equal(keeper.restarts('proxy-a'), 5);
+});
+
+test('the back-off is capped at 5 min', async () => {
+  const { clock, first, started } = setup(['proxy-a']);
+  first[0]?.exit(1);
+  let waited = 0;
+  for (let i = 0; i < 8; i++) {
+    const before = started.length;
+    while (started.length === before) {
+      await clock.advance(1000);
+      waited += 1000;
+    }
+    const delay = waited;
+    waited = 0;
+    if (i === 0) assert.equal(delay, 1000, 'first restart at once (first advance)');
+    if (i >= 6) assert.equal(delay, 300_000);
+    started.at(-1)?.exit(1);
+  }
+});
+
+test('status: running with pid, backoff with its due time, restarting, and the restart count', async () => {
+  const changes: string[] = [];
+  const { clock, keeper, first, started } = setup(['apiserver', 'proxy-a']);
+  const snapshot = (): string =>
+    keeper
+      .status()
+      .map((s) => `${s.name}=${s.state}`)
+      .join(',');
+  assert.deepEqual(
+    keeper.status().map((s) => [s.name, s.state, s.pid, s.restarts]),
+    [
+      ['apiserver', 'running', first[0]?.proc.pid, 0],
+      ['proxy-a', 'running', first[1]?.proc.pid, 0],
+    ],
+  );
+  first[0]?.exit(137);
+  await flushMicrotasks();
+  changes.push(snapshot());
+  await clock.advance(0);
+  changes.push(snapshot());
+  started[0]?.exit(137);
+  await clock.advance(0);
+  const st = keeper.status()[0];
+  assert.equal(st?.state, 'backoff');
+  assert.equal(st.nextStartAt, clock.now() + 10_000);
+  assert.equal(st.lastExit, 'exited with 137');
+  assert.equal(st.pid, undefined);
+  await clock.advance(10_000);
+  changes.push(snapshot());
+  assert.deepEqual(changes, [
+    'apiserver=restarting,proxy-a=running',
+    'apiserver=running,proxy-a=running',
+    'apiserver=running,proxy-a=running',
+  ]);
+  assert.equal(keeper.status()[0]?.restarts, 2);
+  assert.equal(keeper.status()[0]?.pid, started[1]?.proc.pid);
+});
+
+test('onChange is called on every change of state', async () => {
+  const clock = new FakeClock();
+  let calls = 0;
+  const a = fakeProc(spec('apiserver'));
+  const keeper = new ComponentKeeper([spec('apiserver')], [a], {
+    start: (s) => Promise.resolve(fakeProc(s)),
+    stop: () => Promise.resolve(),
+    clock,
+    log: () => undefined,
+    onChange: () => calls++,
+  });
+  assert.equal(calls, 0, 'not while constructing');
+  a.exit(1);
+  await clock.advance(0);
+  // exited (restart scheduled), timer fired (start under way), running again
+  assert.equal(calls, 3);
+  assert.equal(keeper.status()[0]?.state, 'running');
+  await keeper.stop();
+  assert.equal(calls, 3, 'not after stop');
 });
 
 test('a start that fails is tried again with the back-off', async () => {
@@ -125,8 +215,8 @@ test('a start that fails is tried again with the back-off', async () => {
   first[0]?.exit(1);
   await clock.advance(0);
   assert.equal(started.length, 0);
-  assert.match(logs[1] ?? '', /^proxy-a failed to start: .*; restarting in 1000 ms$/);
-  await clock.advance(1000);
+  assert.match(logs[1] ?? '', /^proxy-a failed to start: .*; restarting in 10000 ms$/);
+  await clock.advance(10_000);
   assert.equal(started.length, 1);
 });
 

@@ -19,7 +19,8 @@ import { planLab } from './topology.js';
 
 const root = mkdtempSync(join(tmpdir(), 'svcnet-lab-unit-'));
 process.env.SVCNET_LAB_ROOT = root;
-const { findLab, labKubeconfigText, sweepDeadLabs, verifyApiServer } = await import('./lab.js');
+const { describeComponents, findLab, labKubeconfigText, sweepDeadLabs, verifyApiServer } =
+  await import('./lab.js');
 
 // The stand-in sandbox init: the first child of this process, as `unshare`'s is.
 const init = spawn('cat', [], { stdio: ['pipe', 'ignore', 'ignore'] });
@@ -181,4 +182,31 @@ test("the API server proves it holds the run's certificate; anything else on the
     wrong.close();
     plain.close();
   }
+});
+
+test('lab status lists each component with its state and restarts; any not running is down', () => {
+  const now = Date.parse('2026-01-01T00:00:00Z');
+  const { text, down } = describeComponents(
+    [
+      { name: 'apiserver', state: 'running', pid: 12, restarts: 1, lastExit: 'exited with 137' },
+      {
+        name: 'proxy-svcnet-worker',
+        state: 'backoff',
+        restarts: 3,
+        nextStartAt: now + 19_500,
+        lastExit: 'exited with 1',
+      },
+      { name: 'controller', state: 'restarting', restarts: 0 },
+    ],
+    now,
+  );
+  assert.deepEqual(down, ['proxy-svcnet-worker', 'controller']);
+  const lines = text.split('\n');
+  assert.match(lines[0] ?? '', /^ {2}COMPONENT +STATE +RESTARTS {2}DETAIL$/);
+  assert.match(lines[1] ?? '', /^ {2}apiserver +running +1 {2}pid 12$/);
+  assert.match(
+    lines[2] ?? '',
+    /proxy-svcnet-worker +backoff +3 {2}next start in 20 s; exited with 1$/,
+  );
+  assert.match(lines[3] ?? '', /controller +restarting +0 {2}starting$/);
 });

@@ -1,12 +1,12 @@
 // The client side of `svcnet lab up|down|status|exec|kubeconfig`: starts the supervisor in its
 // sandbox, waits for it to report ready, and finds it again from its state directory
-// (/run/svcnet/lab/<name>/: run.json, state.json, lab.log, kubeconfig). Each run of a lab has
-// its own folder, created whole with its run.json (run.ts) by `lab up`: nothing in a folder is
-// read before run.json shows its run alive (pid and start time, so neither a zombie nor a
-// reused pid passes), state.json counts only with that run's id, and the API server is
-// trusted only when it proves to hold the certificate the run recorded. A folder whose run is
-// dead is a leftover of a crashed run and is swept by the next `lab up` before it starts.
-
+// (/run/svcnet/lab/<name>/: run.json, state.json, components.json, lab.log, kubeconfig, and
+// the API server's data dir apiserver/). Each run of a lab has its own folder, created whole
+// with its run.json (run.ts) by `lab up`: nothing in a folder is read before run.json shows
+// its run alive (pid and start time, so neither a zombie nor a reused pid passes), state.json
+// and components.json count only with that run's id, and the API server is trusted only when
+// it proves to hold the certificate the run recorded. A folder whose run is dead is a leftover
+// of a crashed run and is swept by the next `lab up` before it starts.
 import { connect as tlsConnect } from 'node:tls';
 import {
   existsSync,
@@ -44,12 +44,15 @@ import {
 import { sandboxCommand, sandboxInitPid } from './sandbox.js';
 import { natSaveCommand } from './iptables-variant.js';
 import {
+  COMPONENTS_FILE,
   CONTROL_SOCKET,
   HOST_KUBECONFIG,
   kubeconfigCA,
   STATE_FILE,
+  type ComponentsRecord,
   type LabState,
 } from './supervisor.js';
+import type { ComponentStatus } from './keeper.js';
 import {
   clusterProblems,
   expectedEndpointRules,
@@ -85,6 +88,47 @@ function readRunState(stateDir: string, runId: string): LabState | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The components' states the supervisor of this run last wrote (pids in the lab sandbox's PID
+ * namespace); undefined before the lab is up or when the file is another run's.
+ */
+export function readComponents(lab: RunningLab): readonly ComponentStatus[] | undefined {
+  try {
+    const rec = JSON.parse(
+      readFileSync(join(lab.stateDir, COMPONENTS_FILE), 'utf8'),
+    ) as Partial<ComponentsRecord>;
+    return rec.runId === lab.runId && Array.isArray(rec.components) ? rec.components : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `lab status`'s component table; `down` lists what is not running (restarting, backoff). */
+export function describeComponents(
+  components: readonly ComponentStatus[],
+  now: number,
+): { text: string; down: string[] } {
+  const rows = components.map((c) => {
+    const detail =
+      c.state === 'running'
+        ? `pid ${String(c.pid ?? '?')}`
+        : [
+            c.nextStartAt !== undefined
+              ? `next start in ${String(Math.max(0, Math.ceil((c.nextStartAt - now) / 1000)))} s`
+              : 'starting',
+            ...(c.lastExit !== undefined ? [c.lastExit] : []),
+          ].join('; ');
+    return `  ${c.name.padEnd(32)} ${c.state.padEnd(10)} ${String(c.restarts).padStart(8)}  ${detail}`;
+  });
+  return {
+    text: [
+      `  ${'COMPONENT'.padEnd(32)} ${'STATE'.padEnd(10)} ${'RESTARTS'.padStart(8)}  DETAIL`,
+      ...rows,
+    ].join('\n'),
+    down: components.filter((c) => c.state !== 'running').map((c) => c.name),
+  };
 }
 
 /**

@@ -1,9 +1,11 @@
 // Starts the lab's component processes (components.ts) inside their node namespaces and stops
 // them. Each runs as `nsenter --net=/run/netns/NODE svcnet ARGS...`, logs to
-// `<logDir>/<name>.log`, and counts as started once its readiness signal appears; a component
-// that exits before that fails `lab up` with the tail of its log.
+// `<logDir>/<name>.log`, and counts as started once its readiness signal appears (a file it
+// writes, written after it was started: a restarted API server finds its kubeconfig from the
+// run before, and is ready only once it has written it again); a component that exits before
+// that fails `lab up` with the tail of its log.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
@@ -24,6 +26,17 @@ function tail(file: string, lines = 15): string {
   }
 }
 
+const MTIME_SLACK_MS = 20;
+
+/** The file exists and was written at or after `since` (epoch ms, the file system's clock). */
+function writtenSince(path: string, since: number): boolean {
+  try {
+    return statSync(path).mtimeMs >= since;
+  } catch {
+    return false;
+  }
+}
+
 export async function startComponents(
   specs: readonly ComponentSpec[],
   self: readonly string[],
@@ -35,6 +48,8 @@ export async function startComponents(
   try {
     for (const spec of specs) {
       const log = join(logDir, `${spec.name}.log`);
+      // File times come from the kernel's coarse clock, which may lag Date.now() by a tick.
+      const since = Date.now() - MTIME_SLACK_MS;
       // nsenter joins only the network namespace. `ip netns exec` would also give the
       // component a mount namespace of its own, and the Pod namespaces a node agent creates
       // (bind mounts under /run/netns) would then be invisible to everyone else.
@@ -47,7 +62,7 @@ export async function startComponents(
       let exited: number | undefined;
       void proc.exited.then((code) => (exited = code));
       const deadline = clock.now() + timeoutMs;
-      while (spec.ready.kind === 'file' && !existsSync(spec.ready.path)) {
+      while (spec.ready.kind === 'file' && !writtenSince(spec.ready.path, since)) {
         if (exited !== undefined)
           throw new SvcnetError(
             'INTERNAL',

@@ -6,7 +6,10 @@
 // record stamped with the run id `lab up` gave it (run.ts) and the fingerprint of the API
 // server certificate this run created, so no client takes a dead run's state for its own. Once
 // the lab is up, a component that exits is started again (keeper.ts, the kubelet's
-// restartPolicy Always; `lab restart` goes through it too). On
+// restartPolicy Always with its CrashLoopBackOff; `lab restart` goes through it too), and each
+// component's state, pid and restart count is written to components.json for `lab status`.
+// The API server among them: it keeps its objects, token and certificate in its data dir
+// (components.ts), so the host kubeconfig written once stays valid across its restarts. On
 // SIGTERM it stops the components and tears the network down. If it is killed instead, the
 // kernel does the teardown: every process of the sandbox dies with it, and every namespace
 // with its private mounts.
@@ -33,7 +36,7 @@ import {
 } from './components.js';
 import { startComponents, stopComponents, type RunningComponent } from './run-components.js';
 import { startForwarder, type Forwarder } from './forward.js';
-import { ComponentKeeper } from './keeper.js';
+import { ComponentKeeper, type ComponentStatus } from './keeper.js';
 import { applyObjects } from './apply.js';
 import { dnsAddon } from './addons.js';
 import { writeSecretFile } from '../util/secret-file.js';
@@ -60,6 +63,22 @@ export interface LabState {
 
 export const STATE_FILE = 'state.json';
 export const HOST_KUBECONFIG = 'kubeconfig';
+/** The components' states (ComponentsRecord), rewritten on every change. */
+export const COMPONENTS_FILE = 'components.json';
+
+export interface ComponentsRecord {
+  /** The run that wrote it (run.json's runId); a reader trusts no other. */
+  readonly runId: string;
+  readonly updatedAt: string;
+  /** Pids are in the lab sandbox's PID namespace. */
+  readonly components: readonly ComponentStatus[];
+}
+
+export function writeComponents(stateDir: string, record: ComponentsRecord): void {
+  const tmp = join(stateDir, `${COMPONENTS_FILE}.tmp`);
+  writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`);
+  renameSync(tmp, join(stateDir, COMPONENTS_FILE));
+}
 
 export function writeState(stateDir: string, state: LabState): void {
   const tmp = join(stateDir, `${STATE_FILE}.tmp`);
@@ -171,6 +190,43 @@ export function kubeconfigCA(kubeconfig: string, file: string): string {
   return certFingerprint(Buffer.from(m[1], 'base64').toString('utf8'));
 }
 
+/**
+ * From `lab up` on, a component that exits is started again, as the kubelet does for a static
+ * Pod or a DaemonSet's Pod (a proxy whose --config changed exits to be restarted with it; an
+ * API server killed comes back on its data dir); every change is written to components.json.
+ */
+function keepComponents(
+  opts: SupervisorOptions,
+  specs: ReturnType<typeof planComponents>,
+  running: readonly RunningComponent[],
+): ComponentKeeper {
+  const logDir = join(opts.stateDir, 'logs');
+  const record = (): void => {
+    try {
+      writeComponents(opts.stateDir, {
+        runId: opts.runId,
+        updatedAt: new Date().toISOString(),
+        components: keeper.status(),
+      });
+    } catch (e) {
+      opts.log(`cannot write ${COMPONENTS_FILE}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  };
+  const keeper: ComponentKeeper = new ComponentKeeper(specs, running, {
+    start: async (spec) => {
+      const [again] = await startComponents([spec], opts.self, logDir);
+      if (again === undefined) throw new SvcnetError('INTERNAL', `${spec.name} did not start`);
+      return again;
+    },
+    stop: (cs) => stopComponents(cs),
+    clock: realClock,
+    log: opts.log,
+    onChange: record,
+  });
+  record();
+  return keeper;
+}
+
 /** Builds the lab and serves until SIGTERM/SIGINT; resolves after the teardown. */
 export async function superviseLab(opts: SupervisorOptions): Promise<void> {
   const { plan, stateDir, execer, log, runId } = opts;
@@ -226,18 +282,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     await stopComponents(running);
     throw e;
   }
-  // From here on a component that exits is started again, as the kubelet does for a
-  // DaemonSet's Pods (a proxy whose --config changed exits to be restarted with it).
-  const keeper = new ComponentKeeper(planComponents(plan, paths, opts.components), running, {
-    start: async (spec) => {
-      const [again] = await startComponents([spec], opts.self, logDir);
-      if (again === undefined) throw new SvcnetError('INTERNAL', `${spec.name} did not start`);
-      return again;
-    },
-    stop: (cs) => stopComponents(cs),
-    clock: realClock,
-    log,
-  });
+  const keeper = keepComponents(opts, planComponents(plan, paths, opts.components), running);
   const control = await serveControl(join(stateDir, CONTROL_SOCKET), (name) =>
     keeper.restart(name),
   );

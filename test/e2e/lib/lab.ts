@@ -17,6 +17,7 @@ import {
   labDown,
   labRestart,
   labUp,
+  readComponents,
   resolveTarget,
   type RunningLab,
   waitForCluster,
@@ -26,6 +27,7 @@ import { applyObjects } from '../../../src/lab/apply.js';
 import { missingToolsReason } from '../../integration/lib/prereq.js';
 import { proxySettled } from '../../../src/lab/wait.js';
 import type { ExecResult } from '../../../src/os/exec.js';
+import type { ComponentStatus } from '../../../src/lab/keeper.js';
 
 export const E2E_CNI: 'svcnet' | 'reference' =
   process.env.SVCNET_E2E_CNI === 'reference' ? 'reference' : 'svcnet';
@@ -281,6 +283,37 @@ export class E2eLab {
    */
   async settled(timeoutMs = 120_000): Promise<void> {
     await waitForCluster(this.lab, this.kc, Date.now() + timeoutMs);
+  }
+
+  /** The components' states as the supervisor last recorded them (components.json). */
+  components(): readonly ComponentStatus[] {
+    const list = readComponents(this.lab);
+    if (!list) throw new Error(`lab ${this.name}: no components recorded`);
+    return list;
+  }
+
+  /** One component's recorded state; throws for an unknown name. */
+  component(name: string): ComponentStatus {
+    const c = this.components().find((x) => x.name === name);
+    if (!c) throw new Error(`lab ${this.name}: no component ${name}`);
+    return c;
+  }
+
+  /**
+   * Sends a signal (default SIGKILL) to a running component by the pid the lab recorded for it
+   * (in the lab sandbox's PID namespace, so `kill` runs in there); returns that pid.
+   */
+  async kill(component: string, signal = 'KILL'): Promise<number> {
+    const { pid, state } = this.component(component);
+    if (state !== 'running' || pid === undefined)
+      throw new Error(`lab ${this.name}: ${component} is ${state}, no pid to signal`);
+    const r = await inLab(this.lab, this.lab.state.plan.hubNetns, [
+      'kill',
+      `-${signal}`,
+      String(pid),
+    ]);
+    if (r.code !== 0) throw new Error(`kill -${signal} ${String(pid)}: ${r.stderr.trim()}`);
+    return pid;
   }
 
   /** Restarts a component of the lab (`proxy-NODE`, `agent-NODE`, `controller`, ...). */
