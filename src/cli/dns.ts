@@ -1,10 +1,12 @@
 // `svcnet dns`: the cluster DNS daemon (CoreDNS's kubernetes + forward + cache + health +
 // ready + prometheus plugins in one process). Flags override the --config file. Logs go to
-// stderr (text on a terminal, JSON otherwise); the process runs until SIGINT/SIGTERM. A bad
+// stderr (text on a terminal, JSON otherwise). On SIGTERM or SIGINT it goes into lameduck as
+// CoreDNS with `health { lameduck 5s }`: /ready answers 503 while queries are still answered
+// for --lameduck, then it closes and exits 0; a second signal cuts the lameduck short. A bad
 // flag, config file or kubeconfig exits 2, a listener that cannot bind exits 1, each with one
 // line and before anything serves.
 
-import { waitForTermination } from '../os/process.js';
+import { onTerminationSignals } from '../os/process.js';
 import type { Command } from 'commander';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { SvcnetError } from '../errors.js';
@@ -31,6 +33,7 @@ interface DnsOptions {
   healthListen?: string;
   readyListen?: string;
   metricsListen?: string;
+  lameduck?: string;
   v?: string;
   loggingFormat?: string;
   logLevel?: string;
@@ -57,6 +60,7 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
       ...(opts.healthListen !== undefined ? { healthListen: opts.healthListen } : {}),
       ...(opts.readyListen !== undefined ? { readyListen: opts.readyListen } : {}),
       ...(opts.metricsListen !== undefined ? { metricsListen: opts.metricsListen } : {}),
+      ...(opts.lameduck !== undefined ? { lameduck: opts.lameduck } : {}),
     },
     opts.config ?? '--config',
   );
@@ -98,9 +102,19 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
   });
   await hold.release();
   await daemon.start();
-  await waitForTermination();
-  log.info('Shutting down');
-  await daemon.stop();
+  // The first signal starts the lameduck, a later one ends it; both settle the same promise.
+  let off = (): void => undefined;
+  const closed = new Promise<void>((resolve, reject) => {
+    off = onTerminationSignals((signal) => {
+      daemon.shutdown(signal).then(resolve, reject);
+    });
+  });
+  try {
+    await closed;
+  } finally {
+    off();
+  }
+  log.flush();
   return undefined;
 }
 
@@ -131,6 +145,10 @@ export function registerDnsCommand(program: Command): void {
     .option(
       '--metrics-listen <addr:port>',
       '/metrics endpoint (default :9153; "" disables, as does "off")',
+    )
+    .option(
+      '--lameduck <duration>',
+      'after SIGTERM/SIGINT, keep answering this long with /ready 503 (default 5s; 0 disables)',
     );
   addLogFlags(cmd).action(daemonAction('dns', runDns));
 }

@@ -2,14 +2,15 @@
 // line flags applied on top, validated as a whole (every field error is collected before
 // failing). Defaults follow kubeadm's Corefile: zones <domain> in-addr.arpa ip6.arpa,
 // `pods insecure`, `fallthrough in-addr.arpa ip6.arpa`, health :8080, ready :8181,
-// prometheus :9153, `cache 30`, upstreams from resolv.conf; the record TTL is the plugin's
-// default 5 s. Pure: the caller reads the file.
+// prometheus :9153, `cache 30`, upstreams from resolv.conf, `health { lameduck 5s }`; the
+// record TTL is the plugin's default 5 s. Pure: the caller reads the file.
 
 import { parseYamlDocument } from '../kube/manifest.js';
 import { ValidationError, type FieldError } from '../errors.js';
 import type { PodMode, ResolverConfig } from './resolve.js';
 import { parseUpstream, type UpstreamAddress } from './forward.js';
 import { fqdn } from './wire.js';
+import { parseDuration } from '../util/duration.js';
 
 export interface HostPort {
   readonly host: string;
@@ -31,7 +32,12 @@ export interface DnsConfig {
   /** Log "waiting for sync" and serve SERVFAIL for would-be NXDOMAINs until synced. */
   readonly startupTimeoutSeconds: number;
   readonly forwardTimeoutMs: number;
+  /** How long to keep answering after SIGTERM/SIGINT, reporting not ready; 0 disables. */
+  readonly lameduckMs: number;
 }
+
+/** kubeadm's and kind's Corefile: `health { lameduck 5s }`. */
+export const DEFAULT_LAMEDUCK_MS = 5000;
 
 export interface DnsFlags {
   readonly listen?: string;
@@ -40,6 +46,8 @@ export interface DnsFlags {
   readonly healthListen?: string;
   readonly readyListen?: string;
   readonly metricsListen?: string;
+  /** A Go duration (`5s`, `500ms`, `0`). */
+  readonly lameduck?: string;
 }
 
 const KNOWN_KEYS = new Set([
@@ -63,6 +71,7 @@ const KNOWN_KEYS = new Set([
   'transfer',
   'startupTimeoutSeconds',
   'forwardTimeoutMs',
+  'lameduck',
 ]);
 
 function fqdnLower(z: string): string {
@@ -77,6 +86,15 @@ export function parseHostPort(text: string): HostPort | undefined {
   const port = Number(m[2]);
   if (!Number.isInteger(port) || port < 0 || port > 65535) return undefined;
   return { host: m[1] === '' ? '0.0.0.0' : (m[1] ?? '0.0.0.0'), port };
+}
+
+/** The lameduck in milliseconds from a Go duration (flag or file), default 5 s. */
+function lameduckOf(v: unknown, err: (field: string, message: string) => void): number {
+  if (v === undefined) return DEFAULT_LAMEDUCK_MS;
+  const ms = typeof v === 'string' ? parseDuration(v.trim()) : undefined;
+  if (ms !== undefined && ms >= 0 && ms <= 3_600_000) return ms;
+  err('lameduck', `must be a duration from 0 to 1h (e.g. 5s, 500ms, 0), got ${JSON.stringify(v)}`);
+  return DEFAULT_LAMEDUCK_MS;
 }
 
 /**
@@ -218,6 +236,7 @@ export function buildDnsConfig(
     transfer: bool('transfer', false),
     startupTimeoutSeconds: num('startupTimeoutSeconds', 5, 0, 3600),
     forwardTimeoutMs: num('forwardTimeoutMs', 2000, 10, 60000),
+    lameduckMs: lameduckOf(flags.lameduck ?? raw.lameduck, err),
   };
   if (errors.length > 0) throw new ValidationError(errors);
   return cfg;

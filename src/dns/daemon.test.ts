@@ -1,9 +1,11 @@
 // The daemon wired to FakeInformers: SERVFAIL and /ready 503 before the informers sync,
 // answers after, live updates from watch events, invalid objects skipped and counted,
-// /health, and CoreDNS-named metrics on /metrics. Everything on loopback, port 0.
+// /health, and CoreDNS-named metrics on /metrics; the lameduck shutdown (answers over UDP and
+// TCP with /ready 503 until it ends, then closed sockets). Everything on loopback, port 0.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createSocket } from 'node:dgram';
 import { request } from 'node:http';
 import * as dnsPacket from 'dns-packet';
 import { pino } from 'pino';
@@ -13,7 +15,7 @@ import type { EndpointSlice, KubeObject, Service } from '../kube/types.js';
 import { FakeClock, flushMicrotasks } from '../util/clock.js';
 import { buildDnsConfig } from './config.js';
 import { DnsDaemon } from './daemon.js';
-import { q, udp } from './client.js';
+import { q, tcp, udp } from './client.js';
 import { db, dbSlice, web } from './testdata/cluster.js';
 
 function get(port: number, path: string): Promise<{ status: number; body: string }> {
@@ -150,4 +152,122 @@ test('buildDnsConfig collects every field error', () => {
   assert.equal(c.resolver.ttl, 30);
   assert.equal(c.resolver.fallthrough, undefined);
   assert.deepEqual(c.upstreams, [{ host: 'fd00::53', port: 5353 }]);
+});
+
+/** True when 127.0.0.1:port can be bound for UDP, i.e. the daemon's socket is gone. */
+function udpPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createSocket('udp4');
+    s.once('error', () => {
+      resolve(false);
+    });
+    s.bind(port, '127.0.0.1', () => {
+      s.close(() => {
+        resolve(true);
+      });
+    });
+  });
+}
+
+test('daemon shutdown: lameduck keeps answering UDP and TCP with /ready 503, then closes', async () => {
+  const clock = new FakeClock();
+  const config = buildDnsConfig(undefined, {
+    listen: '127.0.0.1:0',
+    healthListen: '127.0.0.1:0',
+    readyListen: '127.0.0.1:0',
+    metricsListen: 'off',
+  });
+  assert.equal(config.lameduckMs, 5000, "kubeadm's lameduck 5s by default");
+  interface Entry {
+    msg: string;
+    lameduck?: string;
+  }
+  const entries: Entry[] = [];
+  const log = pino(
+    { level: 'info' },
+    { write: (line: string) => entries.push(JSON.parse(line) as Entry) },
+  );
+  const daemon = new DnsDaemon({
+    config,
+    services: new FakeInformer<Service>([web]),
+    endpointSlices: new FakeInformer<EndpointSlice>([]),
+    upstreams: [],
+    registry: new Registry(),
+    log,
+    clock,
+  });
+  const ports = await daemon.start();
+  assert.ok(ports.ready && ports.health);
+  await flushMicrotasks();
+  assert.equal((await get(ports.ready, '/ready')).status, 200);
+  const answers = async (what: string): Promise<void> => {
+    const u = await udp(ports.dns, q('web.default.svc.cluster.local'));
+    assert.ok(u, `${what}: UDP answered`);
+    assert.equal(dnsPacket.decode(u).answers?.length, 1, `${what}: UDP answer`);
+    const t = await tcp(ports.dns, q('web.default.svc.cluster.local'));
+    assert.equal(dnsPacket.decode(t).answers?.length, 1, `${what}: TCP answer`);
+  };
+
+  let closed = false;
+  const done = daemon.shutdown('SIGTERM').then(() => (closed = true));
+  assert.deepEqual(
+    await get(ports.ready, '/ready'),
+    { status: 503, body: 'Shutting down' },
+    'not ready from the first signal',
+  );
+  assert.deepEqual(await get(ports.health, '/health'), { status: 200, body: 'OK' });
+  assert.ok(
+    entries.some((e) => e.msg === 'Going into lameduck mode' && e.lameduck === '5s'),
+    'logs the lameduck with its duration',
+  );
+  await answers('at the start of lameduck');
+  await clock.advance(4999);
+  await answers('1 ms before the end of lameduck');
+  assert.equal(closed, false);
+  assert.equal(await udpPortFree(ports.dns), false, 'the DNS socket is still bound');
+
+  await clock.advance(1);
+  await done;
+  assert.equal(await udpPortFree(ports.dns), true, 'the DNS socket is closed');
+  await assert.rejects(tcp(ports.dns, q('web.default.svc.cluster.local')), /ECONNREFUSED/);
+  await assert.rejects(get(ports.ready, '/ready'), /ECONNREFUSED/);
+  assert.deepEqual(entries.map((e) => e.msg).slice(-3), [
+    'Going into lameduck mode',
+    'Shutting down',
+    'DNS server stopped',
+  ]);
+});
+
+test('daemon shutdown: --lameduck 0 closes at once', async () => {
+  const config = buildDnsConfig(undefined, {
+    listen: '127.0.0.1:0',
+    healthListen: 'off',
+    readyListen: 'off',
+    metricsListen: 'off',
+    lameduck: '0',
+  });
+  const daemon = new DnsDaemon({
+    config,
+    services: new FakeInformer<Service>([]),
+    endpointSlices: new FakeInformer<EndpointSlice>([]),
+    upstreams: [],
+    registry: new Registry(),
+    log: pino({ level: 'silent' }),
+    clock: new FakeClock(),
+  });
+  const ports = await daemon.start();
+  await daemon.shutdown('SIGINT');
+  assert.equal(await udpPortFree(ports.dns), true);
+});
+
+test('buildDnsConfig: lameduck from the file, the flag winning, and bad values named', () => {
+  assert.equal(buildDnsConfig('lameduck: 10s\n', {}).lameduckMs, 10_000);
+  assert.equal(buildDnsConfig('lameduck: 10s\n', { lameduck: '250ms' }).lameduckMs, 250);
+  assert.equal(buildDnsConfig(undefined, { lameduck: '0' }).lameduckMs, 0);
+  for (const bad of ['5', '-1s', 'soon', '2h'])
+    assert.throws(
+      () => buildDnsConfig(undefined, { lameduck: bad }, 'dns.yaml'),
+      new RegExp(`dns\\.yaml: lameduck: must be a duration .*got "${bad}"`),
+    );
+  assert.throws(() => buildDnsConfig('lameduck: 5\n', {}), /lameduck: must be a duration/);
 });

@@ -2,8 +2,10 @@
 // for `pods verified`) feed the record index one event at a time; the DNS server answers from
 // it (SERVFAIL for would-be NXDOMAINs until every informer has synced, as CoreDNS); the
 // forwarder with its cache takes the rest; /health (200 while the process serves), /ready
-// (200 once synced, 503 before) and /metrics (Prometheus, CoreDNS names) listen on their own
-// ports. Bad objects are skipped, logged and counted; the daemon keeps serving.
+// (200 once synced, 503 before and from the start of shutdown) and /metrics (Prometheus,
+// CoreDNS names) listen on their own ports. `shutdown` runs CoreDNS's lameduck (lameduck.ts)
+// before closing; `stop` closes at once. Bad objects are skipped, logged and counted; the
+// daemon keeps serving.
 
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { Logger } from 'pino';
@@ -24,6 +26,8 @@ import { DnsMetrics } from './metrics.js';
 import { DnsHandler, DnsServer } from './server.js';
 import { listenFailed } from '../util/listen-error.js';
 import { realClock, type Clock } from '../util/clock.js';
+import { formatDuration } from '../util/duration.js';
+import { LameduckShutdown, type ShutdownEvent } from './lameduck.js';
 
 export interface DnsDaemonDeps {
   readonly config: DnsConfig;
@@ -58,11 +62,21 @@ export class DnsDaemon {
   private readonly server: DnsServer;
   private readonly http: HttpServer[] = [];
   private readonly informers: Informer<KubeObject>[];
+  private readonly lameduck: LameduckShutdown;
+  private stopped: Promise<void> | undefined;
 
   constructor(deps: DnsDaemonDeps) {
     this.deps = deps;
     const cfg = deps.config;
     const clock = deps.clock ?? realClock;
+    this.lameduck = new LameduckShutdown({
+      durationMs: cfg.lameduckMs,
+      clock,
+      stop: () => this.stop(),
+      onEvent: (e) => {
+        this.logShutdown(e);
+      },
+    });
     this.index = new RecordIndex({
       trackNamespaces: deps.namespaces !== undefined,
       clock,
@@ -149,6 +163,45 @@ export class DnsDaemon {
     return this.informers.every((i) => i.hasSynced());
   }
 
+  /** /ready as CoreDNS's ready plugin: 503 naming what is missing, or "Shutting down". */
+  private readiness(): [number, string] {
+    if (this.lameduck.isShuttingDown()) return [503, 'Shutting down'];
+    return this.isSynced() ? [200, 'OK'] : [503, 'kubernetes'];
+  }
+
+  /**
+   * The graceful end (SIGTERM/SIGINT): /ready turns 503 at once, queries are still answered
+   * for the configured lameduck, then everything closes. A call during lameduck ends it now.
+   * Every call returns the same promise, resolved once closed.
+   */
+  shutdown(reason: string): Promise<void> {
+    return this.lameduck.shutdown(reason);
+  }
+
+  private logShutdown(e: ShutdownEvent): void {
+    const log = this.deps.log;
+    switch (e.kind) {
+      case 'lameduck':
+        log.info(
+          { reason: e.reason, lameduck: formatDuration(e.durationMs) },
+          'Going into lameduck mode',
+        );
+        return;
+      case 'cut-short':
+        log.info(
+          { reason: e.reason, remaining: formatDuration(e.remainingMs) },
+          'Lameduck cut short',
+        );
+        return;
+      case 'stopping':
+        log.info({ reason: e.reason, lameduckMs: e.lameduckMs }, 'Shutting down');
+        return;
+      case 'stopped':
+        log.info('DNS server stopped');
+        return;
+    }
+  }
+
   /**
    * Binds every listener (DNS first, so queries get SERVFAIL rather than nothing before sync)
    * and then starts the informers. Whole or not at all: when any listener cannot bind, every
@@ -182,7 +235,7 @@ export class DnsDaemon {
     const ready = cfg.ready
       ? await step('/ready', cfg.ready, '--ready-listen', () =>
           this.listenHttp(cfg.ready ?? cfg.listen, (path) =>
-            path === '/ready' ? (this.isSynced() ? [200, 'OK'] : [503, 'kubernetes']) : undefined,
+            path === '/ready' ? this.readiness() : undefined,
           ),
         )
       : undefined;
@@ -196,7 +249,8 @@ export class DnsDaemon {
     for (const inf of this.informers) {
       inf.start().then(
         () => {
-          if (this.isSynced())
+          // An informer stopped by shutdown ends its start() too: that is no sync.
+          if (this.stopped === undefined && this.isSynced())
             this.deps.log.info(
               { ...this.index.stats(), elapsedMs: clock.now() - t0 },
               'Kubernetes API synced',
@@ -276,7 +330,13 @@ export class DnsDaemon {
     );
   }
 
-  async stop(): Promise<void> {
+  /** Closes everything now (no lameduck). Idempotent: later calls share the first. */
+  stop(): Promise<void> {
+    this.stopped ??= this.closeAll();
+    return this.stopped;
+  }
+
+  private async closeAll(): Promise<void> {
     await Promise.all(this.informers.map((i) => i.stop()));
     this.forwarder.close();
     await this.server.close();

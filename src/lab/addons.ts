@@ -2,12 +2,19 @@
 // CoreDNS addon. `svcnet dns` runs as two Pods of the kube-system/coredns Deployment (the
 // node agent runs a container whose command is `svcnet dns` as that subcommand), behind the
 // kube-dns Service at the plan's DNS address. The Pods use dnsPolicy Default, so their own
-// lookups go to the node's resolver rather than to themselves. Pure.
+// lookups go to the node's resolver rather than to themselves. A deleted DNS Pod goes into
+// lameduck as CoreDNS with kubeadm's `health { lameduck 5s }` (it answers while /ready fails
+// and its endpoint is terminating), so its grace period is the default 30 s, well above the
+// lameduck, lest the node agent's SIGKILL cut it short. Pure.
 
 import type { KubeObject } from '../kube/types.js';
 import type { LabPlan } from './topology.js';
 
 export const DNS_LABELS = { 'k8s-app': 'kube-dns' } as const;
+
+/** `--lameduck` of the DNS Pods, and their grace period (must exceed it). */
+export const DNS_LAMEDUCK = '5s';
+export const DNS_GRACE_SECONDS = 30;
 
 export function dnsAddon(plan: LabPlan, domain = 'cluster.local'): KubeObject[] {
   const service = {
@@ -39,13 +46,13 @@ export function dnsAddon(plan: LabPlan, domain = 'cluster.local'): KubeObject[] 
         metadata: { labels: { ...DNS_LABELS } },
         spec: {
           dnsPolicy: 'Default',
-          terminationGracePeriodSeconds: 5,
+          terminationGracePeriodSeconds: DNS_GRACE_SECONDS,
           containers: [
             {
               name: 'coredns',
               image: 'svcnet',
               command: ['svcnet', 'dns'],
-              args: ['--listen', '0.0.0.0:53', '--zone', domain],
+              args: ['--listen', '0.0.0.0:53', '--zone', domain, '--lameduck', DNS_LAMEDUCK],
               ports: [
                 { name: 'dns', containerPort: 53, protocol: 'UDP' },
                 { name: 'dns-tcp', containerPort: 53, protocol: 'TCP' },

@@ -109,6 +109,23 @@ export function waitForTermination(): Promise<NodeJS.Signals> {
   });
 }
 
+/**
+ * Calls `onSignal` on every SIGTERM and SIGINT until the returned function is called (a
+ * daemon's graceful shutdown, where a second signal means "now"). While installed, these
+ * signals no longer end the process: the caller does.
+ */
+export function onTerminationSignals(onSignal: (sig: NodeJS.Signals) => void): () => void {
+  const handler = (sig: NodeJS.Signals): void => {
+    onSignal(sig);
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+  return () => {
+    process.off('SIGTERM', handler);
+    process.off('SIGINT', handler);
+  };
+}
+
 /** The process is gone: no such pid, or a zombie nobody has reaped yet. */
 export function processGone(pid: number): boolean {
   try {

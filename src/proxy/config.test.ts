@@ -6,11 +6,11 @@ import { SvcnetError, ValidationError } from '../errors.js';
 import {
   DAEMON_PROXY_MODES,
   defaultKubeProxyConfig,
-  parseDuration,
   parseKubeProxyConfiguration,
   requireBuiltProxyMode,
   resolveProxyConfig,
 } from './config.js';
+import { parseDuration } from '../util/duration.js';
 
 const HEAD = 'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n';
 

@@ -18,6 +18,7 @@ import type { IptablesVariantSetting } from '../netfilter/iptables/variant.js';
 import { formatCIDR, parseCIDRSloppy, parseIPSloppy } from '../util/ip.js';
 import type { IPFamily } from '../util/ip.js';
 import type { ConntrackSettings } from './node-setup.js';
+import { parseDuration } from '../util/duration.js';
 import {
   DEFAULT_IPVS_MODE_CONFIG,
   IPVS_FILE_FIELDS,
@@ -91,34 +92,6 @@ export interface KubeProxyConfig {
 }
 
 const SECOND = 1000;
-const DURATION_UNITS: Record<string, number> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3,
-  ms: 1,
-  s: SECOND,
-  m: 60 * SECOND,
-  h: 3600 * SECOND,
-};
-
-/** Parses a Go duration ("1h2m3.5s", "250ms", "0") into milliseconds, or undefined. */
-export function parseDuration(text: string): number | undefined {
-  if (text === '0') return 0;
-  const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/y;
-  let total = 0;
-  let pos = 0;
-  const neg = text.startsWith('-');
-  if (neg || text.startsWith('+')) pos = 1;
-  if (pos >= text.length) return undefined;
-  while (pos < text.length) {
-    re.lastIndex = pos;
-    const m = re.exec(text);
-    if (!m) return undefined;
-    total += Number(m[1]) * (DURATION_UNITS[m[2] ?? ''] ?? 0);
-    pos = re.lastIndex;
-  }
-  return neg ? -total : total;
-}
 
 type FieldSpec =
   | 'string'

@@ -3,7 +3,8 @@
 // EndpointSlices are written through the API. Checks ClusterIP spreading, endpoint removal
 // within 2 s, REJECT after deletion, NodePort source IP per externalTrafficPolicy, the
 // health-check node port and healthz seen from outside the node, and that restarting the
-// API server leaves the node's rules in place and the proxy reconnects.
+// API server leaves the node's rules in place and the proxy reconnects, and that SIGTERM ends
+// the proxy with exit 0 and its rules left in place, as kube-proxy.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -236,6 +237,28 @@ describe('svcnet proxy against svcnet apiserver (child processes)', { skip }, ()
       () => lab.tryHttp(pod(2).ns, `10.96.100.30:${PORT}`, 1)?.startsWith('pod-b') === true,
       40_000,
       'change after restart programmed',
+    );
+  });
+
+  // kube-proxy leaves its rules when it stops (only --cleanup removes them), so a proxy
+  // restart or upgrade does not cut the node's Services off.
+  test('SIGTERM: the proxy exits 0 and leaves its rules; the Service keeps answering without it', async () => {
+    await put(serviceObj('after-exit', '10.96.100.40'), sliceObj('after-exit', [pod(0).ip]));
+    await waitFor(
+      () => lab.tryHttp(pod(2).ns, `10.96.100.40:${PORT}`)?.startsWith('pod-a') === true,
+      10_000,
+      'after-exit answers',
+    );
+    const code = await proxy.stop();
+    assert.equal(code, 0, `exit code after SIGTERM; log:\n${proxy.log.slice(-2000)}`);
+    const rules = nsExec(lab.node, 'iptables-save', []);
+    assert.match(rules, /^:KUBE-SERVICES /m);
+    assert.match(rules, /^-A KUBE-SERVICES -d 10\.96\.100\.40\/32 /m);
+    assert.match(rules, /^-A (PREROUTING|OUTPUT) .*-j KUBE-SERVICES/m, 'the hooks stay too');
+    assert.match(
+      lab.tryHttp(pod(2).ns, `10.96.100.40:${PORT}`) ?? '',
+      /^pod-a/,
+      'the Service answers with the proxy gone',
     );
   });
 

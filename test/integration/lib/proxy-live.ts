@@ -79,22 +79,30 @@ export class LiveApiServer {
     );
   }
 
-  async stop(): Promise<void> {
+  /**
+   * SIGTERM, then SIGKILL after 5 s. Resolves with the exit code of a process that exited by
+   * itself in time, undefined when it was already gone, not running or had to be killed.
+   */
+  async stop(): Promise<number | undefined> {
     const p = this.proc;
     this.proc = undefined;
-    if (p?.exitCode !== null || p.pid === undefined) return;
-    const exited = new Promise<boolean>((r) => {
-      p.once('exit', () => {
-        r(true);
+    if (p?.exitCode !== null || p.pid === undefined) return undefined;
+    const exited = new Promise<number | undefined>((r) => {
+      p.once('exit', (code) => {
+        r(code ?? undefined);
       });
     });
     p.kill('SIGTERM');
-    const timeout = new Promise<boolean>((r) =>
+    const timedOut = Symbol('timeout');
+    const timeout = new Promise<symbol>((r) =>
       setTimeout(() => {
-        r(false);
+        r(timedOut);
       }, 5000),
     );
-    if (!(await Promise.race([exited, timeout]))) p.kill('SIGKILL');
+    const res = await Promise.race([exited, timeout]);
+    if (res !== timedOut) return res as number | undefined;
+    p.kill('SIGKILL');
+    return undefined;
   }
 
   client(): { core: k8s.CoreV1Api; discovery: k8s.DiscoveryV1Api } {
@@ -142,22 +150,30 @@ export class LiveProxy {
     });
   }
 
-  async stop(): Promise<void> {
+  /**
+   * SIGTERM, then SIGKILL after 5 s. Resolves with the exit code of a process that exited by
+   * itself in time, undefined when it was already gone, not running or had to be killed.
+   */
+  async stop(): Promise<number | undefined> {
     const p = this.proc;
     this.proc = undefined;
-    if (p?.exitCode !== null || p.pid === undefined) return;
-    const exited = new Promise<boolean>((r) => {
-      p.once('exit', () => {
-        r(true);
+    if (p?.exitCode !== null || p.pid === undefined) return undefined;
+    const exited = new Promise<number | undefined>((r) => {
+      p.once('exit', (code) => {
+        r(code ?? undefined);
       });
     });
     p.kill('SIGTERM');
-    const timeout = new Promise<boolean>((r) =>
+    const timedOut = Symbol('timeout');
+    const timeout = new Promise<symbol>((r) =>
       setTimeout(() => {
-        r(false);
+        r(timedOut);
       }, 5000),
     );
-    if (!(await Promise.race([exited, timeout]))) p.kill('SIGKILL');
+    const res = await Promise.race([exited, timeout]);
+    if (res !== timedOut) return res as number | undefined;
+    p.kill('SIGKILL');
+    return undefined;
   }
 
   /** Number of "SyncProxyRules complete" lines logged so far. */
