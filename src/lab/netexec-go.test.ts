@@ -5,13 +5,13 @@ import {
   cleanRequestPath,
   goAtoi,
   goJson,
-  goParseDuration,
   goTimeString,
   headerMap,
   joinHostPort,
   redirectBody,
   redirectLocation,
 } from './netexec-go.js';
+import { parseGoDuration } from '../util/duration.js';
 import { checkDialQuery, dialBody } from './netexec-dial.js';
 
 test('goAtoi takes what strconv.Atoi takes, with its error text', () => {
@@ -30,24 +30,24 @@ test('goAtoi takes what strconv.Atoi takes, with its error text', () => {
   });
 });
 
-test('goParseDuration reads Go durations in ms and rejects what Go rejects', () => {
-  assert.deepEqual(goParseDuration('0'), { ok: true, value: 0 });
-  assert.deepEqual(goParseDuration('1s'), { ok: true, value: 1000 });
-  assert.deepEqual(goParseDuration('1m30s'), { ok: true, value: 90_000 });
-  assert.deepEqual(goParseDuration('1.5h'), { ok: true, value: 5_400_000 });
-  assert.deepEqual(goParseDuration('-250ms'), { ok: true, value: -250 });
-  assert.deepEqual(goParseDuration('.5s'), { ok: true, value: 500 });
-  assert.deepEqual(goParseDuration('500us'), { ok: true, value: 0.5 });
-  assert.deepEqual(goParseDuration('5'), {
+test('parseGoDuration reads Go durations in ms and rejects what Go rejects', () => {
+  assert.deepEqual(parseGoDuration('0'), { ok: true, value: 0 });
+  assert.deepEqual(parseGoDuration('1s'), { ok: true, value: 1000 });
+  assert.deepEqual(parseGoDuration('1m30s'), { ok: true, value: 90_000 });
+  assert.deepEqual(parseGoDuration('1.5h'), { ok: true, value: 5_400_000 });
+  assert.deepEqual(parseGoDuration('-250ms'), { ok: true, value: -250 });
+  assert.deepEqual(parseGoDuration('.5s'), { ok: true, value: 500 });
+  assert.deepEqual(parseGoDuration('500us'), { ok: true, value: 0.5 });
+  assert.deepEqual(parseGoDuration('5'), {
     ok: false,
     error: 'time: missing unit in duration "5"',
   });
-  assert.deepEqual(goParseDuration('5d'), {
+  assert.deepEqual(parseGoDuration('5d'), {
     ok: false,
     error: 'time: unknown unit "d" in duration "5d"',
   });
-  assert.deepEqual(goParseDuration('abc'), { ok: false, error: 'time: invalid duration "abc"' });
-  assert.equal(goParseDuration('').ok, false);
+  assert.deepEqual(parseGoDuration('abc'), { ok: false, error: 'time: invalid duration "abc"' });
+  assert.equal(parseGoDuration('').ok, false);
 });
 
 test('header keys, peers and JSON come out as Go writes them', () => {

@@ -1,7 +1,7 @@
 // The bits of Go's standard library whose observable behaviour agnhost's netexec passes on to
 // its clients, so the lab's netexec answers byte for byte where an e2e test could look:
-// strconv.Atoi and time.ParseDuration (which query values are accepted and the error text
-// otherwise), net.JoinHostPort, textproto's canonical header keys, ServeMux's path cleaning,
+// strconv.Atoi (which query values are accepted and the error text otherwise; Go's
+// durations are util/duration.ts's parseGoDuration), net.JoinHostPort, textproto's canonical header keys, ServeMux's path cleaning,
 // http.Redirect's Location and body, and encoding/json's HTML-safe escaping. Pure: no I/O.
 // Our own reading of the documented behaviour of those functions, not a port of them.
 
@@ -23,46 +23,6 @@ export function goAtoi(s: string): GoResult<number> {
   if (n > 9223372036854775807n || n < -9223372036854775808n)
     return { ok: false, error: `strconv.Atoi: parsing ${goQuote(s)}: value out of range` };
   return { ok: true, value: Number(n) };
-}
-
-const DURATION_UNIT_MS: Readonly<Record<string, number>> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3,
-  μs: 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-};
-
-/** time.ParseDuration, in milliseconds: `300ms`, `1.5h`, `2h45m`, `-1s`; a bare `0` is 0. */
-export function goParseDuration(s: string): GoResult<number> {
-  const invalid = { ok: false as const, error: `time: invalid duration ${goQuote(s)}` };
-  let rest = s;
-  let sign = 1;
-  if (rest.startsWith('-') || rest.startsWith('+')) {
-    sign = rest.startsWith('-') ? -1 : 1;
-    rest = rest.slice(1);
-  }
-  if (rest === '0') return { ok: true, value: 0 };
-  if (rest === '') return invalid;
-  let total = 0;
-  while (rest !== '') {
-    const num = /^(\d*)(?:\.(\d*))?/.exec(rest);
-    const whole = num?.[1] ?? '';
-    const frac = num?.[2];
-    if (whole === '' && (frac === undefined || frac === '')) return invalid;
-    rest = rest.slice(num?.[0].length ?? 0);
-    const unit = /^[^\d.]+/.exec(rest)?.[0] ?? '';
-    if (unit === '') return { ok: false, error: `time: missing unit in duration ${goQuote(s)}` };
-    const scale = DURATION_UNIT_MS[unit];
-    if (scale === undefined)
-      return { ok: false, error: `time: unknown unit ${goQuote(unit)} in duration ${goQuote(s)}` };
-    rest = rest.slice(unit.length);
-    total += Number(`${whole === '' ? '0' : whole}.${frac ?? ''}0`) * scale;
-  }
-  return { ok: true, value: sign * total };
 }
 
 /** net.JoinHostPort, and the `ip:port` Go prints for a peer (IPv4-mapped IPv6 shown as IPv4). */

@@ -37,7 +37,6 @@ import {
   cleanRequestPath,
   goAtoi,
   goJson,
-  goParseDuration,
   goQuote,
   goTimeString,
   headerMap,
@@ -46,6 +45,7 @@ import {
   redirectLocation,
 } from './netexec-go.js';
 import { checkDialQuery, resolveDialHost, runDial } from './netexec-dial.js';
+import { parseGoDuration } from '../util/duration.js';
 import { bindUdp, serveUdp } from './netexec-udp.js';
 import { handleUpload } from './netexec-upload.js';
 
@@ -201,7 +201,7 @@ async function handleExit({ res, form }: RequestContext, state: ServerState): Pr
   const waitString = form('wait');
   const codeString = form('code');
   const timeout =
-    timeoutString === '' ? { ok: true as const, value: 0 } : goParseDuration(timeoutString);
+    timeoutString === '' ? { ok: true as const, value: 0 } : parseGoDuration(timeoutString);
   if (!timeout.ok) {
     send(
       res,
@@ -210,7 +210,7 @@ async function handleExit({ res, form }: RequestContext, state: ServerState): Pr
     );
     return;
   }
-  const wait = waitString === '' ? { ok: true as const, value: 0 } : goParseDuration(waitString);
+  const wait = waitString === '' ? { ok: true as const, value: 0 } : parseGoDuration(waitString);
   if (!wait.ok) {
     send(
       res,
