@@ -1,8 +1,9 @@
 // The bits of Go's standard library whose observable behaviour agnhost's netexec passes on to
 // its clients, so the lab's netexec answers byte for byte where an e2e test could look:
-// strconv.Atoi (which query values are accepted and the error text otherwise; Go's
-// durations are util/duration.ts's parseGoDuration), net.JoinHostPort, textproto's canonical header keys, ServeMux's path cleaning,
-// http.Redirect's Location and body, and encoding/json's HTML-safe escaping. Pure: no I/O.
+// strconv.Atoi (which query values are accepted and the error text otherwise; Go's durations
+// are util/duration.ts's parseGoDuration), net.JoinHostPort, textproto's canonical header
+// keys, ServeMux's path cleaning, http.Redirect's Location and body, and encoding/json's
+// HTML-safe escaping. Pure: no I/O.
 // Our own reading of the documented behaviour of those functions, not a port of them.
 
 import { posix } from 'node:path';
