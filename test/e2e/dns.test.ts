@@ -144,10 +144,14 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
         ports: [{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }],
       }),
       statefulSet(NS.headless, 2),
-      // Headless Services over a ready and a never-ready Pod (its probe path is a 404), one
-      // of them publishing not-ready addresses.
+      // Headless Services over a ready and a never-ready Pod (its probe asks /echo for a 503:
+      // agnhost's netexec answers an unknown path as `/`, 200), one of them publishing
+      // not-ready addresses.
       netexecPod(NS.headless, 'hl-ready', { labels: { app: 'hl' }, readinessPath: '/readyz' }),
-      netexecPod(NS.headless, 'hl-unready', { labels: { app: 'hl' }, readinessPath: '/nope' }),
+      netexecPod(NS.headless, 'hl-unready', {
+        labels: { app: 'hl' },
+        readinessPath: '/echo?msg=no&code=503',
+      }),
       service(NS.headless, 'hl', {
         clusterIP: 'None',
         selector: { app: 'hl' },
