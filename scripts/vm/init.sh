@@ -22,8 +22,12 @@ finish() {
 }
 
 run=
+keep=
 for arg in $(cat /proc/cmdline); do
-  case "$arg" in svcnet.run=*) run=${arg#svcnet.run=} ;; esac
+  case "$arg" in
+  svcnet.run=*) run=${arg#svcnet.run=} ;;
+  svcnet.keep=*) keep=${arg#svcnet.keep=} ;;
+  esac
 done
 [ -n "$run" ] || {
   echo "vm-init: no svcnet.run=PATH on the kernel command line"
@@ -40,9 +44,18 @@ mount -t sysfs sys "$r/sys"
 mount -t devtmpfs dev "$r/dev"
 mkdir -p "$r/dev/pts" 2>/dev/null
 mount -t devpts devpts "$r/dev/pts" 2>/dev/null
+# A project checked out under /tmp (svcnet.keep=DIR) is held aside while the tmpfs goes on,
+# then bound back at its path.
+if [ -n "$keep" ]; then
+  mkdir -p /keep
+  mount -o bind "$r$keep" /keep || echo "vm-init: cannot hold $keep aside"
+fi
 for d in /tmp /run /var/tmp; do
   mount -t tmpfs -o mode=1777 tmpfs "$r$d" || echo "vm-init: no tmpfs on $d"
 done
+if [ -n "$keep" ]; then
+  mkdir -p "$r$keep" && mount -o bind /keep "$r$keep" || echo "vm-init: cannot keep $keep"
+fi
 ip link set lo up
 # A line of its own: the firmware's last message has no newline.
 echo

@@ -70,13 +70,21 @@ function shellQuote(arg: string): string {
   return `'${arg.replaceAll("'", `'\\''`)}'`;
 }
 
-/** qemu's arguments: TCG only, no NIC, the host's root as 9p tag "host". */
-export function qemuArgs(kver: string, image: string, script: string): string[] {
+/** Folders the guest covers with a tmpfs (init.sh); the host's files there are hidden. */
+const GUEST_TMPFS = /^\/(tmp|run|var\/tmp)\//;
+
+/**
+ * qemu's arguments: TCG only, no NIC, the host's root as 9p tag "host". `keep` is a host
+ * folder under /tmp, /run or /var/tmp (a checkout there) that init.sh binds back over the
+ * guest's tmpfs, read-only like the rest of the host.
+ */
+export function qemuArgs(kver: string, image: string, script: string, keep?: string): string[] {
+  const append = `console=ttyS0 quiet loglevel=3 panic=-1 svcnet.run=${script}`;
   return [
     ...['-accel', 'tcg', '-cpu', 'max', '-smp', process.env.SVCNET_VM_SMP ?? '2'],
     ...['-m', process.env.SVCNET_VM_MEM ?? '1024', '-nographic', '-no-reboot', '-nic', 'none'],
     ...['-kernel', `/boot/vmlinuz-${kver}`, '-initrd', image],
-    ...['-append', `console=ttyS0 quiet loglevel=3 panic=-1 svcnet.run=${script}`],
+    ...['-append', keep === undefined ? append : `${append} svcnet.keep=${keep}`],
     '-virtfs',
     'local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap',
   ];
@@ -93,9 +101,13 @@ export async function runInVm(command: readonly string[], opts: VmOptions = {}):
   const image = initramfs(kver);
   // The script lives beside the initramfs, not in /tmp: the guest mounts a tmpfs over /tmp.
   const script = join(image, '..', `run-${process.pid}.sh`);
-  if (/\s/.test(script) || /^\/(tmp|run|var\/tmp)\//.test(script))
+  if (/\s/.test(script) || GUEST_TMPFS.test(script))
     throw new Error(`vm: the cache ${image} must be outside /tmp, /run and /var/tmp, no spaces`);
   const cwd = opts.cwd ?? project;
+  // A checkout under /tmp (a CI clone, say) is bound back over the guest's tmpfs.
+  if (GUEST_TMPFS.test(`${project}/`) && /\s/.test(project))
+    throw new Error(`vm: the project folder ${project} has a space; the guest cannot keep it`);
+  const keep = GUEST_TMPFS.test(`${project}/`) ? project : undefined;
   // The guest starts with an empty environment; these few pass through.
   const env = PASSED_ENV.filter((k) => process.env[k] !== undefined).map(
     (k) => `export ${k}=${shellQuote(process.env[k] ?? '')}\n`,
@@ -106,7 +118,7 @@ export async function runInVm(command: readonly string[], opts: VmOptions = {}):
   );
   const print = opts.onLine ?? ((line: string) => process.stdout.write(`${line}\n`));
   try {
-    return await boot(qemuArgs(kver, image, script), opts.timeoutSeconds ?? 900, print);
+    return await boot(qemuArgs(kver, image, script, keep), opts.timeoutSeconds ?? 900, print);
   } finally {
     rmSync(script, { force: true });
   }
