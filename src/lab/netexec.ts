@@ -196,46 +196,39 @@ function handleHeader({ req, res, form }: RequestContext): void {
   send(res, 200, headerMap(req.rawHeaders)[canonicalHeaderKey(key)]?.[0] ?? '');
 }
 
-async function handleExit({ res, form }: RequestContext, state: ServerState): Promise<void> {
-  const timeoutString = form('timeout');
-  const waitString = form('wait');
-  const codeString = form('code');
-  const timeout =
-    timeoutString === '' ? { ok: true as const, value: 0 } : parseGoDuration(timeoutString);
-  if (!timeout.ok) {
-    send(
-      res,
-      200,
-      `argument 'timeout' must be a valid golang duration or empty, got ${goQuote(timeoutString)}\n`,
-    );
-    return;
-  }
-  const wait = waitString === '' ? { ok: true as const, value: 0 } : parseGoDuration(waitString);
-  if (!wait.ok) {
-    send(
-      res,
-      200,
-      `argument 'wait' must be a valid golang duration or empty, got ${goQuote(waitString)}\n`,
-    );
-    return;
-  }
-  const code = codeString === '' ? { ok: true as const, value: 0 } : goAtoi(codeString);
-  if (!code.ok) {
-    send(
-      res,
-      200,
-      `argument 'code' must be an integer [0-127] or empty, got ${goQuote(codeString)}\n`,
-    );
-    return;
-  }
-  if (wait.value > 0) await new Promise((resolve) => setTimeout(resolve, wait.value));
-  if (timeout.value === 0) {
+/**
+ * One optional /exit argument: empty is 0, otherwise `parse`; undefined after answering with
+ * agnhost's message (`argument 'wait' must be … or empty, got "x"`) when it does not parse.
+ */
+function exitArg(
+  { res, form }: RequestContext,
+  name: string,
+  what: string,
+  parse: (text: string) => { ok: true; value: number } | { ok: false },
+): number | undefined {
+  const text = form(name);
+  const r = text === '' ? { ok: true as const, value: 0 } : parse(text);
+  if (r.ok) return r.value;
+  send(res, 200, `argument '${name}' must be ${what} or empty, got ${goQuote(text)}\n`);
+  return undefined;
+}
+
+async function handleExit(ctx: RequestContext, state: ServerState): Promise<void> {
+  const { res } = ctx;
+  const timeoutMs = exitArg(ctx, 'timeout', 'a valid golang duration', parseGoDuration);
+  if (timeoutMs === undefined) return;
+  const waitMs = exitArg(ctx, 'wait', 'a valid golang duration', parseGoDuration);
+  if (waitMs === undefined) return;
+  const code = exitArg(ctx, 'code', 'an integer [0-127]', goAtoi);
+  if (code === undefined) return;
+  if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+  if (timeoutMs === 0) {
     res.destroy();
-    state.requestExit({ code: code.value, immediate: true, graceMs: 0 });
+    state.requestExit({ code, immediate: true, graceMs: 0 });
     return;
   }
   send(res, 200, '');
-  state.requestExit({ code: code.value, immediate: false, graceMs: Math.max(0, timeout.value) });
+  state.requestExit({ code, immediate: false, graceMs: Math.max(0, timeoutMs) });
 }
 
 async function handleDial({ res, query }: RequestContext, timeoutMs: number): Promise<void> {
