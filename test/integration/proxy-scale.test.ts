@@ -3,8 +3,9 @@
 // proxy-live.test.ts runs them). 5k Services, each with one endpoint, are written through the
 // API (many requests in flight); once the node holds them all, traffic goes to one of them,
 // then one more Service is added: it must answer curl soon after its EndpointSlice is written
-// (the figure is printed; 1 s is the target, 2 s fails the test), and the partial sync must leave every other Service's rules as they were — no
-// rule line removed, and the packet counters of the Service that carried traffic kept.
+// (the figure is printed; 1 s is the target, 2 s fails the test), and the partial
+// sync must leave every other Service's rules as they were — no rule line removed, and the
+// packet counters of the Service that carried traffic kept.
 
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
