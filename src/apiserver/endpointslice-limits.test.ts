@@ -4,20 +4,14 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createApiServer } from './server.js';
-import { newTestApi } from './testing.js';
+import { newTestApi, newTestApp } from './testing.js';
 
 const TOKEN = 't';
 const PATH = '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices';
 
 function post(body: unknown): Promise<Response> {
   const api = newTestApi();
-  const app = createApiServer({
-    store: api.store,
-    token: TOKEN,
-    now: () => api.clock.now,
-    heartbeatMs: 3_600_000,
-  });
+  const app = newTestApp(api, TOKEN);
   return Promise.resolve(
     app.request(PATH, {
       method: 'POST',

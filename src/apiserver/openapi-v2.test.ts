@@ -3,19 +3,13 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createApiServer } from './server.js';
-import { newTestApi } from './testing.js';
+import { newTestApi, newTestApp } from './testing.js';
 
 const TOKEN = 't';
 
 async function get(accept: string): Promise<Response> {
   const api = newTestApi();
-  const app = createApiServer({
-    store: api.store,
-    token: TOKEN,
-    now: () => api.clock.now,
-    heartbeatMs: 3_600_000,
-  });
+  const app = newTestApp(api, TOKEN);
   return app.request('/openapi/v2', {
     headers: { Authorization: `Bearer ${TOKEN}`, Accept: accept },
   });

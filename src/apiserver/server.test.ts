@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { createApiServer } from './server.js';
-import { newTestApi } from './testing.js';
+import { newTestApi, newTestApp } from './testing.js';
 
 const TOKEN = 'test-token';
 const TABLE =
@@ -38,12 +37,7 @@ function str(o: unknown, path: string): string {
 
 function setup(historySize?: number) {
   const api = newTestApi(historySize !== undefined ? { historySize } : {});
-  const app = createApiServer({
-    store: api.store,
-    token: TOKEN,
-    now: () => api.clock.now,
-    heartbeatMs: 3_600_000,
-  });
+  const app = newTestApp(api, TOKEN);
   const req = async (
     method: string,
     path: string,

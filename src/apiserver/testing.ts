@@ -3,6 +3,7 @@
 // (dry runs, the UI demo) may use it too; it does no I/O.
 
 import { bootstrap } from './bootstrap.js';
+import { createApiServer } from './server.js';
 import { ServiceRegistry } from './services.js';
 import { Store, type StoreOptions } from './store.js';
 import { buildStrategies } from './strategies.js';
@@ -69,4 +70,14 @@ export function newTestApi(
     serviceCIDRs: services.serviceCIDRs,
   });
   return { store, services, clock, now };
+}
+
+/** The HTTP app over a test API, as tests call it (`app.request`): bearer `token`, no heartbeats. */
+export function newTestApp(api: TestApi, token: string): ReturnType<typeof createApiServer> {
+  return createApiServer({
+    store: api.store,
+    token,
+    now: () => api.clock.now,
+    heartbeatMs: 3_600_000,
+  });
 }
