@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { carryOver } from './apply.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as k8s from '@kubernetes/client-node';
+import type { KubeObject } from '../kube/types.js';
+import { applyObjects, carryOver } from './apply.js';
 
 const live = {
   kind: 'Service',
@@ -51,3 +55,76 @@ test('other kinds only get the live resourceVersion', () => {
     { kind: 'Deployment', metadata: { name: 'd', resourceVersion: '7' }, spec: { replicas: 3 } },
   );
 });
+
+test('a replace that conflicts with a controller write is read and tried again', async () => {
+  // A fake API server: the Deployment exists; the first replace finds it modified (409).
+  const puts: string[] = [];
+  let version = 1;
+  const server = createServer((req, res) => {
+    const send = (code: number, body: object): true => {
+      res.writeHead(code, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+      return true;
+    };
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const obj = {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'web', namespace: 'default', resourceVersion: String(version) },
+        spec: { replicas: 1 },
+      };
+      if (req.method === 'GET' && req.url?.startsWith('/apis/apps/v1'))
+        return send(200, req.url.includes('/deployments/web') ? obj : apiResources());
+      if (req.method === 'GET' && req.url === '/apis') return send(200, { groups: [] });
+      if (req.method === 'POST') return send(409, conflict('AlreadyExists'));
+      if (req.method === 'PUT') {
+        const sent = JSON.parse(body) as { metadata: { resourceVersion: string } };
+        puts.push(sent.metadata.resourceVersion);
+        if (puts.length === 1) {
+          version++;
+          return send(409, conflict('Conflict'));
+        }
+        return send(200, sent);
+      }
+      send(404, conflict('NotFound'));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const { port } = server.address() as AddressInfo;
+    const kc = new k8s.KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: `http://127.0.0.1:${String(port)}`, skipTLSVerify: true }],
+      users: [{ name: 'u' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
+    const done = await applyObjects(kc, [
+      {
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        metadata: { name: 'web', namespace: 'default' },
+        spec: { replicas: 10 },
+      } as KubeObject,
+    ]);
+    assert.deepEqual(done, [{ ref: 'deployment/web -n default', action: 'configured' }]);
+    // The second replace carried the resourceVersion of a fresh read.
+    assert.deepEqual(puts, ['1', '2']);
+  } finally {
+    server.close();
+  }
+});
+
+function conflict(reason: string): object {
+  return { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, code: 409 };
+}
+
+function apiResources(): object {
+  return {
+    kind: 'APIResourceList',
+    groupVersion: 'apps/v1',
+    resources: [{ name: 'deployments', namespaced: true, kind: 'Deployment', verbs: ['get'] }],
+  };
+}

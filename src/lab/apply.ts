@@ -78,6 +78,9 @@ export function carryOver(live: Plain, want: Plain): Plain {
   return next;
 }
 
+/** Replaces tried before a conflict is reported (client-go's DefaultRetry: 5 steps). */
+const REPLACE_ATTEMPTS = 5;
+
 /** Creates or replaces each object; stops at the first refusal, naming the object. */
 export async function applyObjects(
   kc: k8s.KubeConfig,
@@ -96,12 +99,21 @@ export async function applyObjects(
       } catch (e) {
         if (statusOf(e) !== 409) throw e;
       }
-      const live = await api.read({
-        apiVersion: want.apiVersion ?? '',
-        kind: want.kind ?? '',
-        metadata: { name: want.metadata?.name ?? '', namespace: want.metadata?.namespace ?? '' },
-      });
-      await api.replace(carryOver(plain(JSON.parse(JSON.stringify(live))), plain(want)));
+      // Read-modify-replace, again on a conflict (client-go's RetryOnConflict): a controller
+      // writing the object's status between our read and replace is not the user's error.
+      for (let attempt = 1; ; attempt++) {
+        const live = await api.read({
+          apiVersion: want.apiVersion ?? '',
+          kind: want.kind ?? '',
+          metadata: { name: want.metadata?.name ?? '', namespace: want.metadata?.namespace ?? '' },
+        });
+        try {
+          await api.replace(carryOver(plain(JSON.parse(JSON.stringify(live))), plain(want)));
+          break;
+        } catch (e) {
+          if (statusOf(e) !== 409 || attempt >= REPLACE_ATTEMPTS) throw e;
+        }
+      }
       done.push({ ref, action: 'configured' });
     } catch (e) {
       const status = statusOf(e);
