@@ -332,4 +332,112 @@ describe('kube-proxy health and restart', { skip }, () => {
       );
     },
   );
+
+  // The lab-heals issue, item 5: kube-proxy full-syncs at start, hourly, on canary loss or
+  // after a failure, never because Pods come and go. Scaling makes veths and their addresses
+  // come and go on every node, which once turned most syncs into full ones.
+  test('scaling a Deployment 1→10→1 over and over makes no full sync on any node', async (t) => {
+    const seconds = Number(process.env.SVCNET_E2E_CHURN_SECONDS ?? '60');
+    await lab.apply([churnDeployment(1), churnService()]);
+    await eventually('churn to have 1 endpoint', async () =>
+      (await lab.endpoints(NS, 'churn')).length === 1 ? true : undefined,
+    );
+    const syncs = async (): Promise<Map<string, SyncCounts>> => {
+      const m = new Map<string, SyncCounts>();
+      for (const n of lab.nodes) {
+        const body = await eventually(`${n.name}'s proxy metrics`, async () => {
+          const r = await get(n.name, 'http://127.0.0.1:10249/metrics', 10);
+          return r.status === 200 ? r.body : undefined;
+        });
+        m.set(n.name, syncCounts(body));
+      }
+      return m;
+    };
+    const before = await syncs();
+    const deadline = Date.now() + seconds * 1000;
+    let rounds = 0;
+    while (Date.now() < deadline) {
+      for (const replicas of [10, 1]) {
+        await lab.apply([churnDeployment(replicas)]);
+        await eventually(
+          `churn to have ${String(replicas)} ready endpoints`,
+          async () => ((await lab.endpoints(NS, 'churn')).length === replicas ? true : undefined),
+          120_000,
+          250,
+        );
+      }
+      rounds++;
+    }
+    const after = await syncs();
+    for (const n of lab.nodes) {
+      const b = before.get(n.name);
+      const a = after.get(n.name);
+      assert.ok(a && b);
+      const count = a.count - b.count;
+      const meanMs = count > 0 ? ((a.sum - b.sum) / count) * 1000 : 0;
+      t.diagnostic(
+        `${n.name}: ${String(rounds)} rounds of 1→10→1 in ${String(seconds)} s: ${String(count)} syncs (mean ${meanMs.toFixed(1)} ms), ${String(a.full - b.full)} full`,
+      );
+      assert.ok(
+        count >= rounds,
+        `${n.name}: only ${String(count)} syncs in ${String(rounds)} rounds`,
+      );
+      assert.equal(a.full - b.full, 0, `${n.name}: full syncs during pod churn`);
+    }
+  });
 });
+
+interface SyncCounts {
+  /** Syncs of any kind, and their total duration in seconds. */
+  readonly count: number;
+  readonly sum: number;
+  /** Full syncs. */
+  readonly full: number;
+}
+
+/** The proxy's sync counters from its /metrics text. */
+function syncCounts(metrics: string): SyncCounts {
+  const value = (name: string): number => {
+    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics);
+    assert.ok(m, `no ${name} in the proxy's metrics`);
+    return Number(m[1]);
+  };
+  return {
+    count: value('kubeproxy_sync_proxy_rules_duration_seconds_count'),
+    sum: value('kubeproxy_sync_proxy_rules_duration_seconds_sum'),
+    full: value('kubeproxy_sync_full_proxy_rules_duration_seconds_count'),
+  };
+}
+
+function churnDeployment(replicas: number): KubeObject {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'churn', namespace: NS, labels: { app: 'churn' } },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: 'churn' } },
+      template: {
+        metadata: { labels: { app: 'churn' } },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          containers: [
+            {
+              name: 'agnhost',
+              image: 'registry.k8s.io/e2e-test-images/agnhost:2.53',
+              args: ['netexec', '--http-port=8080'],
+              ports: [{ containerPort: 8080 }],
+            },
+          ],
+        },
+      },
+    },
+  } as KubeObject;
+}
+
+function churnService(): KubeObject {
+  return service(`${NS}/churn`, {
+    selector: { app: 'churn' },
+    ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }],
+  });
+}
