@@ -32,6 +32,12 @@ export interface DnsConfig {
   /** Log "waiting for sync" and serve SERVFAIL for would-be NXDOMAINs until synced. */
   readonly startupTimeoutSeconds: number;
   readonly forwardTimeoutMs: number;
+  /** Upstream queries in flight at once; more get REFUSED (forward's `max_concurrent`). */
+  readonly forwardMaxConcurrent: number;
+  /** kubernetes `labels`: only Services and EndpointSlices matching it exist; undefined: all. */
+  readonly labelSelector: string | undefined;
+  /** kubernetes `noendpoints`: EndpointSlices are not watched (no endpoint records). */
+  readonly noEndpoints: boolean;
   /** How long to keep answering after SIGTERM/SIGINT, reporting not ready; 0 disables. */
   readonly lameduckMs: number;
 }
@@ -236,6 +242,9 @@ export function buildDnsConfig(
     transfer: bool('transfer', false),
     startupTimeoutSeconds: num('startupTimeoutSeconds', 5, 0, 3600),
     forwardTimeoutMs: num('forwardTimeoutMs', 2000, 10, 60000),
+    forwardMaxConcurrent: 1000,
+    labelSelector: undefined,
+    noEndpoints: false,
     lameduckMs: lameduckOf(flags.lameduck ?? raw.lameduck, err),
   };
   if (errors.length > 0) throw new ValidationError(errors);
