@@ -80,7 +80,7 @@ test('blocks: one-liners, nested blocks, several keys, lines of every directive'
   );
   assert.equal(rest.length, 0);
   assert.deepEqual(b?.keys, ['.:1053', 'dns://.:53']);
-  assert.deepEqual(b?.directives, [
+  assert.deepEqual(b.directives, [
     {
       name: 'health',
       args: [],
