@@ -1,10 +1,12 @@
 // `svcnet dns`: the cluster DNS daemon (CoreDNS's kubernetes + forward + cache + health +
-// ready + prometheus plugins in one process). Flags override the --config file. Logs go to
-// stderr (text on a terminal, JSON otherwise). On SIGTERM or SIGINT it goes into lameduck as
-// CoreDNS with `health { lameduck 5s }`: /ready answers 503 while queries are still answered
-// for --lameduck, then it closes and exits 0; a second signal cuts the lameduck short. A bad
-// flag, config file or kubeconfig exits 2, a listener that cannot bind exits 1, each with one
-// line and before anything serves.
+// ready + prometheus plugins in one process). Flags override the --config file; --corefile
+// takes CoreDNS's Corefile instead (no flags beside it) and, with `reload`, follows its
+// changes (src/dns/corefile-reload.ts). Logs go to stderr (text on a terminal, JSON
+// otherwise). On SIGTERM or SIGINT it goes into lameduck as CoreDNS with
+// `health { lameduck 5s }`: /ready answers 503 while queries are still answered for
+// --lameduck, then it closes and exits 0; a second signal cuts the lameduck short. A bad
+// flag, config file, Corefile or kubeconfig exits 2, a listener that cannot bind exits 1,
+// each with one line and before anything serves.
 
 import { onTerminationSignals } from '../os/process.js';
 import type { Command } from 'commander';

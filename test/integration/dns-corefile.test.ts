@@ -5,7 +5,7 @@
 // the way a ConfigMap volume does it (a new `..data` symlink renamed over the old one) with
 // `ttl 5`, then written in place with a misspelt plugin (logged, the old config keeps
 // serving), then in place with `ttl 7` and a new port (applied, the port reported as needing
-// a restart). Loopback only.
+// a restart). A misspelt plugin stops the CLI with exit 2 naming its line. Loopback only.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -39,7 +39,7 @@ import {
 } from '../../src/kube/client.js';
 import { endpoint, service, slice } from '../../src/kube/testing.js';
 import type { EndpointSlice, KubeObject, Service } from '../../src/kube/types.js';
-import { REPO } from './lib/cli.js';
+import { lines, REPO, runCli } from './lib/cli.js';
 
 const KUBEADM = readFileSync(join(REPO, 'src', 'dns', 'testdata', 'Corefile.kubeadm'), 'utf8');
 
@@ -292,4 +292,12 @@ test('reload: a ConfigMap-style swap, an invalid file kept out, an in-place writ
   );
   assert.deepEqual(warn[0]?.settings, ['listen']);
   assert.equal(child.exitCode, null, 'still running');
+});
+
+test('a misspelt plugin: exit 2 before serving, one line naming the file and line', async () => {
+  const bad = join(dir, 'Corefile.bad');
+  writeFileSync(bad, corefile(30).replace('    loop\n', '    lopp\n'));
+  const run = await runCli(['dns', '--corefile', bad], { timeoutMs: 120_000 });
+  assert.equal(run.code, 2, run.stderr);
+  assert.deepEqual(lines(run.stderr), [`svcnet dns: Corefile ${bad}:21: unknown plugin "lopp"`]);
 });
