@@ -1,17 +1,23 @@
 // `svcnet dns`: the cluster DNS daemon (CoreDNS's kubernetes + forward + cache + health +
-// ready + prometheus plugins in one process). Flags override the --config file. Logs go to
-// stderr (text on a terminal, JSON otherwise). On SIGTERM or SIGINT it goes into lameduck as
-// CoreDNS with `health { lameduck 5s }`: /ready answers 503 while queries are still answered
-// for --lameduck, then it closes and exits 0; a second signal cuts the lameduck short. A bad
-// flag, config file or kubeconfig exits 2, a listener that cannot bind exits 1, each with one
-// line and before anything serves.
+// ready + prometheus plugins in one process). Flags override the --config file; --corefile
+// takes CoreDNS's Corefile instead (no flags beside it) and, with `reload`, follows its
+// changes (src/dns/corefile-reload.ts). Logs go to stderr (text on a terminal, JSON
+// otherwise). On SIGTERM or SIGINT it goes into lameduck as CoreDNS with
+// `health { lameduck 5s }`: /ready answers 503 while queries are still answered for
+// --lameduck, then it closes and exits 0; a second signal cuts the lameduck short. A bad
+// flag, config file, Corefile or kubeconfig exits 2, a listener that cannot bind exits 1,
+// each with one line and before anything serves.
 
 import { onTerminationSignals } from '../os/process.js';
 import type { Command } from 'commander';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { SvcnetError } from '../errors.js';
 import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
-import { buildDnsConfig } from '../dns/config.js';
+import type { Logger } from 'pino';
+import { buildDnsConfig, type DnsConfig } from '../dns/config.js';
+import { corefileToDnsConfig, type CorefileSettings } from '../dns/corefile-config.js';
+import { reloadCorefile } from '../dns/corefile-reload.js';
+import { realClock } from '../util/clock.js';
 import { parseUpstream, type UpstreamAddress } from '../dns/forward.js';
 import { parseResolvConf } from '../dns/resolvconf.js';
 import { holdListenAddresses } from '../util/listen-hold.js';
@@ -30,6 +36,7 @@ interface DnsOptions {
   zone?: string;
   upstream?: string[];
   config?: string;
+  corefile?: string;
   healthListen?: string;
   readyListen?: string;
   metricsListen?: string;
@@ -49,7 +56,38 @@ async function readText(path: string, what: string): Promise<string> {
   }
 }
 
-async function runDns(opts: DnsOptions): Promise<undefined> {
+/** The flags that --corefile replaces (the Corefile says all of it). */
+const CONFIG_FLAGS = [
+  ['listen', '--listen'],
+  ['zone', '--zone'],
+  ['upstream', '--upstream'],
+  ['config', '--config'],
+  ['healthListen', '--health-listen'],
+  ['readyListen', '--ready-listen'],
+  ['metricsListen', '--metrics-listen'],
+  ['lameduck', '--lameduck'],
+] as const;
+
+/** What the daemon runs with, from --corefile or from --config and the flags. */
+interface Loaded {
+  readonly config: DnsConfig;
+  /** Corefile only: forward's absence means no upstreams at all (not resolv.conf's). */
+  readonly forward: boolean;
+  readonly corefile: { readonly text: string; readonly settings: CorefileSettings } | undefined;
+}
+
+async function loadConfig(opts: DnsOptions): Promise<Loaded> {
+  if (opts.corefile !== undefined) {
+    const given = CONFIG_FLAGS.filter(([k]) => opts[k] !== undefined).map(([, f]) => f);
+    if (given.length > 0)
+      throw new SvcnetError(
+        'INVALID_INPUT',
+        `--corefile: the Corefile gives every setting; drop ${given.join(', ')}`,
+      );
+    const text = await readText(opts.corefile, '--corefile');
+    const settings = corefileToDnsConfig(text, opts.corefile, process.env);
+    return { config: settings.config, forward: settings.forward, corefile: { text, settings } };
+  }
   const fileText = opts.config !== undefined ? await readText(opts.config, '--config') : undefined;
   const config = buildDnsConfig(
     fileText,
@@ -64,17 +102,35 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
     },
     opts.config ?? '--config',
   );
+  return { config, forward: true, corefile: undefined };
+}
+
+/** The upstreams: the configured ones, else resolv.conf's nameservers (none without forward). */
+async function upstreamsOf(
+  config: DnsConfig,
+  forward: boolean,
+  log: Logger,
+): Promise<UpstreamAddress[]> {
+  if (config.upstreams.length > 0 || !forward) return [...config.upstreams];
+  const rc = parseResolvConf(await readText(config.resolvConf, 'resolv.conf'), config.resolvConf);
+  const upstreams = rc.nameservers.map((n) => parseUpstream(n.includes(':') ? `[${n}]:53` : n));
+  if (upstreams.length === 0)
+    log.warn(
+      { resolvConf: config.resolvConf },
+      'No upstream nameservers; non-cluster names get SERVFAIL',
+    );
+  return upstreams;
+}
+
+async function runDns(opts: DnsOptions): Promise<undefined> {
+  const { config, forward, corefile } = await loadConfig(opts);
   const log = daemonLogger('dns', opts);
-  let upstreams: UpstreamAddress[] = [...config.upstreams];
-  if (upstreams.length === 0) {
-    const rc = parseResolvConf(await readText(config.resolvConf, 'resolv.conf'), config.resolvConf);
-    upstreams = rc.nameservers.map((n) => parseUpstream(n.includes(':') ? `[${n}]:53` : n));
-    if (upstreams.length === 0)
-      log.warn(
-        { resolvConf: config.resolvConf },
-        'No upstream nameservers; non-cluster names get SERVFAIL',
-      );
-  }
+  for (const n of corefile?.settings.notImplemented ?? [])
+    log.warn(
+      { file: opts.corefile, line: n.line, setting: n.what },
+      'Corefile setting accepted but not implemented',
+    );
+  const upstreams = await upstreamsOf(config, forward, log);
   // Held while the client library loads (seconds), so a taken port exits 1 at once; the
   // daemon binds them for real (whole or not at all) once the hold is released.
   const hold = await holdListenAddresses([
@@ -83,7 +139,16 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
     ...(config.ready ? [{ what: '/ready', ...config.ready, flag: '--ready-listen' }] : []),
     ...(config.metrics ? [{ what: '/metrics', ...config.metrics, flag: '--metrics-listen' }] : []),
   ]);
-  const kc = await daemonKubeConfig(opts.kubeconfig);
+  const fromCorefile = corefile?.settings.kubeconfig;
+  const kc = await daemonKubeConfig(opts.kubeconfig ?? fromCorefile?.file);
+  if (opts.kubeconfig === undefined && fromCorefile?.context !== undefined) {
+    if (kc.getContextObject(fromCorefile.context) === null)
+      throw new SvcnetError(
+        'INVALID_INPUT',
+        `--corefile ${opts.corefile ?? ''}: kubernetes kubeconfig: no context ${JSON.stringify(fromCorefile.context)} in ${fromCorefile.file}`,
+      );
+    kc.setCurrentContext(fromCorefile.context);
+  }
   // The daemon and the client library load only once the flags and files are known good.
   const { createInformer, ENDPOINT_SLICES, NAMESPACES, PODS, SERVICES } =
     await import('../kube/client.js');
@@ -102,6 +167,24 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
   });
   await hold.release();
   await daemon.start();
+  const reload =
+    corefile?.settings.reloadMs !== undefined && opts.corefile !== undefined
+      ? reloadCorefile({
+          path: opts.corefile,
+          loaded: corefile.text,
+          parse: (text) => corefileToDnsConfig(text, opts.corefile ?? '', process.env),
+          apply: async (next) => {
+            const ups = await upstreamsOf(next.config, next.forward, log);
+            const needsRestart = daemon.reconfigure(next.config, ups);
+            if (JSON.stringify(next.kubeconfig) !== JSON.stringify(corefile.settings.kubeconfig))
+              needsRestart.push('kubeconfig');
+            return needsRestart;
+          },
+          intervalMs: corefile.settings.reloadMs,
+          clock: realClock,
+          log,
+        })
+      : undefined;
   // The first signal starts the lameduck, a later one ends it; both settle the same promise.
   let off = (): void => undefined;
   const closed = new Promise<void>((resolve, reject) => {
@@ -113,6 +196,7 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
     await closed;
   } finally {
     off();
+    reload?.close();
   }
   log.flush();
   return undefined;
@@ -134,6 +218,10 @@ export function registerDnsCommand(program: Command): void {
       collect,
     )
     .option('--config <file>', 'YAML/JSON configuration file (see src/dns/config.ts)')
+    .option(
+      '--corefile <file>',
+      "CoreDNS's Corefile instead of --config and the flags (docs/config.md lists the plugins)",
+    )
     .option(
       '--health-listen <addr:port>',
       '/health endpoint (default :8080; "" disables, as does "off")',

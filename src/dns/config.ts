@@ -32,6 +32,12 @@ export interface DnsConfig {
   /** Log "waiting for sync" and serve SERVFAIL for would-be NXDOMAINs until synced. */
   readonly startupTimeoutSeconds: number;
   readonly forwardTimeoutMs: number;
+  /** Upstream queries in flight at once; more get REFUSED (forward's `max_concurrent`). */
+  readonly forwardMaxConcurrent: number;
+  /** kubernetes `labels`: only Services and EndpointSlices matching it exist; undefined: all. */
+  readonly labelSelector: string | undefined;
+  /** kubernetes `noendpoints`: EndpointSlices are not watched (no endpoint records). */
+  readonly noEndpoints: boolean;
   /** How long to keep answering after SIGTERM/SIGINT, reporting not ready; 0 disables. */
   readonly lameduckMs: number;
 }
@@ -236,8 +242,36 @@ export function buildDnsConfig(
     transfer: bool('transfer', false),
     startupTimeoutSeconds: num('startupTimeoutSeconds', 5, 0, 3600),
     forwardTimeoutMs: num('forwardTimeoutMs', 2000, 10, 60000),
+    forwardMaxConcurrent: 1000,
+    labelSelector: undefined,
+    noEndpoints: false,
     lameduckMs: lameduckOf(flags.lameduck ?? raw.lameduck, err),
   };
   if (errors.length > 0) throw new ValidationError(errors);
   return cfg;
+}
+
+/**
+ * The settings that differ between `old` and `next` but cannot change in a running daemon
+ * (named as CoreDNS's Corefile or svcnet's YAML calls them), for the reload's log line.
+ * `hasPodInformer`: whether the daemon watches Pods, which `pods verified` needs.
+ */
+export function fieldsNeedingRestart(
+  old: DnsConfig,
+  next: DnsConfig,
+  hasPodInformer: boolean,
+): string[] {
+  const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+  const out: string[] = [];
+  if (!same(old.listen, next.listen)) out.push('listen');
+  if (!same(old.health, next.health)) out.push('health');
+  if (!same(old.ready, next.ready)) out.push('ready');
+  if (!same(old.metrics, next.metrics)) out.push('prometheus');
+  if (!same(old.cache, next.cache)) out.push('cache');
+  if (old.lameduckMs !== next.lameduckMs) out.push('lameduck');
+  if (old.labelSelector !== next.labelSelector) out.push('labels');
+  if (old.noEndpoints !== next.noEndpoints) out.push('noendpoints');
+  if (next.resolver.pods === 'verified' && old.resolver.pods !== 'verified' && !hasPodInformer)
+    out.push('pods verified');
+  return out;
 }

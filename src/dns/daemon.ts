@@ -14,7 +14,8 @@ import type { Informer } from '../kube/informer.js';
 import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
 import { describeObject } from '../kube/types.js';
 import { DnsCache } from './cache.js';
-import type { DnsConfig, HostPort } from './config.js';
+import { fieldsNeedingRestart, type DnsConfig, type HostPort } from './config.js';
+import { matchesLabels, parseLabelSelector } from '../kube/selectors.js';
 import { Forwarder, type UpstreamAddress } from './forward.js';
 import {
   RecordIndex,
@@ -57,8 +58,15 @@ export class DnsDaemon {
   readonly index: RecordIndex;
   private readonly deps: DnsDaemonDeps;
   private readonly metrics: DnsMetrics;
-  private readonly forwarder: Forwarder;
-  private readonly handler: DnsHandler;
+  private readonly cache: DnsCache | undefined;
+  private readonly clock: Clock;
+  /** What queries are answered with now; reconfigure() replaces all three. */
+  private config: DnsConfig;
+  private forwarder: Forwarder;
+  private handler: DnsHandler;
+  /** Forwarders replaced by a reload, closed once their queries are done (or at stop). */
+  private readonly retired = new Set<Forwarder>();
+  private retiredRejects = 0;
   private readonly server: DnsServer;
   private readonly http: HttpServer[] = [];
   private readonly informers: Informer<KubeObject>[];
@@ -81,7 +89,9 @@ export class DnsDaemon {
       trackNamespaces: deps.namespaces !== undefined,
       clock,
     });
-    const cache = cfg.cache.enabled
+    this.clock = clock;
+    this.config = cfg;
+    this.cache = cfg.cache.enabled
       ? new DnsCache({
           maxTtl: cfg.cache.maxTtl,
           capacity: cfg.cache.capacity,
@@ -89,26 +99,14 @@ export class DnsDaemon {
         })
       : undefined;
     const serverLabel = `dns://${cfg.listen.host === '0.0.0.0' ? '' : cfg.listen.host}:${cfg.listen.port}`;
-    this.metrics = new DnsMetrics(deps.registry, serverLabel, cache, () => this.forwarder.rejects);
-    this.forwarder = new Forwarder({
-      upstreams: deps.upstreams,
-      attemptTimeoutMs: cfg.forwardTimeoutMs,
-      totalTimeoutMs: cfg.forwardTimeoutMs * 2,
-      ...(cache ? { cache } : {}),
-      clock,
-      onExchange: (to, rcode, s) => {
-        this.metrics.observeUpstream(to, rcode, s);
-      },
-    });
-    this.handler = new DnsHandler({
-      index: this.index,
-      config: cfg.resolver,
-      isSynced: () => this.isSynced(),
-      forwarder: this.forwarder,
-      metrics: this.metrics,
-      log: deps.log,
-      transfer: cfg.transfer,
-    });
+    this.metrics = new DnsMetrics(
+      deps.registry,
+      serverLabel,
+      this.cache,
+      () => this.retiredRejects + this.forwarder.rejects,
+    );
+    this.forwarder = this.newForwarder(cfg, deps.upstreams);
+    this.handler = this.newHandler(cfg, this.forwarder);
     this.server = new DnsServer(
       this.handler,
       { host: cfg.listen.host, port: cfg.listen.port, clock },
@@ -116,7 +114,8 @@ export class DnsDaemon {
     );
     this.informers = [];
     this.wire('Service', deps.services);
-    this.wire('EndpointSlice', deps.endpointSlices);
+    // `noendpoints`: as CoreDNS, EndpointSlices are not watched at all.
+    if (!cfg.noEndpoints) this.wire('EndpointSlice', deps.endpointSlices);
     if (deps.namespaces) this.wire('Namespace', deps.namespaces);
     if (deps.pods && cfg.resolver.pods === 'verified') this.wire('Pod', deps.pods);
     if (deps.serviceImports) this.wire('ServiceImport', deps.serviceImports);
@@ -129,7 +128,16 @@ export class DnsDaemon {
       `upsert${K}` | `delete${K}`,
       (o: IndexedObjects[K]) => string | undefined
     >;
+    // kubernetes `labels`: Services and EndpointSlices outside the selector do not exist.
+    const selector =
+      this.config.labelSelector !== undefined && (kind === 'Service' || kind === 'EndpointSlice')
+        ? parseLabelSelector(this.config.labelSelector)
+        : undefined;
     const apply = (o: IndexedObjects[K]): void => {
+      if (selector !== undefined && !matchesLabels(selector, o.metadata?.labels)) {
+        feeds[`delete${kind}`](o);
+        return;
+      }
       const problem = feeds[`upsert${kind}`](o);
       if (problem !== undefined) {
         this.metrics.skippedObject(kind);
@@ -156,6 +164,70 @@ export class DnsDaemon {
       },
     });
     this.informers.push(informer);
+  }
+
+  private newForwarder(cfg: DnsConfig, upstreams: readonly UpstreamAddress[]): Forwarder {
+    return new Forwarder({
+      upstreams,
+      attemptTimeoutMs: cfg.forwardTimeoutMs,
+      totalTimeoutMs: cfg.forwardTimeoutMs * 2,
+      maxConcurrent: cfg.forwardMaxConcurrent,
+      ...(this.cache ? { cache: this.cache } : {}),
+      clock: this.clock,
+      onExchange: (to, rcode, s) => {
+        this.metrics.observeUpstream(to, rcode, s);
+      },
+    });
+  }
+
+  private newHandler(cfg: DnsConfig, forwarder: Forwarder): DnsHandler {
+    return new DnsHandler({
+      index: this.index,
+      config: cfg.resolver,
+      isSynced: () => this.isSynced(),
+      forwarder,
+      metrics: this.metrics,
+      log: this.deps.log,
+      transfer: cfg.transfer,
+    });
+  }
+
+  /**
+   * Applies a new configuration without dropping queries (a Corefile `reload`): the resolver
+   * settings, upstreams and forward options take effect for the next query; queries under
+   * way finish on the old forwarder, which is closed once they are done. Returns the changed
+   * settings this cannot apply while running (listen addresses, cache, lameduck, labels,
+   * noendpoints, `pods verified` without a Pod informer); those keep their old value.
+   */
+  reconfigure(next: DnsConfig, upstreams: readonly UpstreamAddress[]): string[] {
+    const old = this.config;
+    const needsRestart = fieldsNeedingRestart(old, next, this.deps.pods !== undefined);
+    const applied: DnsConfig = {
+      ...old,
+      resolver:
+        next.resolver.pods === 'verified' && old.resolver.pods !== 'verified' && !this.deps.pods
+          ? { ...next.resolver, pods: old.resolver.pods }
+          : next.resolver,
+      upstreams: next.upstreams,
+      forwardTimeoutMs: next.forwardTimeoutMs,
+      forwardMaxConcurrent: next.forwardMaxConcurrent,
+      transfer: next.transfer,
+    };
+    const retiring = this.forwarder;
+    this.forwarder = this.newForwarder(applied, upstreams);
+    this.handler = this.newHandler(applied, this.forwarder);
+    this.config = applied;
+    this.server.setHandler(this.handler);
+    this.retired.add(retiring);
+    this.clock.setTimeout(
+      () => {
+        this.retiredRejects += retiring.rejects;
+        retiring.close();
+        this.retired.delete(retiring);
+      },
+      old.forwardTimeoutMs * 2 + 1000,
+    );
+    return needsRestart;
   }
 
   /** True once every informer has listed. */
@@ -339,6 +411,7 @@ export class DnsDaemon {
   private async closeAll(): Promise<void> {
     await Promise.all(this.informers.map((i) => i.stop()));
     this.forwarder.close();
+    for (const f of this.retired) f.close();
     await this.server.close();
     await Promise.all(
       this.http.map(

@@ -374,7 +374,7 @@ export class DnsServer {
   /** TCP connections closed to make room for new ones, since start. */
   tcpShed = 0;
   private boundPort = 0;
-  private readonly handler: DnsHandler;
+  private handler: DnsHandler;
   private readonly opts: ListenOptions;
   private readonly log: Logger | undefined;
 
@@ -382,6 +382,14 @@ export class DnsServer {
     this.handler = handler;
     this.opts = opts;
     this.log = log;
+  }
+
+  /**
+   * Answers every message that arrives from now on with `handler` (a reload); answers
+   * already under way finish with the one they started with, so nothing is dropped.
+   */
+  setHandler(handler: DnsHandler): void {
+    this.handler = handler;
   }
 
   /** The bound port (after listen). */

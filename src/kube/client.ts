@@ -14,6 +14,12 @@ import { InformerCache, type Informer } from './informer.js';
 import type { EndpointSlice, KubeObject, Node, Pod, Service, ServiceCIDR } from './types.js';
 import { objectKey } from './types.js';
 import { toWire } from './wire.js';
+import {
+  hasInClusterEnv,
+  inClusterKubeConfig,
+  readInClusterConfig,
+  SERVICE_ACCOUNT_DIR,
+} from './in-cluster.js';
 
 /** Loads a kubeconfig file (or the default locations when path is undefined). */
 export function loadKubeConfig(path?: string): k8s.KubeConfig {
@@ -29,8 +35,6 @@ const origins = new WeakMap<
   ApiClientOrigin & { explained: Set<ApiFailureReason> }
 >();
 
-const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-
 export interface KubeConfigEnv {
   readonly KUBECONFIG?: string | undefined;
   readonly KUBERNETES_SERVICE_HOST?: string | undefined;
@@ -40,16 +44,16 @@ export interface KubeConfigEnv {
 /**
  * The client configuration as client-go's daemons find it: `--kubeconfig` when given, else
  * the file(s) in `$KUBECONFIG`, else the in-cluster ServiceAccount config (a Pod with
- * KUBERNETES_SERVICE_HOST/PORT and a mounted token). A file that is missing, is not YAML, or
+ * KUBERNETES_SERVICE_HOST/PORT and a mounted token, in-cluster.ts). A file that is missing, is not YAML, or
  * has no current context with a server is one INVALID_INPUT error naming it (CLI exit 2),
  * never a retry loop; so is finding none of the three.
  */
 export function resolveKubeConfig(
   flag: string | undefined,
   env: KubeConfigEnv = process.env,
-  tokenPath = SERVICE_ACCOUNT_TOKEN,
+  serviceAccountDir = SERVICE_ACCOUNT_DIR,
 ): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
+  let kc = new k8s.KubeConfig();
   let source: string;
   try {
     if (flag !== undefined && flag !== '') {
@@ -66,17 +70,13 @@ export function resolveKubeConfig(
         more.loadFromFile(f);
         kc.mergeConfig(more, true);
       }
-    } else if (
-      env.KUBERNETES_SERVICE_HOST !== undefined &&
-      env.KUBERNETES_SERVICE_HOST !== '' &&
-      existsSync(tokenPath)
-    ) {
+    } else if (hasInClusterEnv(env)) {
       source = 'in-cluster config';
-      kc.loadFromCluster();
+      kc = inClusterKubeConfig(readInClusterConfig(env, serviceAccountDir));
     } else
       throw new SvcnetError(
         'INVALID_INPUT',
-        'no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or run in a Pod with a ServiceAccount token',
+        `no kubeconfig: give --kubeconfig FILE, set $KUBECONFIG, or run in a Pod (with $KUBERNETES_SERVICE_HOST, $KUBERNETES_SERVICE_PORT and a ServiceAccount token in ${serviceAccountDir})`,
       );
   } catch (e) {
     if (e instanceof SvcnetError) throw e;

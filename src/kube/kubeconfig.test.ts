@@ -22,7 +22,7 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 `,
 );
-const noToken = join(dir, 'no-token');
+const noServiceAccount = join(dir, 'no-serviceaccount');
 
 function invalid(re: RegExp): (e: unknown) => boolean {
   return (e: unknown) =>
@@ -37,7 +37,7 @@ test('--kubeconfig, then $KUBECONFIG, then in-cluster, as client-go', () => {
     'u',
   );
   assert.throws(
-    () => resolveKubeConfig(undefined, { KUBERNETES_SERVICE_HOST: '10.96.0.1' }, noToken),
+    () => resolveKubeConfig(undefined, { KUBERNETES_SERVICE_HOST: '10.96.0.1' }, noServiceAccount),
     invalid(/^no kubeconfig: give --kubeconfig FILE, set \$KUBECONFIG, or run in a Pod/),
   );
 });
