@@ -13,6 +13,11 @@
 //    change reaching the proxier (the informer event) to the end of the restore that carries
 //    it, p50/p99 over 200 changes, per backend (the unsuffixed figures are legacy's);
 //  - the proxier process's RSS at 10k (legacy run, after its syncs, once idle).
+// Each namespace is a node of its own and gets its own xtables lock file (XTABLES_LOCKFILE,
+// as a node has its own /run/xtables.lock): the lock file is shared by every namespace of
+// this machine, and other work's legacy restores, in their own namespaces, held ours for
+// seconds (and ours theirs). The one-chain floor is measured with and without the huge-page
+// malloc tunable the proxy gives the legacy binaries (backend.ts legacyEnv), alternating.
 // A run that does not finish within BENCH_IPT_TIMEOUT_S (default 300 s) is killed (its whole
 // process group, restore included) and reported as missed with what it reached. Knobs:
 // BENCH_IPT_SIZES (default 1000,5000,10000), BENCH_IPT_VARIANTS (default legacy,nft).
@@ -87,6 +92,10 @@ interface ChildResult {
   readonly partials?: number[];
   readonly latencies?: number[];
   readonly syncs?: number;
+  /** Median duration of the syncs of the latency run. */
+  readonly syncMedianMs?: number;
+  /** The one-chain floor without the huge-page tunable (the binaries' plain environment). */
+  readonly floorPlainMs?: number;
   readonly rssMiB?: number;
   readonly rssBusyMiB?: number;
   /** One restore declaring one empty chain, at this size: the backend's floor per sync. */
@@ -165,17 +174,28 @@ async function childSync(variant: IptablesVariant, n: number, rss: boolean): Pro
     partials.push((await done).elapsedMs);
   }
   const floors: number[] = [];
-  for (let k = 0; k < 3; k++) {
+  const plain: number[] = [];
+  for (let k = 0; k < 5; k++) {
     const t = performance.now();
     await backendOf(variant).restore(`*nat\n:BENCH-PROBE-${String(k)} - [0:0]\nCOMMIT\n`, {
       noflush: true,
     });
     floors.push(performance.now() - t);
+    if (variant !== 'legacy') continue;
+    const env = { ...process.env };
+    delete env.GLIBC_TUNABLES;
+    const t1 = performance.now();
+    spawnSync('iptables-legacy-restore', ['-w', '5', '--noflush'], {
+      input: `*nat\n:BENCH-PLAIN-${String(k)} - [0:0]\nCOMMIT\n`,
+      env,
+    });
+    plain.push(performance.now() - t1);
   }
   const floorMs = pct(floors, 50);
+  const floorPlainMs = plain.length > 0 ? pct(plain, 50) : undefined;
   if (!rss) {
     await h.proxier.stop();
-    return { full, partials, floorMs };
+    return { full, partials, floorMs, ...(floorPlainMs !== undefined ? { floorPlainMs } : {}) };
   }
   gc();
   gc();
@@ -185,16 +205,25 @@ async function childSync(variant: IptablesVariant, n: number, rss: boolean): Pro
   for (let t = 0; t < 30 && process.memoryUsage().heapTotal > heap0 * 0.8; t++) await sleep(1000);
   const idle = rssMiB();
   await h.proxier.stop();
-  return { full, partials, floorMs, rssMiB: idle, rssBusyMiB: busy };
+  return {
+    full,
+    partials,
+    floorMs,
+    ...(floorPlainMs !== undefined ? { floorPlainMs } : {}),
+    rssMiB: idle,
+    rssBusyMiB: busy,
+  };
 }
 
 /** CHANGES EndpointSlice changes at random 20–120 ms apart; latency to the restore's end. */
 async function childLatency(variant: IptablesVariant, n: number): Promise<ChildResult> {
   const h = await harness(variant, n);
   const pending: { at: number; done?: number }[] = [];
+  const durations: number[] = [];
   h.proxier.onSync((rs) => {
     const r = rs[0];
     if (r === undefined) return;
+    durations.push(r.elapsedMs);
     const end = r.startedAt + r.elapsedMs;
     for (const c of pending) if (c.done === undefined && c.at <= r.startedAt) c.done = end;
   });
@@ -208,7 +237,7 @@ async function childLatency(variant: IptablesVariant, n: number): Promise<ChildR
   while (pending.some((c) => c.done === undefined) && Date.now() < deadline) await sleep(50);
   await h.proxier.stop();
   const latencies = pending.filter((c) => c.done !== undefined).map((c) => (c.done ?? 0) - c.at);
-  return { latencies, syncs: h.reports.length - syncs0 };
+  return { latencies, syncs: h.reports.length - syncs0, syncMedianMs: pct(durations, 50) };
 }
 
 async function child(): Promise<void> {
@@ -241,10 +270,15 @@ async function runChild(bundle: string, args: string[], timeoutMs: number): Prom
   if (spawnSync('ip', ['netns', 'add', ns]).status !== 0)
     throw new Error(`ip netns add ${ns} failed`);
   const t0 = performance.now();
+  const lock = join(tmpdir(), `${ns}.xtables.lock`);
   const p = spawn(
     'ip',
     ['netns', 'exec', ns, process.execPath, '--expose-gc', bundle, CHILD_FLAG, ...args],
-    { detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+    {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, XTABLES_LOCKFILE: lock },
+    },
   );
   let out = '';
   let err = '';
@@ -263,6 +297,7 @@ async function runChild(bundle: string, args: string[], timeoutMs: number): Prom
   clearTimeout(timer);
   const ms = performance.now() - t0;
   spawnSync('ip', ['netns', 'del', ns]);
+  rmSync(lock, { force: true });
   const line = out.split('\n').find((l) => l.startsWith('RESULT '));
   if (line !== undefined) return { result: JSON.parse(line.slice(7)) as ChildResult, ms };
   const last = err.trim().split('\n').at(-1) ?? '';
@@ -321,6 +356,13 @@ async function syncRuns(bundle: string, v: IptablesVariant): Promise<void> {
       );
       figure(`iptables-kernel-one-chain-restore-${l}-${v}`, r.result.floorMs, 'ms');
     }
+    if (r.result.floorPlainMs !== undefined) {
+      say(
+        `  the same without the huge-page malloc tunable (GLIBC_TUNABLES unset), alternating: ` +
+          `${r.result.floorPlainMs.toFixed(0)} ms`,
+      );
+      figure(`iptables-kernel-one-chain-restore-${l}-${v}-plain`, r.result.floorPlainMs, 'ms');
+    }
     if (r.result.rssMiB !== undefined) {
       say(
         `proxier process RSS at ${l} Services × ${String(ENDPOINTS)} endpoints (informer caches, trackers, plan state; compiled JS): ` +
@@ -348,10 +390,12 @@ async function latencyRun(bundle: string, v: IptablesVariant): Promise<void> {
   const [p50, p99] = [pct(lat, 50), pct(lat, 99)];
   say(
     `network programming latency at 1k Services, minSyncPeriod 0, iptables-${v}: p50 ${p50.toFixed(0)} ms, ` +
-      `p99 ${p99.toFixed(0)} ms, max ${Math.max(...lat).toFixed(0)} ms (${String(lat.length)}/${String(CHANGES)} changes, ${String(r.result?.syncs ?? 0)} syncs)` +
+      `p99 ${p99.toFixed(0)} ms, max ${Math.max(...lat).toFixed(0)} ms (${String(lat.length)}/${String(CHANGES)} changes, ${String(r.result?.syncs ?? 0)} syncs, ` +
+      `median sync ${(r.result?.syncMedianMs ?? NaN).toFixed(0)} ms: a change waits for the sync in flight, then its own)` +
       verdict(p99, TARGET.p99, 'a restore of the nat table per sync, on a loaded machine'),
   );
   figure(`iptables-latency-p50-1k${suffix}`, p50, 'ms');
+  figure(`iptables-latency-sync-median-1k${suffix}`, r.result?.syncMedianMs ?? NaN, 'ms');
   figure(`iptables-latency-p99-1k${suffix}`, p99, 'ms', TARGET.p99);
 }
 

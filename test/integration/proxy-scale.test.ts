@@ -5,9 +5,15 @@
 // then one more Service is added: it must answer curl soon after its EndpointSlice is written
 // (the figure is printed; 1 s is the issue's target, 2 s fails the test), and the partial
 // sync must leave every other Service's rules as they were — no rule line removed, and the
-// packet counters of the Service that carried traffic kept.
+// packet counters of the Service that carried traffic kept. The node namespace gets its own
+// xtables lock file (XTABLES_LOCKFILE, as a node has its own /run): /run/xtables.lock is
+// shared by every namespace on this machine, and other work's legacy restores, in their own
+// namespaces, would hold this node's for seconds.
 
 import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { V1EndpointSlice, V1Service } from '@kubernetes/client-node';
@@ -81,7 +87,11 @@ describe('svcnet proxy (legacy backend) at 5k Services', { skip }, () => {
   let api: LiveApiServer;
   const proxy = new LiveProxy();
 
+  const lockFile = join(tmpdir(), `svcnet-pxs-${String(process.pid)}.xtables.lock`);
+
   before(async () => {
+    // Read by every iptables-legacy binary: the proxy's (inherited) and this test's.
+    process.env.XTABLES_LOCKFILE = lockFile;
     lab = ProxyLab.create('svcnet-pxs');
     lab.addPod('pod-a', PORT);
     lab.addPod('pod-b', PORT);
@@ -98,6 +108,8 @@ describe('svcnet proxy (legacy backend) at 5k Services', { skip }, () => {
     await api.stop();
     api.remove();
     lab.destroy();
+    delete process.env.XTABLES_LOCKFILE;
+    rmSync(lockFile, { force: true });
   });
 
   const write = async (name: string, ip: string, podIP: string): Promise<void> => {

@@ -5,7 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeExecer } from '../../os/exec.js';
-import { RealIptables, commandsFor, IptablesRestoreError } from './backend.js';
+import {
+  MALLOC_HUGETLB,
+  RealIptables,
+  commandsFor,
+  IptablesRestoreError,
+  legacyEnv,
+} from './backend.js';
 
 test('commandsFor names one variant and family', () => {
   assert.deepEqual(commandsFor('IPv6', 'nft'), {
@@ -83,5 +89,45 @@ test('ensureRule checks first and inserts only when missing; chainExists maps ex
   assert.equal(await ipt.chainExists('mangle', 'KUBE-PROXY-CANARY'), false);
   assert.equal(await ipt.chainExists('mangle', 'KUBE-PROXY-CANARY'), true);
   await assert.rejects(ipt.chainExists('mangle', 'KUBE-PROXY-CANARY'), /exit 4/);
+  ex.verify();
+});
+
+test('legacyEnv adds the huge-page malloc tunable to any existing tunables, once', () => {
+  assert.deepEqual(legacyEnv(undefined), { GLIBC_TUNABLES: MALLOC_HUGETLB });
+  assert.deepEqual(legacyEnv(''), { GLIBC_TUNABLES: MALLOC_HUGETLB });
+  assert.deepEqual(legacyEnv('glibc.malloc.arena_max=2'), {
+    GLIBC_TUNABLES: `glibc.malloc.arena_max=2:${MALLOC_HUGETLB}`,
+  });
+  assert.deepEqual(legacyEnv(`a=1:${MALLOC_HUGETLB}`), {});
+});
+
+test('the legacy binaries run with legacyEnv, the nft ones with the environment as it is', async () => {
+  const ex = new FakeExecer().expect(
+    {
+      cmd: 'iptables-legacy-restore',
+      check: (req) => {
+        assert.match(req.env?.GLIBC_TUNABLES ?? '', /hugetlb=1/);
+      },
+    },
+    {
+      cmd: 'iptables-legacy-save',
+      check: (req) => {
+        assert.match(req.env?.GLIBC_TUNABLES ?? '', /hugetlb=1/);
+      },
+    },
+    {
+      cmd: 'iptables-nft-restore',
+      check: (req) => {
+        assert.equal(req.env, undefined);
+      },
+    },
+  );
+  await new RealIptables(ex, 'IPv4', commandsFor('IPv4', 'legacy')).restore('*nat\nCOMMIT\n', {
+    noflush: true,
+  });
+  await new RealIptables(ex, 'IPv4', commandsFor('IPv4', 'legacy')).save('nat');
+  await new RealIptables(ex, 'IPv4', commandsFor('IPv4', 'nft')).restore('*nat\nCOMMIT\n', {
+    noflush: true,
+  });
   ex.verify();
 });

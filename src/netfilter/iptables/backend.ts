@@ -4,7 +4,7 @@
 // families use the same.
 // The rule model, parser and renderer live next door; the atomic Fake is fake.ts.
 
-import type { Execer, ExecResult } from '../../os/exec.js';
+import type { Execer, ExecRequest, ExecResult } from '../../os/exec.js';
 import { ExecError } from '../../os/exec.js';
 import { SvcnetError } from '../../errors.js';
 import type { IPFamily } from '../../util/ip.js';
@@ -86,6 +86,23 @@ export function commandsFor(
 
 const LINE_RE = /(?:error occurred at line|line):? (\d+)/i;
 
+/** The glibc tunable that backs malloc's heap with transparent huge pages (glibc ≥ 2.35). */
+export const MALLOC_HUGETLB = 'glibc.malloc.hugetlb=1';
+
+/**
+ * The environment the legacy binaries run with: `existing` GLIBC_TUNABLES plus
+ * MALLOC_HUGETLB. iptables-legacy reads the whole table out of the kernel, rebuilds it in
+ * malloc'd memory and writes it back on every run (107 MB at 10k Services × 10 endpoints),
+ * so much of its time goes to first touches of fresh pages; on huge pages a one-chain
+ * restore takes 28% less CPU at 1k Services and 34% less at 10k (469 → 337 ms, 4.8 → 3.2 s;
+ * medians of 5–7 alternating runs). An older glibc, or musl, ignores the tunable.
+ */
+export function legacyEnv(existing: string | undefined): Readonly<Record<string, string>> {
+  if (existing?.split(':').includes(MALLOC_HUGETLB) === true) return {};
+  const tunables = existing === undefined || existing === '' ? [] : [existing];
+  return { GLIBC_TUNABLES: [...tunables, MALLOC_HUGETLB].join(':') };
+}
+
 /** iptables through real binaries (one family); implements the `Iptables` seam of fake.ts. */
 export class RealIptables implements IptablesBackend, Iptables {
   readonly family: IPFamily;
@@ -95,6 +112,8 @@ export class RealIptables implements IptablesBackend, Iptables {
   private readonly waitSeconds: number;
   /** Largest restore input in lines (noflush only); undefined: never split. */
   private readonly chunkLines: number | undefined;
+  /** Extra environment of every command (the legacy binaries': `legacyEnv`). */
+  private readonly env: Readonly<Record<string, string>> | undefined;
 
   constructor(
     execer: Execer,
@@ -108,6 +127,14 @@ export class RealIptables implements IptablesBackend, Iptables {
     this.commands = commands;
     this.waitSeconds = waitSeconds;
     this.chunkLines = chunkLines;
+    this.env = commands.restore.includes('-legacy-')
+      ? legacyEnv(process.env.GLIBC_TUNABLES)
+      : undefined;
+  }
+
+  /** `req` with this backend's environment, when it has one. */
+  private run(req: ExecRequest): Promise<ExecResult> {
+    return this.execer.run(this.env === undefined ? req : { ...req, env: this.env });
   }
 
   /**
@@ -129,7 +156,7 @@ export class RealIptables implements IptablesBackend, Iptables {
     const args = ['-w', String(this.waitSeconds)];
     if (flags.noflush) args.push('--noflush');
     if (flags.counters === true) args.push('--counters');
-    const res = await this.execer.run({
+    const res = await this.run({
       cmd: this.commands.restore,
       args,
       stdin: text,
@@ -150,7 +177,7 @@ export class RealIptables implements IptablesBackend, Iptables {
 
   async save(table?: IptablesTableName): Promise<string> {
     const args = table === undefined ? [] : ['-t', table];
-    const res = await this.execer.run({ cmd: this.commands.save, args, timeoutMs: 120_000 });
+    const res = await this.run({ cmd: this.commands.save, args, timeoutMs: 120_000 });
     if (res.code !== 0)
       throw new ExecError(
         `${this.commands.save} ${args.join(' ')}: exit ${res.code}: ${res.stderr.trim()}`,
@@ -160,7 +187,7 @@ export class RealIptables implements IptablesBackend, Iptables {
   }
 
   private iptables(args: string[]): Promise<ExecResult> {
-    return this.execer.run({
+    return this.run({
       cmd: this.commands.iptables,
       args: ['-w', String(this.waitSeconds), ...args],
       timeoutMs: 30_000,

@@ -1054,6 +1054,7 @@ test('partial sync writes only changed Services, deletes stale chains, and appli
 
   const noChange = h.sync(false);
   assert.deepEqual(declared(noChange).filter(isServiceChainName), [], 'no service chain written');
+  assert.equal(noChange.changes, '', 'nothing changed: nothing to restore');
   const warm = h.sync(true);
   assert.equal(warm.counts.deletedChains, 0, 'nothing stale after a clean partial');
   assert.deepEqual(deleted(warm), []);
@@ -1119,8 +1120,11 @@ test('partial syncs over many buckets leave the kernel exactly as a fresh full s
   const options = { ...OPTS, largeClusterEndpointsThreshold: 100_000 };
   const h = new Harness(options).add(...many(990));
   const ipt = new FakeIptables();
+  // What the proxier applies: only the changes (plan.ts changesOnly).
+  const onlyChanges = new FakeIptables();
   const apply = (p: IptablesPlan) => {
     ipt.restoreSync(p.text, { noflush: true });
+    if (p.changes !== '') onlyChanges.restoreSync(p.changes, { noflush: true });
   };
   apply(h.sync(true));
   // Crossing 1000 ports changes the bucketing on a partial sync.
@@ -1147,5 +1151,39 @@ test('partial syncs over many buckets leave the kernel exactly as a fresh full s
   const want = new FakeIptables();
   want.restoreSync(fresh.sync(true).text, { noflush: true });
   assertRulesEqual(want.saveSync('nat'), ipt.saveSync('nat'));
+  assertRulesEqual(want.saveSync(), onlyChanges.saveSync());
   assert.equal(last.counts.natRulesTotal, fresh.sync(true).counts.natRulesTotal);
+});
+
+test('a partial sync applies only what changed: unchanged tables and dispatch chains are left out', () => {
+  const api = svc('shop/api', { clusterIP: '10.96.0.21' });
+  const h = new Harness().add(web, webSlice, api, slice('shop/api', [ep('10.244.1.30')]));
+  const full = h.sync(true);
+  assert.equal(full.changes, full.text, 'a full sync writes everything');
+  const ipt = assertApplies(full);
+
+  // New endpoints of a Service: its chains only (no filter, no KUBE-SERVICES, no fixed chains).
+  h.eps.update(undefined, slice('shop/api', [ep('10.244.1.31')]));
+  const moved = h.sync(false);
+  const apiSvc = 'KUBE-SVC-RUKNB3TURLFC6SGL';
+  assert.doesNotMatch(moved.changes, /^\*filter$/m);
+  assert.doesNotMatch(moved.changes, /^:KUBE-(SERVICES|NODEPORTS|POSTROUTING|MARK-MASQ) /m);
+  assert.match(moved.changes, new RegExp(`^:${apiSvc} `, 'm'));
+  assert.match(moved.changes, /^-X KUBE-SEP-4WH2YJML6FDPWV7A$/m);
+  assert.match(moved.text, /^\*filter$/m, 'the plan text stays what kube-proxy writes');
+  ipt.restoreSync(moved.changes, { noflush: true });
+
+  // Endpoints gone: the REJECT rule (filter) and KUBE-SERVICES change.
+  h.eps.update(undefined, slice('shop/api', []));
+  const none = h.sync(false);
+  assert.match(none.changes, /^\*filter$/m);
+  assert.match(none.changes, /^:KUBE-SERVICES - \[0:0\]$/m);
+  assert.match(none.changes, new RegExp(`^-X ${apiSvc}$`, 'm'));
+  ipt.restoreSync(none.changes, { noflush: true });
+
+  // The kernel is what a fresh full sync of the same objects leaves.
+  const fresh = new Harness().add(web, webSlice, api, slice('shop/api', [])).sync(true);
+  const want = new FakeIptables();
+  want.restoreSync(fresh.text, { noflush: true });
+  assertRulesEqual(want.saveSync(), ipt.saveSync());
 });

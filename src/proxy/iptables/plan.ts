@@ -10,6 +10,8 @@
 // nat chains are written in full, but only the KUBE-SVC/SVL/EXT/FW/SEP chains of changed
 // Services; per-port results of unchanged Services are reused from the previous state.
 // Stale service chains (existing minus active) are declared and deleted with `-X`.
+// `changes` is that text without what a partial sync would rewrite as it already is (see
+// `changesOnly`): what the proxier applies, since a legacy restore costs the whole table.
 
 import type { IptablesDocument } from '../../netfilter/iptables/model.js';
 import { parseDocument } from '../../netfilter/iptables/parse.js';
@@ -22,6 +24,8 @@ import {
   KUBE_FIREWALL,
   KUBE_PROXY_CANARY,
   NAT_FIXED_CHAINS,
+  KUBE_NODEPORTS,
+  KUBE_SERVICES,
   isServiceChainName,
 } from './names.js';
 import type { IptablesProxierOptions } from './options.js';
@@ -89,6 +93,18 @@ export interface PlanState {
   readonly largeClusterMode: boolean;
   /** Memo of endpoint chain names (carried from plan to plan). */
   readonly sepNames: WeakMap<EndpointInfo, SepName>;
+  /** The rules of no Service port, as written (a few lines; see `changesOnly`). */
+  readonly fixedTexts: FixedTexts;
+}
+
+/**
+ * The rules of no Service port: filter's (KUBE-FIREWALL, KUBE-FORWARD), nat's first
+ * (KUBE-POSTROUTING, KUBE-MARK-MASQ) and last (the KUBE-SERVICES jump to KUBE-NODEPORTS).
+ */
+export interface FixedTexts {
+  readonly filter: string;
+  readonly natHead: string;
+  readonly natTail: string;
 }
 
 /** Every service chain that exists once `state`'s plan is applied. */
@@ -157,6 +173,12 @@ function joinTables(tables: readonly TablePieces[]): { text: string; tables: Pla
 export interface IptablesPlan {
   /** The iptables-restore input (`*filter … COMMIT *nat … COMMIT`), no comments. */
   readonly text: string;
+  /**
+   * `text` without what the kernel already holds from the previous plan (a partial sync's
+   * unchanged filter table, unchanged KUBE-SERVICES and KUBE-NODEPORTS, and the fixed nat
+   * chains); '' when nothing changed. `text` itself on full syncs. See `changesOnly`.
+   */
+  readonly changes: string;
   /** Where each table's declarations and rules lie in `text`, in order. */
   readonly tables: readonly PlanTable[];
   /** `text` as a typed document (parsed on first access). */
@@ -302,6 +324,9 @@ function staleChains(
 
 const NO_ENDPOINTS: readonly EndpointInfo[] = [];
 
+/** The nat chains holding every Service port's capture rules. */
+const DISPATCH_CHAINS = [KUBE_SERVICES, KUBE_NODEPORTS];
+
 /** The partial-sync input, when this sync can be partial with the same bucketing. */
 function partialInput(
   input: IptablesPlanInput,
@@ -359,6 +384,55 @@ function assemble(
   return { buckets, rebuilt: new Set(groups.keys()), written };
 }
 
+/** Whether every rebuilt bucket's `part` text is what the previous state had. */
+function sameBuckets(
+  previous: PlanState,
+  a: Assembly,
+  part: 'filterText' | 'dispatchText',
+): boolean {
+  for (const b of a.rebuilt) if (a.buckets[b]?.[part] !== previous.buckets[b]?.[part]) return false;
+  return true;
+}
+
+/**
+ * A partial sync's restore input without what it would rewrite unchanged: the filter table
+ * when no rebuilt bucket's filter rules and no fixed filter rule differ, KUBE-SERVICES and
+ * KUBE-NODEPORTS when no dispatch rule differs, and KUBE-POSTROUTING and KUBE-MARK-MASQ
+ * always (they depend on the options only, and changed options make a full sync). kube-proxy
+ * writes them all on every sync; the kernel ends the same either way (a chain a
+ * `--noflush` restore does not declare is left as it is, counters included), but
+ * iptables-legacy-restore parses every line and copies each table it names out of the
+ * kernel and back. A table left out is repaired by the next full sync (hourly, on canary
+ * loss or after a failure), as kube-proxy leaves unchanged Services' chains since KEP-3453.
+ */
+function changesOnly(
+  previous: PlanState,
+  a: Assembly,
+  full: { readonly text: string; readonly filter: TablePieces },
+  nat: { readonly decls: readonly string[]; readonly body: readonly string[] },
+  fixed: FixedTexts,
+): string {
+  // Options that change these make a full sync; write everything if they ever differ.
+  if (previous.fixedTexts.natHead !== fixed.natHead) return full.text;
+  const sameFilter =
+    previous.fixedTexts.filter === fixed.filter && sameBuckets(previous, a, 'filterText');
+  // The NodePorts jump differs when the local addresses do (no full sync for those).
+  const sameDispatch =
+    previous.fixedTexts.natTail === fixed.natTail && sameBuckets(previous, a, 'dispatchText');
+  const out: TablePieces[] = sameFilter ? [] : [full.filter];
+  const decls = nat.decls.filter((d) => d !== '');
+  const body = nat.body.filter((r) => r !== '');
+  const dispatch = sameDispatch ? [] : [...a.buckets.map((b) => b.dispatchText), fixed.natTail];
+  if (dispatch.length > 0 || body.length > 0 || decls.length > 0)
+    out.push({
+      name: 'nat',
+      head: ['*nat\n', ...(sameDispatch ? [] : DISPATCH_CHAINS.map(chainLine)), ...decls],
+      body: [...dispatch, ...body],
+      fixedChains: [],
+    });
+  return out.length === 0 ? '' : joinTables(out).text;
+}
+
 function lazyDocument(text: string): () => IptablesDocument {
   let doc: IptablesDocument | undefined;
   return () => (doc ??= parseDocument(text));
@@ -404,37 +478,41 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
   const natTail = new RuleWriter();
   for (const r of last.rules) natTail.addArgs(r.chain, r.args);
 
+  const filterTable: TablePieces = {
+    name: 'filter',
+    head: ['*filter\n', ...filterChains.map(chainLine)],
+    body: [filterHead.text, ...a.buckets.map((b) => b.filterText), filterTail.text],
+    fixedChains: filterChains,
+  };
+  const written = {
+    decls: [...a.written.map((p) => p.natChainDecls), ...stale.deleted.map(chainLine)],
+    body: [...a.written.map((p) => p.natChainText), ...stale.deleted.map((c) => `-X ${c}\n`)],
+  };
   const { text, tables } = joinTables([
-    {
-      name: 'filter',
-      head: ['*filter\n', ...filterChains.map(chainLine)],
-      body: [filterHead.text, ...a.buckets.map((b) => b.filterText), filterTail.text],
-      fixedChains: filterChains,
-    },
+    filterTable,
     {
       name: 'nat',
-      head: [
-        '*nat\n',
-        ...NAT_FIXED_CHAINS.map(chainLine),
-        ...a.written.map((p) => p.natChainDecls),
-        ...stale.deleted.map(chainLine),
-      ],
-      body: [
-        natHead.text,
-        ...a.buckets.map((b) => b.dispatchText),
-        ...a.written.map((p) => p.natChainText),
-        ...stale.deleted.map((c) => `-X ${c}\n`),
-        natTail.text,
-      ],
+      head: ['*nat\n', ...NAT_FIXED_CHAINS.map(chainLine), ...written.decls],
+      body: [natHead.text, ...a.buckets.map((b) => b.dispatchText), ...written.body, natTail.text],
       fixedChains: NAT_FIXED_CHAINS,
     },
   ]);
+  const fixed: FixedTexts = {
+    filter: filterHead.text + filterTail.text,
+    natHead: natHead.text,
+    natTail: natTail.text,
+  };
+  const changes =
+    partial && previous
+      ? changesOnly(previous, a, { text, filter: filterTable }, written, fixed)
+      : text;
   const filterRules = filterHead.count + totals.filterRules + filterTail.count;
   const natRulesLast = natHead.count + totals.dispatchRules + writtenRules + natTail.count;
   const natChainCount = NAT_FIXED_CHAINS.length + writtenChains + stale.deleted.length;
   const getDocument = lazyDocument(text);
   return {
     text,
+    changes,
     tables,
     get document() {
       return getDocument();
@@ -452,6 +530,7 @@ export function planIptables(input: IptablesPlanInput, previous?: PlanState): Ip
       lastCleanupMs: stale.cleanedAt,
       largeClusterMode,
       sepNames: ctx.sepNames,
+      fixedTexts: fixed,
     },
     fullSync,
     counts: {

@@ -209,6 +209,21 @@ test('a full sync writes service chains, jump rules and canaries in one restore;
     [],
     'partial syncs do not touch the hooks',
   );
+  assert.deepEqual(
+    partial.tables
+      .flatMap((t) => t.chains.map((c) => `${t.name} ${c.name}`))
+      .filter((c) => !/KUBE-(SVC|SEP|EXT)-/.test(c)),
+    [
+      'filter KUBE-SERVICES',
+      'filter KUBE-EXTERNAL-SERVICES',
+      'filter KUBE-FORWARD',
+      'filter KUBE-NODEPORTS',
+      'filter KUBE-PROXY-FIREWALL',
+      'filter KUBE-FIREWALL',
+    ],
+    'a partial sync restores what changed only: the new Service without endpoints changes ' +
+      'filter (REJECT), the moved endpoint its chains, and nat KUBE-SERVICES stays as it was',
+  );
   assertKernelFlows(s.ipt, [
     {
       name: 'web: the new endpoint only',

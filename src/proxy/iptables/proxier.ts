@@ -2,7 +2,8 @@
 // change trackers → bounded-frequency runner, health-check node ports, stale UDP conntrack
 // entries, bad objects skipped, logged and counted). Each sync of a family takes a snapshot,
 // asks the pure `planIptables` for the restore document, applies it with one
-// `iptables-restore --noflush --counters` and records jump rules and canaries (full syncs)
+// `iptables-restore --noflush --counters` (a partial sync only what changed, nothing when
+// nothing did) and records jump rules and canaries (full syncs)
 // and the rule-count metrics. A failed sync marks that family for a full sync and goes back
 // to the runner, which retries.
 
@@ -40,7 +41,7 @@ export interface ProxierDeps extends ProxierBaseDeps {
  * The last applied plan without its text, tables and state: the restore text of 10k Services
  * is 8 MB, and the next sync needs only `planState`.
  */
-export type PlanSummary = Omit<IptablesPlan, 'text' | 'tables' | 'document' | 'state'>;
+export type PlanSummary = Omit<IptablesPlan, 'text' | 'changes' | 'tables' | 'document' | 'state'>;
 
 /** Field by field: a spread would read the plan's lazy `document` getter. */
 function summaryOf(plan: IptablesPlan): PlanSummary {
@@ -151,10 +152,12 @@ export class IptablesProxier extends ProxierBase<FamilyState> {
       const hookState = plan.fullSync
         ? (kernel ?? scanKernelState(await f.iptables.save()))
         : undefined;
+      // A partial sync applies only what changed (plan.ts changesOnly): with
+      // iptables-legacy every table named costs a copy of it out of the kernel and back.
       const text =
         hookState !== undefined
           ? withHooks(plan.text, plan.tables, this.hooksFor(plan, hookState))
-          : plan.text;
+          : plan.changes;
       log.debug(
         {
           ipFamily: f.family,
@@ -167,7 +170,7 @@ export class IptablesProxier extends ProxierBase<FamilyState> {
         },
         'Reloading service iptables data',
       );
-      await f.iptables.restore(text, { noflush: true, counters: true });
+      if (text !== '') await f.iptables.restore(text, { noflush: true, counters: true });
       return { plan, text };
     } catch (err) {
       metrics.iptablesRestoreFailuresTotal.inc();
