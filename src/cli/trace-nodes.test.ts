@@ -114,7 +114,8 @@ test('trace on svcnet-worker to its InternalIP gives the DNAT outcomes without -
 });
 
 test('--from outside: the lab outside host is the source, an external client keeping its address on Local', async () => {
-  const { src: _unused, ...noSrc } = flags({}, '');
+  const noSrc = flags({}, '');
+  delete noSrc.src;
   const trace = (node: string, ip: string): Promise<string> =>
     runTrace({ ...noSrc, filename: FILES, node, from: 'outside', dst: `${ip}:30777` });
   const worker2 = JSON.parse(await trace('svcnet-worker2', '172.18.0.4')) as {

@@ -9,7 +9,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import type { KubeObject, Service } from '../../src/kube/types.js';
+import type { Service } from '../../src/kube/types.js';
 import { RealExecer } from '../../src/os/exec.js';
 import { OUTSIDE_IP } from '../../src/lab/topology.js';
 import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
@@ -19,7 +19,7 @@ const skip = skipOrFail(e2eSkipReason());
 const NS = 'lb';
 const hasKubectl = existsSync('/usr/bin/kubectl') || existsSync('/usr/local/bin/kubectl');
 
-function lbService(name: string, spec: Partial<NonNullable<Service['spec']>> = {}): KubeObject {
+function lbService(name: string, spec: Partial<NonNullable<Service['spec']>> = {}): Service {
   return {
     apiVersion: 'v1',
     kind: 'Service',
