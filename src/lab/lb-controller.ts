@@ -72,9 +72,12 @@ export class LabLoadBalancer {
   /** LB IP → the node IPs the hub's route sends it to (as last applied). */
   private applied = new Map<string, string[]>();
   private running: Promise<void> | undefined;
+  private busy = false;
   private again = false;
   private timer: TimerHandle | undefined;
   private stopped = false;
+  /** No sync before both caches have synced: a partial list could hand out a held address. */
+  private synced = false;
   private readonly warned = new Set<string>();
 
   constructor(opts: LabLoadBalancerOptions) {
@@ -90,6 +93,7 @@ export class LabLoadBalancer {
   async start(): Promise<void> {
     await this.readApplied();
     await Promise.all([this.opts.services.start(), this.opts.nodes.start()]);
+    this.synced = true;
     this.timer = this.opts.clock.setInterval(() => {
       this.kick();
     }, PROBE_PERIOD_MS);
@@ -118,12 +122,15 @@ export class LabLoadBalancer {
 
   /** Asks for a sync; one runs at a time, and a request during one runs another after it. */
   kick(): void {
-    if (this.stopped) return;
-    if (this.running) {
+    if (this.stopped || !this.synced) return;
+    if (this.busy) {
       this.again = true;
       return;
     }
+    // Set before the loop starts: its first steps run now and may kick again synchronously.
+    this.busy = true;
     this.running = this.loop().finally(() => {
+      this.busy = false;
       this.running = undefined;
     });
   }
