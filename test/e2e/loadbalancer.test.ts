@@ -89,9 +89,11 @@ describe('LoadBalancer Services and the outside host', { skip }, () => {
       });
       assert.equal(r.code, 0, r.stderr);
     } else await lab.apply([lbService('web-lb')]);
+    // From the moment the Service exists (kubectl's own start is not the load balancer's).
+    const created = Date.now();
     const ip = await externalIP('web-lb');
-    const ms = Date.now() - t0;
-    assert.ok(ms < 2000, `EXTERNAL-IP after ${String(ms)} ms`);
+    const ms = Date.now() - created;
+    assert.ok(ms < 2000, `EXTERNAL-IP ${String(ms)} ms after the Service was created`);
     assert.match(ip, /^172\.18\.255\.(2[0-4]\d|250)$/);
     const svc = await lab.service(NS, 'web-lb');
     assert.equal(svc?.status?.loadBalancer?.ingress?.[0]?.ipMode, 'VIP');
@@ -108,7 +110,9 @@ describe('LoadBalancer Services and the outside host', { skip }, () => {
       return c.code === 0 ? c : undefined;
     });
     assert.equal(r.body, 'web-1');
-    console.log(`EXTERNAL-IP ${ip} after ${String(ms)} ms`);
+    console.log(
+      `EXTERNAL-IP ${ip} ${String(ms)} ms after the Service was created (${String(created - t0)} ms in ${hasKubectl ? 'kubectl expose' : 'the API create'})`,
+    );
   });
 
   test('externalTrafficPolicy Local: only the node with the endpoint receives it, and the Pod sees the outside host', async () => {
