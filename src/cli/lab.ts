@@ -72,6 +72,15 @@ function describeNodes(plan: ReturnType<typeof planLab>): string {
   );
 }
 
+/** The outside host and the LB pool (absent from the plans of labs started before them). */
+function describeOutside(plan: Partial<ReturnType<typeof planLab>>): string[] {
+  return plan.outside === undefined || plan.lbPool === undefined
+    ? []
+    : [
+        `outside host ${plan.outside.ip} (svcnet lab exec outside -- CMD); LoadBalancer pool ${plan.lbPool}`,
+      ];
+}
+
 /** `--name`, the option every user-facing subcommand takes. */
 function labNameOption(cmd: Command): Command {
   return cmd.option('--name <name>', 'lab name', 'svcnet');
@@ -194,6 +203,7 @@ function addStatus(lab: Command): void {
         ...(st.apiServer ? [`API server ${st.apiServer}, kubeconfig ${st.kubeconfig ?? ''}`] : []),
         `logs ${join(running.stateDir, 'logs')}`,
         describeNodes(st.plan),
+        ...describeOutside(st.plan),
         ...(table
           ? [
               table.text,
