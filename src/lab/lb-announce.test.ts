@@ -9,6 +9,7 @@ import {
   lbNodeIPs,
   planAnnouncements,
 } from './lb-announce.js';
+import { LB_IP_MODE_ANNOTATION } from './lb-reconcile.js';
 
 function node(name: string, ip: string, ready = true, labels: Record<string, string> = {}): Node {
   return {
@@ -56,6 +57,15 @@ test('Cluster goes to every node, Local only to nodes whose health check answere
     '172.18.255.200': ['172.18.0.2', '172.18.0.3', '172.18.0.4'],
     '172.18.255.201': ['172.18.0.3'],
   });
+});
+
+test('an ipMode Proxy address is not routed', () => {
+  const proxy: Service = {
+    ...cluster,
+    metadata: { ...cluster.metadata, annotations: { [LB_IP_MODE_ANNOTATION]: 'Proxy' } },
+  };
+  const plan = planAnnouncements([proxy], ASSIGNED, lbNodeIPs(NODES), new Set());
+  assert.deepEqual(Object.fromEntries(plan), { '172.18.255.200': [] });
 });
 
 test('routes: multipath for several nodes, one gateway for one, deleted when none is left', () => {

@@ -4,13 +4,15 @@
 // `http://NODE:HCNP/healthz`. The result becomes one /32 route per LB IP in the hub, a
 // multipath (ECMP) route when several nodes receive it, and no route when none does. Nodes
 // labelled node.kubernetes.io/exclude-from-external-load-balancers receive nothing, as with
-// the cloud providers. Pure: lb-controller.ts probes, and applies the ops through the Ip seam.
+// the cloud providers. An ipMode Proxy address is not routed: the nodes' proxies leave it
+// alone, and with no proxying load balancer in the lab a route would loop between hub and node. Pure: lb-controller.ts probes, and applies the ops through the Ip seam.
 
 import type { Node, Service } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import { nodeHostIPs } from '../kube/node-model.js';
 import { parseIP } from '../util/ip.js';
 import { routeDel, routeReplace, type IpOp } from '../util/ip-ops.js';
+import { ipModeOf } from './lb-reconcile.js';
 
 export const LABEL_EXCLUDE_FROM_LB = 'node.kubernetes.io/exclude-from-external-load-balancers';
 
@@ -72,6 +74,10 @@ export function planAnnouncements(
     const ip = assigned.get(objectKey(svc));
     if (ip === undefined) continue;
     const port = localHealthPort(svc);
+    if (ipModeOf(svc) === 'Proxy') {
+      out.set(ip, []);
+      continue;
+    }
     out.set(
       ip,
       port === undefined

@@ -38,7 +38,8 @@ export interface LbReconcileResult {
   readonly warnings: readonly string[];
 }
 
-function ipModeOf(svc: Service): 'VIP' | 'Proxy' {
+/** The ipMode the lab gives the Service's ingress (LB_IP_MODE_ANNOTATION). */
+export function ipModeOf(svc: Service): 'VIP' | 'Proxy' {
   return svc.metadata?.annotations?.[LB_IP_MODE_ANNOTATION] === 'Proxy' ? 'Proxy' : 'VIP';
 }
 
