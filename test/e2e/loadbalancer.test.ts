@@ -55,7 +55,8 @@ describe('LoadBalancer Services and the outside host', { skip }, () => {
   }
 
   before(async () => {
-    lab = await E2eLab.up('lb');
+    // A lab of 3 nodes starts in 15-30 s on an idle machine; give a loaded one time.
+    lab = await E2eLab.up('lb', 3, 300_000);
     const [, worker, worker2] = lab.nodes;
     if (!worker || !worker2) throw new Error('the lab has fewer than 3 nodes');
     withPod = worker;
