@@ -12,6 +12,7 @@ import { parseManifests } from '../kube/manifest.js';
 import type { KubeObject } from '../kube/types.js';
 import { waitForTermination } from '../os/process.js';
 import { planLab } from '../lab/topology.js';
+import { DEFAULT_LB_POOL } from '../lab/lb-pool.js';
 import { action, collect, readSources } from './run.js';
 
 /** The lab's modules, loaded on demand. */
@@ -30,6 +31,14 @@ function proxyModeOption(): Option {
   return new Option('--proxy-mode <mode>', "every node's kube-proxy mode")
     .choices(PROXY_MODE_CHOICES)
     .default('iptables');
+}
+
+/** `--lb-pool`, for `up` and the supervisor. */
+function lbPoolOption(): Option {
+  return new Option(
+    '--lb-pool <pool>',
+    'addresses for type LoadBalancer Services, CIDR or START-END (IPv4, at most 4096; routed to the nodes by the lab load balancer)',
+  ).default(DEFAULT_LB_POOL);
 }
 
 /** How this process was started, to start more svcnet processes the same way. */
@@ -63,6 +72,15 @@ function describeNodes(plan: ReturnType<typeof planLab>): string {
   );
 }
 
+/** The outside host and the LB pool (absent from the plans of labs started before them). */
+function describeOutside(plan: Partial<ReturnType<typeof planLab>>): string[] {
+  return plan.outside === undefined || plan.lbPool === undefined
+    ? []
+    : [
+        `outside host ${plan.outside.ip} (svcnet lab exec outside -- CMD); LoadBalancer pool ${plan.lbPool}`,
+      ];
+}
+
 /** `--name`, the option every user-facing subcommand takes. */
 function labNameOption(cmd: Command): Command {
   return cmd.option('--name <name>', 'lab name', 'svcnet');
@@ -81,6 +99,7 @@ export function registerLabCommand(program: Command): void {
     addRestart,
     addKubeconfig,
     addAgent,
+    addLoadBalancer,
     addSupervise,
   ])
     add(lab);
@@ -102,6 +121,7 @@ function addUp(lab: Command): void {
         .default('svcnet'),
     )
     .addOption(proxyModeOption())
+    .addOption(lbPoolOption())
     .option('--timeout <seconds>', 'give up after this long', positiveInt, 180)
     .action(
       action(
@@ -112,9 +132,11 @@ function addUp(lab: Command): void {
           filename: string[];
           cni: CniChoice;
           proxyMode: ProxyModeChoice;
+          lbPool: string;
           timeout: number;
         }) => {
-          planLab({ name: o.name, nodes: o.nodes }); // validate before starting anything
+          // validate before starting anything
+          planLab({ name: o.name, nodes: o.nodes, lbPool: o.lbPool });
           const objects = await loadObjects(o.filename);
           const up = await (
             await labModule()
@@ -123,6 +145,7 @@ function addUp(lab: Command): void {
             nodes: o.nodes,
             cni: o.cni,
             proxyMode: o.proxyMode,
+            lbPool: o.lbPool,
             objects,
             timeoutMs: o.timeout * 1000,
             progress: (m) => process.stderr.write(`${m}\n`),
@@ -137,6 +160,7 @@ function addUp(lab: Command): void {
             `export KUBECONFIG=${up.state.kubeconfig ?? ''}   # or: svcnet lab kubeconfig`,
             'kubectl get pods -A -o wide',
             `svcnet lab exec ${first} -- ip route   # a command on a node (or a pod: [namespace/]name)`,
+            `svcnet lab exec outside -- curl ${up.state.plan.nodes[0]?.ip ?? ''}:NODEPORT   # a client that is not a node (LoadBalancer pool ${up.state.plan.lbPool})`,
             'svcnet lab down                  # remove everything',
           ].join('\n');
         },
@@ -179,6 +203,7 @@ function addStatus(lab: Command): void {
         ...(st.apiServer ? [`API server ${st.apiServer}, kubeconfig ${st.kubeconfig ?? ''}`] : []),
         `logs ${join(running.stateDir, 'logs')}`,
         describeNodes(st.plan),
+        ...describeOutside(st.plan),
         ...(table
           ? [
               table.text,
@@ -195,9 +220,12 @@ function addExec(lab: Command): void {
     lab
       .command('exec')
       .description(
-        'run a command inside a node (or pod) of the lab: svcnet lab exec TARGET -- CMD...',
+        'run a command inside a node, a pod, or the outside host of the lab: svcnet lab exec TARGET -- CMD...',
       )
-      .argument('<target>', 'node or pod name')
+      .argument(
+        '<target>',
+        'node name, pod ([namespace/]name), or outside (a client that is not a node)',
+      )
       .argument('[cmd...]', 'command and arguments'),
   ).action(
     action('lab exec', async (target: string, cmd: string[], o: { name: string }) => {
@@ -320,6 +348,29 @@ function addAgent(lab: Command): void {
     );
 }
 
+function addLoadBalancer(lab: Command): void {
+  lab
+    .command('lb', { hidden: true })
+    .description(
+      "internal: the lab's load balancer (LB IPs from the pool, routed to the nodes), run in the hub",
+    )
+    .requiredOption('--kubeconfig <file>')
+    .addOption(lbPoolOption())
+    .option('--dev <name>', 'the lab bridge', 'br0')
+    .action(
+      action('lab lb', async (o: { kubeconfig: string; lbPool: string; dev: string }) => {
+        const { runLabLoadBalancer } = await import('../lab/lb-main.js');
+        await runLabLoadBalancer({
+          kubeconfig: o.kubeconfig,
+          pool: o.lbPool,
+          dev: o.dev,
+          log: pino({ base: { component: 'lab-lb' } }, pino.destination(2)),
+        });
+        return undefined;
+      }),
+    );
+}
+
 function addSupervise(lab: Command): void {
   lab
     .command('supervise', { hidden: true })
@@ -329,6 +380,7 @@ function addSupervise(lab: Command): void {
     .requiredOption('--nodes <n>', 'nodes', positiveInt)
     .addOption(new Option('--cni <plugin>').choices(CNI_CHOICES).default('svcnet'))
     .addOption(proxyModeOption())
+    .addOption(lbPoolOption())
     .requiredOption('--cni-bin-dir <dir>')
     .requiredOption('--state-dir <dir>')
     .option('--lifeline', 'tear down when stdin closes')
@@ -341,6 +393,7 @@ function addSupervise(lab: Command): void {
           nodes: number;
           cni: CniChoice;
           proxyMode: ProxyModeChoice;
+          lbPool: string;
           cniBinDir: string;
           stateDir: string;
           lifeline?: boolean;
@@ -355,7 +408,7 @@ function addSupervise(lab: Command): void {
           await superviseLab({
             runId: o.runId,
             lifeline: o.lifeline === true,
-            plan: planLab({ name: o.name, nodes: o.nodes }),
+            plan: planLab({ name: o.name, nodes: o.nodes, lbPool: o.lbPool }),
             stateDir: o.stateDir,
             execer,
             ip: new RealIp(execer),

@@ -112,3 +112,30 @@ test('trace on svcnet-worker to its InternalIP gives the DNAT outcomes without -
   assert.match(text, /DNAT to 10\.244\.1\.12:5678/);
   assert.match(text, /DNAT to 10\.244\.2\.9:5678/);
 });
+
+test('--from outside: the lab outside host is the source, an external client keeping its address on Local', async () => {
+  const noSrc = flags({}, '');
+  delete noSrc.src;
+  const trace = (node: string, ip: string): Promise<string> =>
+    runTrace({ ...noSrc, filename: FILES, node, from: 'outside', dst: `${ip}:30777` });
+  const worker2 = JSON.parse(await trace('svcnet-worker2', '172.18.0.4')) as {
+    packet: { src: string };
+    notes: string[];
+  };
+  assert.match(JSON.stringify(worker2.packet), /172\.18\.254\.1/);
+  assert.ok(worker2.notes.some((n) => n.startsWith("from the lab's outside host (172.18.254.1")));
+  assert.deepEqual(
+    outcomes(await trace('svcnet-worker2', '172.18.0.4')).map((o) => [o.dnat, o.masquerade]),
+    [
+      ['10.244.2.21:8080', false],
+      ['10.244.2.22:8080', false],
+    ],
+  );
+  assert.ok(
+    outcomes(await trace('svcnet-control-plane', '172.18.0.2')).every((o) => o.verdict === 'drop'),
+  );
+  await assert.rejects(
+    runTrace({ ...noSrc, filename: FILES, dst: '172.18.0.4:30777' }),
+    /--src: required/,
+  );
+});

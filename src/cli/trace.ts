@@ -42,13 +42,17 @@ import {
   resolveNode,
   type ResolvedNode,
 } from '../kube/node-model.js';
+import { OUTSIDE_IP } from '../lab/topology.js';
 import { DEFAULT_CLUSTER_CIDRS } from './render.js';
 import { action, collect, readInput, readSources } from './run.js';
 
 export interface TraceFlags {
   rules?: string;
   filename?: string[];
-  src: string;
+  /** Required unless `from` is outside (then the lab's outside host by default). */
+  src?: string;
+  /** `--from`: where the packet comes from (the --from-* flags in one, plus `outside`). */
+  from?: FromChoice;
   dst: string;
   sport?: string;
   fromPod?: boolean;
@@ -70,6 +74,22 @@ export interface TraceFlags {
   json?: boolean;
   verbose?: boolean;
   brief?: boolean;
+}
+
+/** `--from` values: the origins, and the lab's outside host (an external client). */
+const FROM_CHOICES = ['pod', 'node', 'external', 'outside'] as const;
+type FromChoice = (typeof FROM_CHOICES)[number];
+
+/** The source address: --src, else the lab's outside host for `--from outside`. */
+function sourceOf(flags: TraceFlags, errors: FieldError[]): string {
+  if (flags.src !== undefined) return flags.src;
+  if (flags.from === 'outside') return OUTSIDE_IP;
+  errors.push({
+    object: 'trace',
+    field: '--src',
+    message: 'required (only --from outside implies one: the lab outside host)',
+  });
+  return '';
 }
 
 function parseAffinity(values: readonly string[], errors: FieldError[]): RecentEntry[] {
@@ -212,10 +232,11 @@ export async function runTrace(flags: TraceFlags): Promise<string> {
       return fallback;
     }
   };
+  const src = sourceOf(flags, errors);
   const packet = collectErrors(
     () =>
       parsePacketSpec({
-        src: flags.src,
+        src,
         dst: flags.dst,
         ...(flags.sport !== undefined ? { srcPort: flags.sport } : {}),
       }),
@@ -278,15 +299,20 @@ export async function runTrace(flags: TraceFlags): Promise<string> {
     }
   }
   const origins = [
-    flags.fromPod && 'pod',
-    flags.fromNode && 'node',
-    flags.fromExternal && 'external',
-  ].filter((o): o is Origin => typeof o === 'string');
+    ...new Set(
+      [
+        flags.fromPod && 'pod',
+        flags.fromNode && 'node',
+        flags.fromExternal && 'external',
+        flags.from === 'outside' ? 'external' : flags.from,
+      ].filter((o): o is Origin => typeof o === 'string'),
+    ),
+  ];
   if (origins.length > 1)
     errors.push({
       object: 'trace',
       field: '--from-*',
-      message: 'give at most one of --from-pod, --from-node, --from-external',
+      message: 'give at most one origin: --from, --from-pod, --from-node, --from-external',
     });
   if (errors.length > 0 || !packet) throw new ValidationError(errors);
 
@@ -310,13 +336,17 @@ export async function runTrace(flags: TraceFlags): Promise<string> {
     rules.names,
   );
   const notes = [...(manifests ? [describeNode(manifests.node)] : []), ...result.notes];
+  if (flags.from === 'outside')
+    notes.push(
+      `from the lab's outside host (${OUTSIDE_IP}, \`svcnet lab exec outside\`): a client that is not a node, arriving from the lab network (loadBalancerSourceRanges and externalTrafficPolicy Local see its own address)`,
+    );
   if (nodeIPs.length === 0)
     notes.push(
       'no --node-ip given: only 127.0.0.0/8 counts as a node address (addrtype LOCAL, NodePorts)',
     );
   if (origins.length === 0)
     notes.push(
-      `origin inferred from the source address: ${origin} (override with --from-pod/--from-node/--from-external)`,
+      `origin inferred from the source address: ${origin} (override with --from or --from-pod/--from-node/--from-external)`,
     );
   const full = { ...result, notes };
   return flags.json
@@ -352,12 +382,18 @@ export function registerTraceCommand(program: Command): void {
       ).choices(['iptables', 'nftables', 'ipvs']),
     )
     .addOption(new Option('--file <file>').hideHelp().argParser(collect))
-    .requiredOption('--src <ip>', 'source address of the packet')
+    .option('--src <ip>', 'source address of the packet (required unless --from outside)')
     .requiredOption(
       '--dst <ip:port[/proto]>',
       'destination, e.g. 172.30.0.41:80/tcp or [fd00::1]:53/udp',
     )
     .option('--sport <port>', 'source port (default 40000)')
+    .addOption(
+      new Option(
+        '--from <origin>',
+        "where the packet comes from: pod, node, external (as the --from-* flags), or outside: the lab's outside host (an external client; --src defaults to its address)",
+      ).choices(FROM_CHOICES),
+    )
     .option('--from-pod', 'the packet comes from a pod on this node (enters PREROUTING)')
     .option('--from-node', 'the packet comes from a process on the node (enters OUTPUT)')
     .option('--from-external', 'the packet comes from outside the node (enters PREROUTING)')

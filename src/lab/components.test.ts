@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { planComponents, labPaths } from './components.js';
 import { planLab } from './topology.js';
 
-test('the control plane runs in the first node; every node gets an agent and a proxy', () => {
+test('the control plane runs in the first node, the load balancer in the hub; every node gets an agent and a proxy', () => {
   const specs = planComponents(planLab({ nodes: 2 }), labPaths('/run/x'), {
     cni: 'svcnet',
     cniBinDir: '/b',
@@ -14,6 +14,7 @@ test('the control plane runs in the first node; every node gets an agent and a p
       'node-0 apiserver',
       'node-0 apiserver-socket',
       'node-0 controller',
+      'hub lb-controller',
       'node-0 agent-svcnet-control-plane',
       'node-0 proxy-svcnet-control-plane',
       'node-1 agent-svcnet-worker',
@@ -28,6 +29,8 @@ test('the control plane runs in the first node; every node gets an agent and a p
   const proxy = specs.find((s) => s.name === 'proxy-svcnet-worker')!;
   assert.ok(proxy.args.includes('--hostname-override') && proxy.args.includes('svcnet-worker'));
   assert.ok(proxy.args.join(' ').includes('--cluster-cidr 10.244.0.0/16'));
+  const lb = specs.find((s) => s.name === 'lb-controller')!;
+  assert.ok(lb.args.join(' ').includes('--lb-pool 172.18.255.200-172.18.255.250'));
 });
 
 test('--proxy-mode reaches every node proxy (iptables by default)', () => {

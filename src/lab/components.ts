@@ -1,5 +1,6 @@
 // Which svcnet processes make up the lab and where they run, as data: the API server, its
-// socket bridge and the controllers in the control-plane node; on every node the node agent
+// socket bridge and the controllers in the control-plane node; the load balancer in the hub;
+// on every node the node agent
 // (the lab's kubelet) and the proxy, in the lab's proxy mode. The supervisor starts them in this order, each inside
 // its node's network namespace, and waits for each one's readiness signal. The API server keeps
 // its objects, bearer token and serving certificate (its own CA) in a data dir under the lab's
@@ -97,6 +98,13 @@ export function planComponents(
       name: 'controller',
       netns: cp.netns,
       args: ['controller', '--kubeconfig', kc],
+      ready: { kind: 'none' },
+    },
+    {
+      // The lab's load balancer routes LB IPs in the hub, so it runs there (lb-controller.ts).
+      name: 'lb-controller',
+      netns: plan.hubNetns,
+      args: ['lab', 'lb', '--kubeconfig', kc, '--lb-pool', plan.lbPool],
       ready: { kind: 'none' },
     },
   ];

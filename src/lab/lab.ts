@@ -42,6 +42,7 @@ import {
   type RunRecord,
 } from './run.js';
 import { sandboxCommand, sandboxInitPid } from './sandbox.js';
+import type { LabPlan } from './topology.js';
 import { natSaveCommand } from './iptables-variant.js';
 import {
   COMPONENTS_FILE,
@@ -279,6 +280,8 @@ export interface UpOptions {
   readonly cni: ComponentOptions['cni'];
   /** Every node's proxy mode (default iptables). */
   readonly proxyMode?: LabProxyMode;
+  /** The LoadBalancer address pool (`--lb-pool`; default lb-pool.ts DEFAULT_LB_POOL). */
+  readonly lbPool?: string;
   /** Manifests applied once the cluster is up, in order (Namespaces first). */
   readonly objects?: readonly KubeObject[];
   readonly timeoutMs?: number;
@@ -352,6 +355,7 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
     opts.cni,
     '--proxy-mode',
     opts.proxyMode ?? 'iptables',
+    ...(opts.lbPool === undefined ? [] : ['--lb-pool', opts.lbPool]),
     '--cni-bin-dir',
     bins.cniBinDir,
     '--state-dir',
@@ -544,11 +548,17 @@ function splitPodRef(target: string): { namespace: string; name: string } {
     : { namespace: t.slice(0, i), name: t.slice(i + 1) };
 }
 
-/** Network namespace of a node (by name or netns) or of a running Pod (`[ns/]name`). */
+/**
+ * Network namespace of a node (by name or netns), of the hub or the outside host, or of a
+ * running Pod (`[ns/]name`).
+ */
 export async function resolveTarget(lab: RunningLab, target: string): Promise<string> {
   const node = lab.state.plan.nodes.find((n) => n.name === target || n.netns === target);
   if (node) return node.netns;
   if (target === lab.state.plan.hubNetns) return target;
+  // A lab started before the outside host existed has none in its plan.
+  const outside = (lab.state.plan as Partial<LabPlan>).outside;
+  if (outside !== undefined && target === outside.netns) return target;
   const { namespace, name } = splitPodRef(target);
   const pod =
     lab.state.kubeconfig === undefined
@@ -565,7 +575,7 @@ export async function resolveTarget(lab: RunningLab, target: string): Promise<st
     'INVALID_INPUT',
     pod
       ? `lab exec: pod ${namespace}/${name} is not running yet (phase ${pod.status?.phase ?? 'Pending'})`
-      : `lab exec: no node named ${JSON.stringify(target)} and no pod ${namespace}/${name} (nodes: ${known}; pods: [namespace/]name)`,
+      : `lab exec: no node named ${JSON.stringify(target)} and no pod ${namespace}/${name} (nodes: ${known}; outside; pods: [namespace/]name)`,
   );
 }
 

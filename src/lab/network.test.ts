@@ -19,6 +19,7 @@ test('the 3-node lab network on FakeIp: each namespace gets its links, addresses
       'link n2 veth up master br0',
       'link nowhere veth up',
       'link nowhere-end veth',
+      'link out veth up master br0',
       'route 0.0.0.0/0 dev nowhere scope link',
       'route 10.244.0.0/24 via 172.18.0.2 dev br0',
       'route 10.244.1.0/24 via 172.18.0.3 dev br0',
@@ -43,6 +44,22 @@ test('the 3-node lab network on FakeIp: each namespace gets its links, addresses
       ].join('\n'),
       ns,
     );
+  // The outside host: on the bridge, the LB pool via the hub.
+  assert.equal(
+    ip.dump(netnsPath('outside')),
+    [
+      'link eth0 veth up 172.18.254.1/16',
+      'link lo up',
+      'route 0.0.0.0/0 via 172.18.0.1 dev eth0',
+      'route 172.18.0.0/16 dev eth0 scope link',
+      'route 172.18.255.200/29 via 172.18.0.1 dev eth0',
+      'route 172.18.255.208/28 via 172.18.0.1 dev eth0',
+      'route 172.18.255.224/28 via 172.18.0.1 dev eth0',
+      'route 172.18.255.240/29 via 172.18.0.1 dev eth0',
+      'route 172.18.255.248/31 via 172.18.0.1 dev eth0',
+      'route 172.18.255.250/32 via 172.18.0.1 dev eth0',
+    ].join('\n'),
+  );
   await deleteNamespaces(ip, script.namespaces);
   for (const ns of script.namespaces) assert.equal(await ip.netnsExists(netnsPath(ns)), false);
   assert.equal(ip.dump(undefined), 'link lo', 'nothing leaks into the namespace we run in');

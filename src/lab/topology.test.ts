@@ -19,7 +19,7 @@ test('the default lab is kind-like: one control plane and two workers on 172.18.
 
 test('every node routes the other nodes pod CIDRs via their node IPs and has a default route', () => {
   const script = networkScript(planLab({ nodes: 3 }));
-  assert.deepEqual(script.namespaces, ['hub', 'node-0', 'node-1', 'node-2']);
+  assert.deepEqual(script.namespaces, ['hub', 'node-0', 'node-1', 'node-2', 'outside']);
   const node1 = { lines: script.batches.find((b) => b.netns === 'node-1')!.ops.map(renderIpOp) };
   assert.ok(node1.lines.includes('route add 10.244.0.0/24 via 172.18.0.2 dev eth0'));
   assert.ok(node1.lines.includes('route add 10.244.2.0/24 via 172.18.0.4 dev eth0'));
@@ -48,4 +48,37 @@ test('traffic leaving the lab is routed to a dead-end device in the hub and reje
     ['hub'],
     "nodes get no rules but the proxy's",
   );
+});
+
+test('the outside host sits on the lab bridge and reaches the LB pool via the hub', () => {
+  const plan = planLab({ nodes: 2 });
+  assert.deepEqual(plan.outside, { netns: 'outside', ip: '172.18.254.1', hubInterface: 'out' });
+  const script = networkScript(plan);
+  const hub = (script.batches.find((b) => b.netns === 'hub')?.ops ?? []).map(renderIpOp);
+  assert.ok(hub.includes('link add out type veth peer name eth0 netns outside'));
+  assert.ok(hub.includes('link set out master br0 up'));
+  const out = (script.batches.find((b) => b.netns === 'outside')?.ops ?? []).map(renderIpOp);
+  assert.deepEqual(out, [
+    'link set lo up',
+    'addr add 172.18.254.1/16 dev eth0',
+    'link set eth0 up',
+    'route add default via 172.18.0.1 dev eth0',
+    'route add 172.18.255.200/29 via 172.18.0.1 dev eth0',
+    'route add 172.18.255.208/28 via 172.18.0.1 dev eth0',
+    'route add 172.18.255.224/28 via 172.18.0.1 dev eth0',
+    'route add 172.18.255.240/29 via 172.18.0.1 dev eth0',
+    'route add 172.18.255.248/31 via 172.18.0.1 dev eth0',
+    'route add 172.18.255.250/32 via 172.18.0.1 dev eth0',
+  ]);
+  const hubSysctls = script.sysctls.find((s) => s.netns === 'hub')?.settings ?? [];
+  assert.ok(hubSysctls.includes('net.ipv4.conf.br0.send_redirects=0'));
+});
+
+test('--lb-pool is parsed and may not hold the lab own addresses', () => {
+  assert.equal(planLab({ lbPool: '10.200.0.0/28' }).lbPool, '10.200.0.0/28');
+  assert.throws(
+    () => planLab({ lbPool: '172.18.0.0/24' }),
+    /--lb-pool: 172.18.0.0\/24 holds lab addresses \(172.18.0.1, 172.18.0.2, 172.18.0.3, 172.18.0.4\)/,
+  );
+  assert.throws(() => planLab({ lbPool: 'fd00::/120' }), /--lb-pool: must be an IPv4 CIDR/);
 });

@@ -2,11 +2,15 @@
 // CIDRs and the iproute2 ops (util/ip-ops.ts) that build them. Like kind, but each node is a network
 // namespace: a hub namespace with a bridge plays kind's docker network (172.18.0.0/16), node
 // N gets 172.18.0.(N+2) and podCIDR 10.244.N.0/24, and every node routes the other nodes'
-// podCIDRs via their node IPs (kindnet's job). Pure: network.ts applies the script through the
-// Ip seam (RealIp in the lab, FakeIp in unit tests).
+// podCIDRs via their node IPs (kindnet's job). An `outside` namespace on the same bridge plays a
+// client that is not a node (the Internet, the office LAN): it reaches the nodes directly and
+// the LoadBalancer pool (lb-pool.ts) via the hub, where the lab's load balancer routes each LB
+// IP to the nodes that should receive it (lb-controller.ts). Pure: network.ts applies the
+// script through the Ip seam (RealIp in the lab, FakeIp in unit tests).
 
 import { SvcnetError } from '../errors.js';
 import { addrAdd, bridge, linkSet, linkUp, routeAdd, vethPair, type IpOp } from '../util/ip-ops.js';
+import { DEFAULT_LB_POOL, inLbPool, lbPoolCIDRs, parseLbPool } from './lb-pool.js';
 
 export interface LabNodePlan {
   /** Kubernetes Node name, kind-style: `<lab>-control-plane`, `<lab>-worker`, `<lab>-worker2`. */
@@ -20,10 +24,25 @@ export interface LabNodePlan {
   readonly hubInterface: string;
 }
 
+/** The lab's host that is not a node (`svcnet lab exec outside -- CMD`). */
+export interface LabOutsidePlan {
+  readonly netns: string;
+  readonly ip: string;
+  /** Its bridge port in the hub namespace. */
+  readonly hubInterface: string;
+}
+
+/** The outside host's address: on the lab bridge, above every node's (nodes end at 172.18.0.201). */
+export const OUTSIDE_IP = '172.18.254.1';
+export const OUTSIDE_NETNS = 'outside';
+
 export interface LabPlan {
   readonly name: string;
   readonly hubNetns: string;
   readonly hubIP: string;
+  readonly outside: LabOutsidePlan;
+  /** The LoadBalancer address pool, CIDR or START-END (lb-pool.ts). */
+  readonly lbPool: string;
   readonly nodeNetworkPrefix: number;
   readonly serviceCIDR: string;
   readonly clusterCIDR: string;
@@ -36,6 +55,8 @@ export interface LabPlanOptions {
   readonly name?: string;
   /** Total nodes including the control plane (default 3: 1 control plane + 2 workers). */
   readonly nodes?: number;
+  /** `--lb-pool` (default DEFAULT_LB_POOL). */
+  readonly lbPool?: string;
 }
 
 const NAME_RE = /^[a-z]([-a-z0-9]{0,18}[a-z0-9])?$/;
@@ -68,10 +89,22 @@ export function planLab(opts: LabPlanOptions = {}): LabPlan {
       hubInterface: `n${i}`,
     });
   }
+  const lbPool = opts.lbPool ?? DEFAULT_LB_POOL;
+  const pool = parseLbPool(lbPool);
+  const taken = ['172.18.0.1', OUTSIDE_IP, ...nodes.map((n) => n.ip)].filter((ip) =>
+    inLbPool(pool, ip),
+  );
+  if (taken.length > 0)
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `--lb-pool: ${lbPool} holds lab addresses (${taken.join(', ')}); pick a range above them, e.g. ${DEFAULT_LB_POOL}`,
+    );
   return {
     name,
     hubNetns: 'hub',
     hubIP: '172.18.0.1',
+    outside: { netns: OUTSIDE_NETNS, ip: OUTSIDE_IP, hubInterface: 'out' },
+    lbPool,
     nodeNetworkPrefix: 16,
     serviceCIDR: '10.96.0.0/12',
     clusterCIDR: '10.244.0.0/16',
@@ -124,8 +157,20 @@ export function networkScript(plan: LabPlan): NetworkScript {
   ];
   const batches: { netns: string; ops: IpOp[] }[] = [{ netns: hub, ops: hubOps }];
   const sysctls: { netns: string; settings: string[] }[] = [
-    // Every packet leaving the lab gets its answer: no ICMP rate limit in the hub.
-    { netns: hub, settings: ['net.ipv4.ip_forward=1', 'net.ipv4.icmp_ratelimit=0'] },
+    {
+      netns: hub,
+      settings: [
+        'net.ipv4.ip_forward=1',
+        // Every packet leaving the lab gets its answer: no ICMP rate limit in the hub.
+        'net.ipv4.icmp_ratelimit=0',
+        // The hub routes LB IPs back out of br0, to a node: a redirect would teach the sender
+        // to skip the hub, and so its choice among the nodes (lb-controller.ts).
+        'net.ipv4.conf.all.send_redirects=0',
+        'net.ipv4.conf.br0.send_redirects=0',
+        // Spread an LB IP's connections over its nodes by ports too, not by addresses only.
+        'net.ipv4.fib_multipath_hash_policy=1',
+      ],
+    },
   ];
   for (const n of plan.nodes) {
     hubOps.push(
@@ -133,6 +178,11 @@ export function networkScript(plan: LabPlan): NetworkScript {
       linkSet(n.hubInterface, { master: 'br0', up: true }),
     );
   }
+  const out = plan.outside;
+  hubOps.push(
+    vethPair({ host: out.hubInterface, peer: 'eth0', netns: out.netns }),
+    linkSet(out.hubInterface, { master: 'br0', up: true }),
+  );
   // Routes back to the Pods, so the hub's rejections find their way to them.
   for (const n of plan.nodes) hubOps.push(routeAdd(n.podCIDR, { via: n.ip, dev: 'br0' }));
   for (const n of plan.nodes) {
@@ -155,6 +205,20 @@ export function networkScript(plan: LabPlan): NetworkScript {
       ],
     });
   }
+  // The outside host: the nodes are on its link; the LB pool (inside the same /16) is not, it is
+  // routed via the hub like a cloud's load balancer in front of the nodes.
+  batches.push({
+    netns: out.netns,
+    ops: [
+      linkUp('lo'),
+      addrAdd(`${out.ip}/${plan.nodeNetworkPrefix}`, 'eth0'),
+      linkUp('eth0'),
+      routeAdd('default', { via: plan.hubIP, dev: 'eth0' }),
+      ...lbPoolCIDRs(parseLbPool(plan.lbPool)).map((c) =>
+        routeAdd(c, { via: plan.hubIP, dev: 'eth0' }),
+      ),
+    ],
+  });
   // REJECT rather than a prohibit route: the kernel rate-limits a route's ICMP errors with a
   // host-wide setting (net.ipv4.route.error_cost, 1/s after a burst of 5), while REJECT obeys
   // the hub's own icmp_ratelimit. "Administratively prohibited" is an error connected UDP
@@ -169,5 +233,10 @@ export function networkScript(plan: LabPlan): NetworkScript {
       ],
     },
   ];
-  return { namespaces: [hub, ...plan.nodes.map((n) => n.netns)], batches, sysctls, firewall };
+  return {
+    namespaces: [hub, ...plan.nodes.map((n) => n.netns), out.netns],
+    batches,
+    sysctls,
+    firewall,
+  };
 }

@@ -535,8 +535,10 @@ export class FakeIp implements Ip {
 
   private route(ns: FakeNs, op: RouteOp): void {
     const dstText = op.dst === 'default' ? undefined : op.dst;
-    const { via } = op;
-    const devName = op.dev;
+    // A multipath route is modelled by its first nexthop (enough for the planners' tests).
+    const first = op.nexthops?.[0];
+    const via = op.via ?? first?.via;
+    const devName = op.dev ?? first?.dev;
     const family: IPFamily = (dstText ?? via ?? '').includes(':') ? 'IPv6' : 'IPv4';
     const parsed = parseCIDR(
       dstText === undefined ? routeDst('default', family) : routeDst(dstText, family),

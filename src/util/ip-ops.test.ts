@@ -9,6 +9,7 @@ import {
   linkSet,
   linkUp,
   renderIpBatch,
+  renderIpOp,
   routeAdd,
   routeDel,
   routeReplace,
@@ -61,4 +62,18 @@ test('ops render to the ip -batch lines iproute2 documents, one per line', () =>
     ].join('\n'),
   );
   assert.equal(renderIpBatch([]), '');
+});
+
+test('a multipath route renders one nexthop per gateway', () => {
+  assert.equal(
+    renderIpOp(
+      routeReplace('172.18.255.200/32', {
+        nexthops: [
+          { via: '172.18.0.3', dev: 'br0' },
+          { via: '172.18.0.4', dev: 'br0' },
+        ],
+      }),
+    ),
+    'route replace 172.18.255.200/32 nexthop via 172.18.0.3 dev br0 nexthop via 172.18.0.4 dev br0',
+  );
 });

@@ -57,6 +57,8 @@ export type IpOp =
       readonly src?: string | undefined;
       /** Use the gateway even if no route makes it reachable. */
       readonly onlink?: boolean | undefined;
+      /** A multipath (ECMP) route: one `nexthop via … dev …` each, instead of via/dev. */
+      readonly nexthops?: readonly { readonly via: string; readonly dev?: string }[] | undefined;
     };
 
 export type LinkAddOp = Extract<IpOp, { op: 'linkAdd' }>;
@@ -194,6 +196,12 @@ export function ipOpWords(o: IpOp): string[] {
         ...(o.scope === undefined ? [] : ['scope', o.scope]),
         ...(o.src === undefined ? [] : ['src', o.src]),
         ...(o.onlink === true ? ['onlink'] : []),
+        ...(o.nexthops ?? []).flatMap((h) => [
+          'nexthop',
+          'via',
+          h.via,
+          ...(h.dev === undefined ? [] : ['dev', h.dev]),
+        ]),
       ];
   }
 }

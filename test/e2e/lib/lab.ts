@@ -96,7 +96,7 @@ export class E2eLab {
    * A 3-node lab (1 control plane + 2 workers) over E2E_CNI with its proxies in
    * E2E_PROXY_MODE, torn down with this process.
    */
-  static async up(tag: string, nodes = 3): Promise<E2eLab> {
+  static async up(tag: string, nodes = 3, timeoutMs = 180_000): Promise<E2eLab> {
     const name = `e2e${tag}${String(process.pid)}`.slice(0, 20);
     // A lab of this very name still up is a leftover of an earlier run whose pid was the same:
     // clear it. Labs of other names (other suites, a user's) are never touched. If labUp fails,
@@ -108,7 +108,7 @@ export class E2eLab {
       cni: E2E_CNI,
       proxyMode: E2E_PROXY_MODE,
       lifeline: true,
-      timeoutMs: 180_000,
+      timeoutMs,
     });
     return new E2eLab(name, up);
   }
