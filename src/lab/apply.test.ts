@@ -88,7 +88,7 @@ test('a replace that conflicts with a controller write is read and tried again',
         }
         return send(200, sent);
       }
-      send(404, conflict('NotFound'));
+      return send(404, conflict('NotFound'));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
