@@ -112,7 +112,11 @@ export class FlannelAgent {
       onDelete: () => {
         this.kick();
       },
+      onError: (err) => {
+        o.log.warn({ err }, 'Node list/watch failed; retrying');
+      },
     });
+    o.log.info({ node: o.nodeName }, 'Listing Nodes');
     await o.nodes.start();
     this.podCIDR = await this.waitForPodCIDR();
     this.uplink = await findUplink(o.ip, o.iface);
