@@ -7,7 +7,8 @@
 // dstport 8472` with one FDB entry per other node and the Nodes carry flannel's annotations;
 // a deleted flannel.1 is back within 5 s and traffic resumes; a deleted Node's route,
 // neighbour and FDB entries leave the other nodes. Then host-gw on one shared segment, and
-// the bad-input exits. Namespaces are `svcnet-fl-t<pid>-…`, swept at start, removed after.
+// the bad-input exits. Nodes 1 and 2 read net-conf.json from a file, node 3 from the
+// kube-flannel-cfg ConfigMap. Namespaces are `svcnet-fl-t<pid>-…`, swept at start, removed after.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -93,7 +94,9 @@ class Cluster {
     writeFileSync(confFile, NET_CONF);
     const argv = [
       ...['ip', 'netns', 'exec', ns, process.execPath, '--import', 'tsx', MAIN, 'flannel'],
-      ...['--kubeconfig', kubeconfig, '--node', node, '--net-conf', confFile],
+      ...['--kubeconfig', kubeconfig, '--node', node],
+      // node-3 reads net-conf.json from the ConfigMap kube-system/kube-flannel-cfg.
+      ...(node === 'node-3' ? [] : ['--net-conf', confFile]),
       ...['--subnet-file', join(this.dir, `${node}.env`), '--ip-masq', ...extra],
     ];
     const proc = spawn(argv[0] ?? 'ip', argv.slice(1), {
@@ -200,6 +203,11 @@ describe('svcnet flannel: VXLAN overlay across three segments, host-gw on one', 
     api = new LiveApiServer(16443, { host: API_IP });
     await api.start();
     core = api.client().core;
+    const cm = new k8s.V1ConfigMap();
+    cm.metadata = new k8s.V1ObjectMeta();
+    cm.metadata.name = 'kube-flannel-cfg';
+    cm.data = { 'net-conf.json': NET_CONF };
+    await core.createNamespacedConfigMap({ namespace: 'kube-system', body: cm });
     for (const i of [1, 2, 3])
       await core.createNode({ body: nodeObject(`node-${i}`, `10.244.${i}.0/24`) });
     const n1 = nodes[0] ?? '';
