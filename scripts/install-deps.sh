@@ -33,6 +33,7 @@ done
 # tool (a command, or an absolute path) | Debian package | groups (comma-separated) | what runs it
 TOOLS=(
   "ip|iproute2|lab|lab, proxy, CNI, every root test"
+  "bridge|iproute2|lab|flannel agent (VXLAN FDB entries), flannel test"
   "unshare|util-linux|lab|lab sandbox, test runner's private namespace"
   "nsenter|util-linux|lab|lab exec"
   "mount|mount|lab|lab sandbox"

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeExecer } from './exec.js';
 import { FakeIp, IpError, parseIpAddrJson, parseIpRouteJson, RealIp } from './ip.js';
-import { addrAdd, linkUp, routeAdd, vethPair } from '../util/ip-ops.js';
+import { addrAdd, linkUp, neighReplace, routeAdd, vethPair, vxlan } from '../util/ip-ops.js';
 
 test('RealIp: batches through nsenter for a netns path, names the failing line, tolerates missing links', async () => {
   const fake = new FakeExecer().expect(
@@ -135,4 +135,78 @@ test('namespaces by name: RealIp runs ip netns add/del, FakeIp keeps them at /ru
   assert.equal(await ip.deleteNetns('node-0'), true);
   assert.equal(await ip.deleteNetns('node-0'), false);
   assert.equal(ip.dump('/run/netns/hub'), 'link lo', 'the hub end went with the namespace');
+});
+
+test('RealIp: neighbours and FDB entries read as JSON, FDB ops through one `bridge -batch -`', async () => {
+  const fake = new FakeExecer().expect(
+    {
+      cmd: 'ip',
+      args: ['-j', 'neigh', 'show', 'dev', 'flannel.1'],
+      result: {
+        stdout:
+          '[{"dst":"10.244.3.0","lladdr":"0e:00:00:00:00:03","state":["PERMANENT"]},{"dst":"10.244.9.0","state":["FAILED"]}]',
+      },
+    },
+    {
+      cmd: 'nsenter',
+      args: ['--net=/run/netns/n1', 'bridge', '-j', 'fdb', 'show', 'dev', 'flannel.1'],
+      result: {
+        stdout:
+          '[{"mac":"0e:00:00:00:00:03","dst":"192.168.3.2","flags":["self"],"state":"permanent"},{"mac":"33:33:00:00:00:01","flags":["self"],"state":"permanent"}]',
+      },
+    },
+    {
+      cmd: 'bridge',
+      args: ['-batch', '-'],
+      check: (r) => {
+        assert.equal(
+          r.stdin,
+          'fdb replace 0e:00:00:00:00:03 dev flannel.1 dst 192.168.3.2 self permanent\n' +
+            'fdb del 0e:00:00:00:00:04 dev flannel.1 dst 192.168.4.2 self\n',
+        );
+      },
+    },
+  );
+  const ip = new RealIp(fake);
+  assert.deepEqual(await ip.neighbours(undefined, 'flannel.1'), [
+    { dst: '10.244.3.0', lladdr: '0e:00:00:00:00:03', permanent: true },
+    { dst: '10.244.9.0', lladdr: undefined, permanent: false },
+  ]);
+  assert.deepEqual(await ip.fdb('/run/netns/n1', 'flannel.1'), [
+    { mac: '0e:00:00:00:00:03', dst: '192.168.3.2' },
+  ]);
+  await ip.fdbBatch(undefined, [
+    { op: 'fdbReplace', mac: '0e:00:00:00:00:03', dev: 'flannel.1', dst: '192.168.3.2' },
+    { op: 'fdbDel', mac: '0e:00:00:00:00:04', dev: 'flannel.1', dst: '192.168.4.2' },
+  ]);
+  fake.verify();
+});
+
+test('FakeIp: FDB entries only on a vxlan device, neighbours and FDB go with their link', async () => {
+  const ip = new FakeIp();
+  await ip.batch(undefined, [
+    vxlan('vx0', { id: 7, dstport: 4789, learning: false }),
+    neighReplace('10.1.0.0', '0e:00:00:00:00:01', 'vx0'),
+  ]);
+  await ip.fdbBatch(undefined, [
+    { op: 'fdbReplace', mac: '0e:00:00:00:00:01', dev: 'vx0', dst: '192.0.2.1' },
+  ]);
+  assert.deepEqual((await ip.links(undefined)).find((l) => l.name === 'vx0')?.vxlan, {
+    id: 7,
+    port: 4789,
+    local: undefined,
+    learning: false,
+  });
+  await assert.rejects(
+    ip.fdbBatch(undefined, [
+      { op: 'fdbReplace', mac: '0e:00:00:00:00:01', dev: 'lo', dst: '1.1.1.1' },
+    ]),
+    IpError,
+  );
+  assert.equal(
+    ip.dump(undefined),
+    'link lo\nlink vx0 vxlan\nfdb 0e:00:00:00:00:01 dst 192.0.2.1 dev vx0\nneigh 10.1.0.0 lladdr 0e:00:00:00:00:01 dev vx0',
+  );
+  await ip.deleteLink(undefined, 'vx0');
+  assert.equal(ip.dump(undefined), 'link lo');
 });

@@ -4,7 +4,9 @@
 // namespaces (`ip netns add|del`), and reading state back as JSON (`ip -j`). RealIp runs `ip`
 // through an Execer; FakeIp is an in-memory model of namespaces that applies the same typed
 // ops, raises the same errors as the kernel for the cases svcnet relies on, and dumps
-// canonical text. Not a general iproute2 emulator: it models only the ops of the union.
+// canonical text. Neighbour entries (`ip neigh`) and a VXLAN device's FDB (`bridge fdb`, run
+// as `bridge -batch -`) belong to the seam too: the pod-network agent programs them. Not a
+// general iproute2 emulator: it models only the ops of the union.
 
 import { access } from 'node:fs/promises';
 import { SvcnetError } from '../errors.js';
@@ -22,10 +24,13 @@ import {
   netnsPath,
   renderIpBatch,
   renderIpOp,
+  renderFdbBatch,
   type AddrOp,
+  type FdbOp,
   type IpOp,
   type LinkAddOp,
   type LinkSetOp,
+  type NeighOp,
   type RouteOp,
 } from '../util/ip-ops.js';
 import { runChecked, type Execer } from './exec.js';
@@ -50,6 +55,28 @@ export interface IpLink {
   readonly kind: string | undefined;
   readonly master: string | undefined;
   readonly addrs: readonly IpAddress[];
+  /** A VXLAN device's parameters (absent for other kinds). */
+  readonly vxlan?: IpVxlanInfo;
+}
+
+export interface IpVxlanInfo {
+  readonly id: number;
+  readonly port: number;
+  readonly local: string | undefined;
+  readonly learning: boolean;
+}
+
+/** A neighbour (ARP/NDP) entry of one device. */
+export interface IpNeighbour {
+  readonly dst: string;
+  readonly lladdr: string | undefined;
+  readonly permanent: boolean;
+}
+
+/** A `bridge fdb` entry of one device that has a remote (`dst`): a VXLAN device's VTEPs. */
+export interface FdbEntry {
+  readonly mac: string;
+  readonly dst: string;
 }
 
 export interface IpRoute {
@@ -69,6 +96,12 @@ export interface Ip {
   ensureBridge(netns: NetnsPath, name: string, mtu?: number): Promise<void>;
   links(netns: NetnsPath): Promise<IpLink[]>;
   routes(netns: NetnsPath, family: IPFamily): Promise<IpRoute[]>;
+  /** `ip -j neigh show dev DEV` (IPv4 and IPv6). */
+  neighbours(netns: NetnsPath, dev: string): Promise<IpNeighbour[]>;
+  /** The entries of `bridge -j fdb show dev DEV` that have a `dst`. */
+  fdb(netns: NetnsPath, dev: string): Promise<FdbEntry[]>;
+  /** Runs FDB ops in one `bridge -batch -`; throws IpError at the first failing op. */
+  fdbBatch(netns: NetnsPath, ops: readonly FdbOp[]): Promise<void>;
   netnsExists(path: string): Promise<boolean>;
   /** `ip netns add NAME`: a new namespace at netnsPath(NAME); throws IpError if it exists. */
   addNetns(name: string): Promise<void>;
@@ -95,10 +128,14 @@ export class RealIp implements Ip {
     this.execer = execer;
   }
 
-  private argv(netns: NetnsPath, args: readonly string[]): { cmd: string; args: string[] } {
+  private argv(
+    netns: NetnsPath,
+    args: readonly string[],
+    tool: 'ip' | 'bridge' = 'ip',
+  ): { cmd: string; args: string[] } {
     return netns === undefined
-      ? { cmd: 'ip', args: [...args] }
-      : { cmd: 'nsenter', args: [`--net=${netns}`, 'ip', ...args] };
+      ? { cmd: tool, args: [...args] }
+      : { cmd: 'nsenter', args: [`--net=${netns}`, tool, ...args] };
   }
 
   async batch(netns: NetnsPath, ops: readonly IpOp[]): Promise<void> {
@@ -149,6 +186,35 @@ export class RealIp implements Ip {
     return parseIpRouteJson(res.stdout, family);
   }
 
+  async neighbours(netns: NetnsPath, dev: string): Promise<IpNeighbour[]> {
+    const res = await runChecked(
+      this.execer,
+      this.argv(netns, ['-j', 'neigh', 'show', 'dev', dev]),
+    );
+    return parseIpNeighJson(res.stdout);
+  }
+
+  async fdb(netns: NetnsPath, dev: string): Promise<FdbEntry[]> {
+    const res = await runChecked(
+      this.execer,
+      this.argv(netns, ['-j', 'fdb', 'show', 'dev', dev], 'bridge'),
+    );
+    return parseBridgeFdbJson(res.stdout);
+  }
+
+  async fdbBatch(netns: NetnsPath, ops: readonly FdbOp[]): Promise<void> {
+    if (ops.length === 0) return;
+    const res = await this.execer.run({
+      ...this.argv(netns, ['-batch', '-'], 'bridge'),
+      stdin: renderFdbBatch(ops),
+    });
+    if (res.code !== 0)
+      throw new IpError(
+        `bridge in ${netns ?? 'host namespace'}: ${(res.stderr || res.stdout).trim()}`,
+        res.stderr,
+      );
+  }
+
   async netnsExists(path: string): Promise<boolean> {
     try {
       await access(path);
@@ -187,6 +253,7 @@ export function parseIpAddrJson(text: string): IpLink[] {
       local: String(a.local),
       prefixlen: Number(a.prefixlen),
     }));
+    const data = info?.info_data as J | undefined;
     return {
       name: String(l.ifname),
       ifindex: Number(l.ifindex),
@@ -196,8 +263,36 @@ export function parseIpAddrJson(text: string): IpLink[] {
       kind: typeof info?.info_kind === 'string' ? info.info_kind : undefined,
       master: typeof l.master === 'string' ? l.master : undefined,
       addrs,
+      ...(info?.info_kind === 'vxlan' && data
+        ? {
+            vxlan: {
+              id: Number(data.id),
+              port: Number(data.port),
+              local: typeof data.local === 'string' ? data.local : undefined,
+              learning: data.learning === true,
+            },
+          }
+        : {}),
     };
   });
+}
+
+/** Parses `ip -j neigh show dev DEV`. */
+export function parseIpNeighJson(text: string): IpNeighbour[] {
+  const arr = JSON.parse(text === '' ? '[]' : text) as J[];
+  return arr.map((n) => ({
+    dst: String(n.dst),
+    lladdr: typeof n.lladdr === 'string' ? n.lladdr : undefined,
+    permanent: ((n.state ?? []) as string[]).includes('PERMANENT'),
+  }));
+}
+
+/** Parses `bridge -j fdb show dev DEV`, keeping the entries with a remote (`dst`). */
+export function parseBridgeFdbJson(text: string): FdbEntry[] {
+  const arr = JSON.parse(text === '' ? '[]' : text) as J[];
+  return arr.flatMap((e) =>
+    typeof e.dst === 'string' && typeof e.mac === 'string' ? [{ mac: e.mac, dst: e.dst }] : [],
+  );
 }
 
 function routeDst(dst: string, family: IPFamily): string {
@@ -231,6 +326,10 @@ interface FakeLink {
   addrs: IpAddress[];
   /** veth peer: namespace key and name. */
   peer: { ns: string; name: string } | undefined;
+  vxlan?: IpVxlanInfo;
+  /** Neighbour entries by address, FDB remotes by MAC. */
+  neigh: Map<string, string>;
+  fdb: Map<string, string>;
 }
 
 interface FakeRoute extends IpRoute {
@@ -278,6 +377,8 @@ export class FakeIp implements Ip {
             hairpin: false,
             addrs: [],
             peer: undefined,
+            neigh: new Map(),
+            fdb: new Map(),
           },
         ],
       ]),
@@ -334,6 +435,8 @@ export class FakeIp implements Ip {
       hairpin: false,
       addrs: [],
       peer: undefined,
+      neigh: new Map(),
+      fdb: new Map(),
     };
   }
 
@@ -373,8 +476,56 @@ export class FakeIp implements Ip {
 
   links(netns: NetnsPath): Promise<IpLink[]> {
     return settle(() =>
-      [...this.ns(netns).links.values()].map((l) => ({ ...l, addrs: [...l.addrs] })),
+      [...this.ns(netns).links.values()].map((l) => ({
+        name: l.name,
+        ifindex: l.ifindex,
+        mac: l.mac,
+        mtu: l.mtu,
+        up: l.up,
+        kind: l.kind,
+        master: l.master,
+        addrs: [...l.addrs],
+        ...(l.vxlan ? { vxlan: l.vxlan } : {}),
+      })),
     );
+  }
+
+  neighbours(netns: NetnsPath, dev: string): Promise<IpNeighbour[]> {
+    return settle(() =>
+      [...this.link(this.ns(netns), dev).neigh].map(([dst, lladdr]) => ({
+        dst,
+        lladdr,
+        permanent: true,
+      })),
+    );
+  }
+
+  fdb(netns: NetnsPath, dev: string): Promise<FdbEntry[]> {
+    return settle(() =>
+      [...this.link(this.ns(netns), dev).fdb].map(([mac, dst]) => ({ mac, dst })),
+    );
+  }
+
+  fdbBatch(netns: NetnsPath, ops: readonly FdbOp[]): Promise<void> {
+    return settle(() => {
+      const ns = this.ns(netns);
+      for (const op of ops) {
+        this.history.push(`${netns ?? 'host'}: bridge ${op.op} ${op.mac} ${op.dst} ${op.dev}`);
+        const l = this.link(ns, op.dev);
+        if (l.kind !== 'vxlan')
+          throw new IpError(
+            `bridge in ${netns ?? 'host namespace'}: ${op.dev}: not a vxlan device`,
+            'Operation not supported',
+          );
+        if (op.op === 'fdbReplace') l.fdb.set(op.mac, op.dst);
+        else if (l.fdb.get(op.mac) === op.dst) l.fdb.delete(op.mac);
+        else
+          throw new IpError(
+            `bridge in ${netns ?? 'host namespace'}: RTNETLINK answers: No such file or directory`,
+            'No such file or directory',
+          );
+      }
+    });
   }
 
   routes(netns: NetnsPath, family: IPFamily): Promise<IpRoute[]> {
@@ -423,13 +574,17 @@ export class FakeIp implements Ip {
         (l) =>
           `link ${l.name}${l.kind ? ` ${l.kind}` : ''}${l.up ? ' up' : ''}${l.master ? ` master ${l.master}` : ''}${l.addrs.map((a) => ` ${a.local}/${a.prefixlen}`).join('')}`,
       );
+    const neigh = [...ns.links.values()].flatMap((l) => [
+      ...[...l.neigh].map(([dst, mac]) => `neigh ${dst} lladdr ${mac} dev ${l.name}`),
+      ...[...l.fdb].map(([mac, dst]) => `fdb ${mac} dst ${dst} dev ${l.name}`),
+    ]);
     const routes = ns.routes
       .map(
         (r) =>
           `route ${r.dst}${r.gateway ? ` via ${r.gateway}` : ''} dev ${r.dev}${r.scope === 'global' ? '' : ` scope ${r.scope}`}`,
       )
       .sort();
-    return [...links, ...routes].join('\n');
+    return [...links, ...routes, ...neigh.sort()].join('\n');
   }
 
   private link(ns: FakeNs, name: string | undefined): FakeLink {
@@ -460,14 +615,32 @@ export class FakeIp implements Ip {
       case 'routeDel':
         this.route(ns, op);
         return;
+      case 'neighReplace':
+      case 'neighDel':
+        this.neigh(ns, op);
+        return;
     }
+  }
+
+  private neigh(ns: FakeNs, op: NeighOp): void {
+    const l = this.link(ns, op.dev);
+    const ip = parseIP(op.dst);
+    if (!ip) throw new Error(`Error: any valid address is expected rather than "${op.dst}".`);
+    const dst = formatIP(ip);
+    if (op.op === 'neighReplace') l.neigh.set(dst, op.lladdr);
+    else if (!l.neigh.delete(dst)) throw new Error('RTNETLINK answers: No such file or directory');
   }
 
   private linkAdd(nsKey: string, ns: FakeNs, op: LinkAddOp): void {
     const { name } = op;
     if (ns.links.has(name)) throw new Error('RTNETLINK answers: File exists');
     if (op.kind !== 'veth') {
-      ns.links.set(name, this.newLink(name, op.kind, op.mtu ?? 1500, op.address));
+      const l = this.newLink(name, op.kind, op.mtu ?? 1500, op.address);
+      if (op.kind === 'vxlan') {
+        const { id, dstport, local, learning } = op.vxlan;
+        l.vxlan = { id, port: dstport, local, learning };
+      }
+      ns.links.set(name, l);
       return;
     }
     // As iproute2: a value without a slash names a namespace in /run/netns.

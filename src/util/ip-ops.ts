@@ -1,9 +1,11 @@
 // The iproute2 vocabulary svcnet speaks, as typed data: a closed `IpOp` union (links, addresses,
-// routes) with small named builders in the spirit of the CNI plugins' `ip.SetupVeth`, and
+// routes, neighbours) with small named builders in the spirit of the CNI plugins' `ip.SetupVeth`, and
 // `renderIpOp`/`renderIpBatch` to the `ip -batch` text RealIp feeds the kernel. Planners
 // (cni/plan-link.ts, lab/topology.ts) build ops; the `Ip` seam (os/ip.ts) runs them — RealIp as
 // text, FakeIp by applying the typed ops directly. Pure: no I/O, and not a parser of `ip`
-// text. Names never contain whitespace (iproute2's own rule for interface names).
+// text. Names never contain whitespace (iproute2's own rule for interface names). The FDB
+// entries of a VXLAN device are `bridge fdb` commands, not `ip` ones: `FdbOp` and
+// `renderFdbBatch` give the `bridge -batch -` text the same way.
 
 /** Where `ip netns add NAME` puts a named namespace (iproute2's NETNS_RUN_DIR). */
 export function netnsPath(name: string): string {
@@ -23,9 +25,27 @@ export interface VethPeer extends LinkOptions {
   readonly netns?: string | undefined;
 }
 
+/** A VXLAN device's parameters (`ip link add NAME type vxlan id VNI …`). */
+export interface VxlanOptions {
+  /** VNI. */
+  readonly id: number;
+  /** UDP destination port (`dstport`); the kernel's default is 0 = 8472 on Linux. */
+  readonly dstport: number;
+  /** Source address of the encapsulated packets. */
+  readonly local?: string | undefined;
+  /** Underlay device. */
+  readonly dev?: string | undefined;
+  /** MAC learning from received packets (`nolearning` when false). */
+  readonly learning: boolean;
+}
+
 export type IpOp =
   | ({ readonly op: 'linkAdd'; readonly name: string } & LinkOptions &
-      ({ readonly kind: 'bridge' | 'dummy' } | { readonly kind: 'veth'; readonly peer: VethPeer }))
+      (
+        | { readonly kind: 'bridge' | 'dummy' }
+        | { readonly kind: 'veth'; readonly peer: VethPeer }
+        | { readonly kind: 'vxlan'; readonly vxlan: VxlanOptions }
+      ))
   | {
       readonly op: 'linkSet';
       readonly dev: string;
@@ -59,12 +79,29 @@ export type IpOp =
       readonly onlink?: boolean | undefined;
       /** A multipath (ECMP) route: one `nexthop via … dev …` each, instead of via/dev. */
       readonly nexthops?: readonly { readonly via: string; readonly dev?: string }[] | undefined;
-    };
+    }
+  | {
+      /** `ip neigh replace ADDR lladdr MAC dev DEV nud permanent` (a static ARP entry). */
+      readonly op: 'neighReplace';
+      readonly dst: string;
+      readonly lladdr: string;
+      readonly dev: string;
+    }
+  | { readonly op: 'neighDel'; readonly dst: string; readonly dev: string };
+
+/** A static forwarding entry of a VXLAN device: frames for `mac` go to the VTEP at `dst`. */
+export interface FdbOp {
+  readonly op: 'fdbReplace' | 'fdbDel';
+  readonly mac: string;
+  readonly dev: string;
+  readonly dst: string;
+}
 
 export type LinkAddOp = Extract<IpOp, { op: 'linkAdd' }>;
 export type LinkSetOp = Extract<IpOp, { op: 'linkSet' }>;
 export type AddrOp = Extract<IpOp, { op: 'addrAdd' | 'addrReplace' | 'addrDel' }>;
 export type RouteOp = Extract<IpOp, { op: 'routeAdd' | 'routeReplace' | 'routeDel' }>;
+export type NeighOp = Extract<IpOp, { op: 'neighReplace' | 'neighDel' }>;
 
 type Fields<T extends IpOp> = Omit<T, 'op'>;
 
@@ -131,6 +168,31 @@ export function routeDel(dst: string, opts: RouteOpts = {}): IpOp {
   return { op: 'routeDel', dst, ...opts };
 }
 
+/** `ip link add NAME type vxlan id VNI dstport PORT [local IP] [dev DEV] [nolearning]`. */
+export function vxlan(name: string, o: VxlanOptions, opts: LinkOptions = {}): IpOp {
+  return { op: 'linkAdd', name, kind: 'vxlan', vxlan: o, ...opts };
+}
+
+export function neighReplace(dst: string, lladdr: string, dev: string): IpOp {
+  return { op: 'neighReplace', dst, lladdr, dev };
+}
+
+export function neighDel(dst: string, dev: string): IpOp {
+  return { op: 'neighDel', dst, dev };
+}
+
+function vxlanWords(o: VxlanOptions): string[] {
+  return [
+    'id',
+    String(o.id),
+    'dstport',
+    String(o.dstport),
+    ...(o.local === undefined ? [] : ['local', o.local]),
+    ...(o.dev === undefined ? [] : ['dev', o.dev]),
+    ...(o.learning ? [] : ['nolearning']),
+  ];
+}
+
 function linkOptions(o: LinkOptions): string[] {
   return [
     ...(o.mtu === undefined ? [] : ['mtu', String(o.mtu)]),
@@ -166,6 +228,7 @@ export function ipOpWords(o: IpOp): string[] {
         w.push('peer', 'name', o.peer.name, ...linkOptions(o.peer));
         if (o.peer.netns !== undefined) w.push('netns', o.peer.netns);
       }
+      if (o.kind === 'vxlan') w.push(...vxlanWords(o.vxlan));
       return w;
     }
     case 'linkSet':
@@ -203,6 +266,10 @@ export function ipOpWords(o: IpOp): string[] {
           ...(h.dev === undefined ? [] : ['dev', h.dev]),
         ]),
       ];
+    case 'neighReplace':
+      return ['neigh', 'replace', o.dst, 'lladdr', o.lladdr, 'dev', o.dev, 'nud', 'permanent'];
+    case 'neighDel':
+      return ['neigh', 'del', o.dst, 'dev', o.dev];
   }
 }
 
@@ -214,4 +281,16 @@ export function renderIpOp(o: IpOp): string {
 /** The `ip -batch -` input for ops, one line each, newline-terminated ('' for none). */
 export function renderIpBatch(ops: readonly IpOp[]): string {
   return ops.map((o) => `${renderIpOp(o)}\n`).join('');
+}
+
+/** One FDB op as `bridge` argv words (after `bridge`). */
+export function fdbOpWords(o: FdbOp): string[] {
+  return o.op === 'fdbReplace'
+    ? ['fdb', 'replace', o.mac, 'dev', o.dev, 'dst', o.dst, 'self', 'permanent']
+    : ['fdb', 'del', o.mac, 'dev', o.dev, 'dst', o.dst, 'self'];
+}
+
+/** The `bridge -batch -` input for FDB ops, one line each ('' for none). */
+export function renderFdbBatch(ops: readonly FdbOp[]): string {
+  return ops.map((o) => `${fdbOpWords(o).join(' ')}\n`).join('');
 }

@@ -11,6 +11,7 @@ import { test } from 'node:test';
 /** The Debian package of every tool a root test runs (scripts/install-deps.sh installs them). */
 export const TOOL_PACKAGES: Readonly<Record<string, string>> = {
   ip: 'iproute2',
+  bridge: 'iproute2',
   unshare: 'util-linux',
   nsenter: 'util-linux',
   iptables: 'iptables',
