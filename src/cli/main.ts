@@ -32,6 +32,7 @@ export const SUBCOMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   apiserver: async () => (await import('./apiserver.js')).registerApiserverCommand,
   lab: async () => (await import('./lab.js')).registerLabCommand,
   netexec: async () => (await import('./netexec.js')).registerNetexecCommand,
+  ui: async () => (await import('./ui.js')).registerUiCommand,
 };
 
 /** The program with `only` registered, or every subcommand when `only` is not one of them. */
