@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize } from 'node:path';
 import { timingSafeEqual } from 'node:crypto';
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
 import { SvcnetError, ValidationError } from '../errors.js';
@@ -56,9 +56,12 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.woff2': 'font/woff2',
 };
 
-function apiError(c: Context, status: 400 | 401 | 404 | 500, message: string, field?: string) {
+function apiError(status: 400 | 401 | 404 | 500, message: string, field?: string): Response {
   const body: ApiError = { error: { message, ...(field !== undefined ? { field } : {}) } };
-  return c.json(body, status);
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json' },
+  });
 }
 
 function sameToken(a: string, b: string): boolean {
@@ -92,7 +95,6 @@ export function createUiApp(opts: UiServerOptions): Hono {
       )
         return next();
       return apiError(
-        c,
         401,
         'this svcnet ui needs the bearer token printed at its start (open /?token=TOKEN once)',
       );
@@ -104,14 +106,14 @@ export function createUiApp(opts: UiServerOptions): Hono {
     const node = c.req.param('node');
     const rules = await opts.rules.read(node);
     if (rules === undefined)
-      return apiError(c, 404, `no rules for node ${JSON.stringify(node)}`, 'node');
+      return apiError(404, `no rules for node ${JSON.stringify(node)}`, 'node');
     try {
       return c.json(
         buildRulesView(node, rules.source.origin, rules.source.description, rules.text),
       );
     } catch (e) {
       if (e instanceof SvcnetError)
-        return apiError(c, 500, `${rules.source.description}: ${e.message}`);
+        return apiError(500, `${rules.source.description}: ${e.message}`);
       throw e;
     }
   });
@@ -134,7 +136,6 @@ export function createUiApp(opts: UiServerOptions): Hono {
       if (!(e instanceof ValidationError)) throw e;
       const first = e.errors[0];
       return apiError(
-        c,
         400,
         e.errors.map((x) => `${x.field}: ${x.message}`).join('; '),
         first?.field,
@@ -142,14 +143,14 @@ export function createUiApp(opts: UiServerOptions): Hono {
     }
     const rules = await opts.rules.read(resolved.node.name);
     if (rules === undefined)
-      return apiError(c, 400, `no rules for node ${resolved.node.name}`, 'node');
+      return apiError(400, `no rules for node ${resolved.node.name}`, 'node');
     try {
       return c.json(
         traceResolved(snap, resolved, { text: rules.text, origin: rules.source.origin }),
       );
     } catch (e) {
       if (e instanceof SvcnetError)
-        return apiError(c, 500, `${rules.source.description}: ${e.message}`);
+        return apiError(500, `${rules.source.description}: ${e.message}`);
       throw e;
     }
   });
@@ -170,7 +171,9 @@ export function createUiApp(opts: UiServerOptions): Hono {
         event: 'hello',
         data: JSON.stringify({ revision: opts.cluster.snapshot().revision }),
       });
-      while (!stream.aborted) {
+      // A function, not the property: the stream aborts while this loop awaits.
+      const open = (): boolean => !stream.aborted;
+      while (open()) {
         const e = queue.shift();
         if (e !== undefined) {
           await stream.writeSSE({ event: 'change', data: JSON.stringify(e) });
@@ -182,13 +185,13 @@ export function createUiApp(opts: UiServerOptions): Hono {
           t.unref();
         });
         wake = undefined;
-        if (queue.length === 0 && !stream.aborted) await stream.write(': keep-alive\n\n');
+        if (queue.length === 0 && open()) await stream.write(': keep-alive\n\n');
       }
       unsubscribe();
     }),
   );
 
-  app.all('/api/*', (c) => apiError(c, 404, `no such API route: ${c.req.method} ${c.req.path}`));
+  app.all('/api/*', (c) => apiError(404, `no such API route: ${c.req.method} ${c.req.path}`));
 
   app.get('*', async (c) => {
     const path = c.req.path === '/' ? '/index.html' : c.req.path;

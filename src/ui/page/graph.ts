@@ -67,7 +67,7 @@ export function endpointPods(snap: ClusterSnapshot, svc: ServiceInfo): string[] 
   return [...out];
 }
 
-const CHAR_W = 7;
+const CHAR_W = 7.6;
 
 export async function layoutCluster(
   snap: ClusterSnapshot,
@@ -109,17 +109,15 @@ export async function layoutCluster(
     children.push({
       id,
       children: kids,
-      layoutOptions: {
-        'elk.padding': '[top=34,left=10,bottom=10,right=10]',
-        'elk.algorithm': 'rectpacking',
-      },
+      // One layered layout over the whole hierarchy: edges cross into the Node groups.
+      layoutOptions: { 'elk.padding': '[top=34,left=10,bottom=10,right=10]' },
       width: Math.max(name.length * CHAR_W + 20, 120),
       height: 60,
     });
   }
   for (const s of shown) {
     const id = serviceId(s);
-    const label = `${s.name}`;
+    const label = s.name;
     const sub = `${s.clusterIPs[0] ?? (s.headless ? 'headless' : s.type)}:${s.ports.map((p) => p.port).join(',')}`;
     meta.set(id, { kind: 'service', label, sub, ready: s.endpoints.some((e) => e.ready) });
     children.push({ id, width: Math.max(label.length, sub.length) * CHAR_W + 20, height: 40 });

@@ -63,7 +63,8 @@ function Graph(props: {
               ? {
                   role: 'button',
                   tabIndex: 0,
-                  'aria-label': `Service ${b.id.slice(4)}`,
+                  // The name starts with the visible text (WCAG 2.5.3 label in name).
+                  'aria-label': `${b.label} ${b.sub}: Service ${b.id.slice(4)}`,
                   onClick: select,
                   onKeyDown: (ev: KeyboardEvent) => {
                     if (ev.key === 'Enter' || ev.key === ' ') {
