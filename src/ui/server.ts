@@ -100,7 +100,13 @@ export function createUiApp(opts: UiServerOptions): Hono {
       );
     });
 
-  app.get('/api/snapshot', (c) => c.json(opts.cluster.snapshot()));
+  // Serialised once per snapshot: every open page refetches it on each change.
+  let serialised: { snap: ClusterSnapshot; text: string } | undefined;
+  app.get('/api/snapshot', (c) => {
+    const snap = opts.cluster.snapshot();
+    if (serialised?.snap !== snap) serialised = { snap, text: JSON.stringify(snap) };
+    return c.body(serialised.text, 200, { 'content-type': 'application/json' });
+  });
 
   app.get('/api/nodes/:node/rules', async (c) => {
     const node = c.req.param('node');

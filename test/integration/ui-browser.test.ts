@@ -30,6 +30,14 @@ import {
   type Api,
 } from './lib/ui-cluster.js';
 
+// What the callbacks evaluated in the page use (this tsconfig has no DOM types).
+declare const window: Record<string, unknown>;
+declare const document: {
+  querySelector(selector: string): { textContent: string | null } | null;
+  querySelectorAll(selector: string): { length: number };
+  documentElement: { scrollWidth: number };
+};
+
 const REPO = new URL('../../', import.meta.url).pathname;
 const CHROMIUM = '/usr/bin/chromium';
 const ARTEFACTS = join(REPO, 'test-results/ui');

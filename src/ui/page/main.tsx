@@ -34,6 +34,7 @@ function App() {
   useEffect(() => {
     load();
     let timer: number | undefined;
+    let opened = false;
     const stop = subscribe(
       () => {
         // Coalesce bursts (a rollout) into one refetch.
@@ -45,7 +46,9 @@ function App() {
       },
       (open) => {
         setLive(open);
-        if (open) load();
+        // A reconnect may have missed changes; the first open follows the load above.
+        if (open && opened) load();
+        opened ||= open;
       },
     );
     const onPop = (): void => {

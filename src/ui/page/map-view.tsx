@@ -63,8 +63,8 @@ function Graph(props: {
               ? {
                   role: 'button',
                   tabIndex: 0,
-                  // The name starts with the visible text (WCAG 2.5.3 label in name).
-                  'aria-label': `${b.label} ${b.sub}: Service ${b.id.slice(4)}`,
+                  // Named by its visible text (WCAG 2.5.3 label in name).
+                  'aria-labelledby': `${b.id}-label ${b.id}-sub`,
                   onClick: select,
                   onKeyDown: (ev: KeyboardEvent) => {
                     if (ev.key === 'Enter' || ev.key === ' ') {
@@ -76,10 +76,10 @@ function Graph(props: {
               : {})}
           >
             <rect width={b.w} height={b.h} rx={b.kind === 'node' ? 8 : 5} />
-            <text x={8} y={b.kind === 'node' ? 15 : 16} class="label">
+            <text id={`${b.id}-label`} x={8} y={b.kind === 'node' ? 15 : 16} class="label">
               {b.label}
             </text>
-            <text x={8} y={b.kind === 'node' ? 28 : 30} class="sub">
+            <text id={`${b.id}-sub`} x={8} y={b.kind === 'node' ? 28 : 30} class="sub">
               {b.sub}
             </text>
           </g>
@@ -168,7 +168,12 @@ export function MapView(props: MapViewProps) {
   const [layoutError, setLayoutError] = useState('');
   useEffect(() => {
     let live = true;
-    layoutCluster(snap, services).then(
+    // The lists paint first; the layout (a Web Worker loading ELK) starts once they have.
+    const start = (): Promise<Layout> =>
+      new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))).then(() =>
+        layoutCluster(snap, services),
+      );
+    start().then(
       (l) => {
         if (live) setLayout(l);
       },
