@@ -125,10 +125,11 @@ test('rules: a --rules file is read as given (nft text too)', async () => {
   assert.equal(view.origin, 'file');
   assert.equal(view.format, 'nft');
   const [services, pre] = view.tables[0]?.chains ?? [];
-  assert.equal(services?.rules[0]?.servicePort, 'default/web:http');
-  assert.equal(services?.rules[0]?.role, 'cluster IP');
-  assert.match(pre?.policy ?? '', /^type nat hook prerouting/);
-  assert.equal(pre?.rules[0]?.target, 'services');
+  assert.ok(services !== undefined && pre !== undefined);
+  assert.equal(services.rules[0]?.servicePort, 'default/web:http');
+  assert.equal(services.rules[0].role, 'cluster IP');
+  assert.match(pre.policy, /^type nat hook prerouting/);
+  assert.equal(pre.rules[0]?.target, 'services');
 });
 
 test('trace: a Pod to a Service port with 3 endpoints gives 3 outcomes of 1/3', async () => {

@@ -9,7 +9,6 @@ import { readFile } from 'node:fs/promises';
 import { extname, join, normalize } from 'node:path';
 import { timingSafeEqual } from 'node:crypto';
 import { Hono } from 'hono';
-import { getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
 import { SvcnetError, ValidationError } from '../errors.js';
 import type { ApiError, ChangeEvent, ClusterSnapshot, RulesSourceInfo } from './api-types.js';
@@ -82,13 +81,20 @@ export function createUiApp(opts: UiServerOptions): Hono {
   if (token !== undefined)
     app.use('*', async (c, next) => {
       const q = c.req.query('token');
-      if (q !== undefined && sameToken(q, token) && c.req.path === '/') {
-        setCookie(c, TOKEN_COOKIE, token, { httpOnly: true, sameSite: 'Strict', path: '/' });
-        return c.redirect('/');
-      }
+      if (q !== undefined && sameToken(q, token) && c.req.path === '/')
+        return new Response(null, {
+          status: 302,
+          headers: {
+            location: '/',
+            'set-cookie': `${TOKEN_COOKIE}=${encodeURIComponent(token)}; Path=/; HttpOnly; SameSite=Strict`,
+          },
+        });
       const header = c.req.header('authorization') ?? '';
       const bearer = /^Bearer (.+)$/.exec(header)?.[1];
-      const cookie = getCookie(c, TOKEN_COOKIE);
+      const jar = new RegExp(`(?:^|;\\s*)${TOKEN_COOKIE}=([^;]*)`).exec(
+        c.req.header('cookie') ?? '',
+      );
+      const cookie = jar?.[1] === undefined ? undefined : decodeURIComponent(jar[1]);
       if (
         (bearer !== undefined && sameToken(bearer, token)) ||
         (cookie !== undefined && sameToken(cookie, token))

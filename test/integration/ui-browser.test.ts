@@ -73,13 +73,13 @@ async function startUiChild(kubeconfig: string, rulesFile: string): Promise<UiCh
     { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let err = '';
-  child.stderr?.on('data', (b: Buffer) => (err += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => {
-      reject(new Error(`svcnet ui did not start in 60 s: ${err}`));
-    }, 60_000);
-    child.stdout?.on('data', (b: Buffer) => {
+      reject(new Error(`svcnet ui did not start in 180 s: ${err}`));
+    }, 180_000);
+    child.stdout.on('data', (b: Buffer) => {
       out += b.toString();
       const m = /open (http:\/\/\S+)/.exec(out);
       if (m?.[1] !== undefined) {
