@@ -337,9 +337,21 @@ describe('svcnet ui in chromium', { skip }, () => {
 
   test('first paint with data for a 300-Service, 1000-Pod cluster', async () => {
     await createLargeCluster(api, 'big', 300, 1000);
+    // The UI's informers first catch up with the 2600 writes: the figure is the page's load.
+    const settled = Date.now();
+    for (;;) {
+      const snap = (await (await fetch(`${ui?.url ?? ''}api/snapshot`)).json()) as {
+        services: unknown[];
+        pods: unknown[];
+      };
+      if (snap.services.length >= 302 && snap.pods.length >= 1004) break;
+      assert.ok(Date.now() - settled < 120_000, 'the UI never listed the large cluster');
+      await new Promise((r) => setTimeout(r, 500));
+    }
     const fresh = await browser!.newPage({ viewport: { width: 1280, height: 800 } });
     try {
-      const runs: { data: number; fcp: number }[] = [];
+      const runs: { data: number; fcp: number; snapshot: { responseEnd: number } | undefined }[] =
+        [];
       for (let i = 0; i < 3; i++) {
         await fresh.goto(`${ui?.url ?? ''}?view=map`);
         await fresh.waitForSelector('body[data-loaded="1"]');
@@ -347,6 +359,10 @@ describe('svcnet ui in chromium', { skip }, () => {
           await fresh.evaluate(() => ({
             data: performance.getEntriesByName('svcnet-data')[0]?.startTime ?? -1,
             fcp: performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1,
+            snapshot: performance
+              .getEntriesByType('resource')
+              .find((e) => e.name.endsWith('/api/snapshot'))
+              ?.toJSON() as { responseEnd: number } | undefined,
           })),
         );
       }
@@ -355,7 +371,10 @@ describe('svcnet ui in chromium', { skip }, () => {
       const best = Math.min(...runs.map((r) => r.data));
       process.stdout.write(
         `ui-browser: first meaningful paint (cluster data shown) for 300 Services / 1000 Pods: ${runs
-          .map((r) => `${Math.round(r.data)} ms (FCP ${Math.round(r.fcp)} ms)`)
+          .map(
+            (r) =>
+              `${Math.round(r.data)} ms (FCP ${Math.round(r.fcp)} ms, snapshot received ${Math.round(r.snapshot?.responseEnd ?? -1)} ms)`,
+          )
           .join(', ')}; best ${Math.round(best)} ms (target 1000 ms)\n`,
       );
       await fresh.waitForSelector('svg.graph, [data-testid="graph"] [role="alert"]', {
