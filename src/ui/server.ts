@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { extname, join, normalize } from 'node:path';
 import { timingSafeEqual } from 'node:crypto';
 import { Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { SvcnetError, ValidationError } from '../errors.js';
 import type { ApiError, ChangeEvent, ClusterSnapshot, RulesSourceInfo } from './api-types.js';
 import { buildRulesView } from './rules-view.js';
@@ -72,6 +72,41 @@ function sameToken(a: string, b: string): boolean {
 const NOT_BUILT = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>svcnet ui: page not built</title></head>
 <body><h1>The svcnet ui page is not built</h1><p>The API works (<a href="/api/snapshot">/api/snapshot</a>),
 but dist/ui/index.html is missing. Build the page with <code>npm run build:ui</code> (or <code>npm run build</code>) in the svcnet checkout, then reload.</p></body></html>`;
+
+/** The SSE stream: `hello`, then one `change` per debounced change, keep-alives between. */
+async function sendChanges(stream: SSEStreamingApi, opts: UiServerOptions): Promise<void> {
+  let wake: (() => void) | undefined;
+  const queue: ChangeEvent[] = [];
+  const unsubscribe = opts.cluster.subscribe((e) => {
+    queue.push(e);
+    wake?.();
+  });
+  stream.onAbort(() => {
+    unsubscribe();
+    wake?.();
+  });
+  await stream.writeSSE({
+    event: 'hello',
+    data: JSON.stringify({ revision: opts.cluster.snapshot().revision }),
+  });
+  // A function, not the property: the stream aborts while this loop awaits.
+  const open = (): boolean => !stream.aborted;
+  while (open()) {
+    const e = queue.shift();
+    if (e !== undefined) {
+      await stream.writeSSE({ event: 'change', data: JSON.stringify(e) });
+      continue;
+    }
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+      const t = setTimeout(resolve, opts.keepAliveMs ?? 15_000);
+      t.unref();
+    });
+    wake = undefined;
+    if (queue.length === 0 && open()) await stream.write(': keep-alive\n\n');
+  }
+  unsubscribe();
+}
 
 /** The UI's hono app. */
 export function createUiApp(opts: UiServerOptions): Hono {
@@ -167,41 +202,7 @@ export function createUiApp(opts: UiServerOptions): Hono {
     }
   });
 
-  app.get('/api/events', (c) =>
-    streamSSE(c, async (stream) => {
-      let wake: (() => void) | undefined;
-      const queue: ChangeEvent[] = [];
-      const unsubscribe = opts.cluster.subscribe((e) => {
-        queue.push(e);
-        wake?.();
-      });
-      stream.onAbort(() => {
-        unsubscribe();
-        wake?.();
-      });
-      await stream.writeSSE({
-        event: 'hello',
-        data: JSON.stringify({ revision: opts.cluster.snapshot().revision }),
-      });
-      // A function, not the property: the stream aborts while this loop awaits.
-      const open = (): boolean => !stream.aborted;
-      while (open()) {
-        const e = queue.shift();
-        if (e !== undefined) {
-          await stream.writeSSE({ event: 'change', data: JSON.stringify(e) });
-          continue;
-        }
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          const t = setTimeout(resolve, opts.keepAliveMs ?? 15_000);
-          t.unref();
-        });
-        wake = undefined;
-        if (queue.length === 0 && open()) await stream.write(': keep-alive\n\n');
-      }
-      unsubscribe();
-    }),
-  );
+  app.get('/api/events', (c) => streamSSE(c, (stream) => sendChanges(stream, opts)));
 
   app.all('/api/*', (c) => apiError(404, `no such API route: ${c.req.method} ${c.req.path}`));
 
