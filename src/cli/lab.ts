@@ -14,6 +14,8 @@ import { waitForTermination } from '../os/process.js';
 import { planLab } from '../lab/topology.js';
 import { DEFAULT_LB_POOL } from '../lab/lb-pool.js';
 import { action, collect, readSources } from './run.js';
+import { daemonAction } from './daemon.js';
+import { addUiFlags, runUi, type UiFlags } from './ui.js';
 
 /** The lab's modules, loaded on demand. */
 async function labModule(): Promise<typeof import('../lab/lab.js')> {
@@ -98,6 +100,7 @@ export function registerLabCommand(program: Command): void {
     addForward,
     addRestart,
     addKubeconfig,
+    addUi,
     addAgent,
     addLoadBalancer,
     addSupervise,
@@ -281,6 +284,43 @@ function addKubeconfig(lab: Command): void {
       const running = (await labModule()).findLab(o.name);
       if (!running) throw new SvcnetError('NOT_FOUND', `lab ${o.name} is not running`);
       return (await labModule()).labKubeconfigText(running).trimEnd();
+    }),
+  );
+}
+
+function addUi(lab: Command): void {
+  labNameOption(
+    addUiFlags(
+      lab
+        .command('ui')
+        .description(
+          "serve the svcnet ui page for the lab: its objects, each node's live rules (iptables-save or nft list ruleset inside the node) and traces",
+        ),
+    ),
+  ).action(
+    daemonAction('lab ui', async (flags: UiFlags & { name: string }) => {
+      const m = await labModule();
+      const running = m.findLab(flags.name);
+      if (!running) throw new SvcnetError('NOT_FOUND', `lab ${flags.name} is not running`);
+      // Throws naming the lab when it has no API server (yet) or a stale kubeconfig.
+      m.labKubeconfigText(running);
+      const kubeconfig = running.state.kubeconfig ?? '';
+      const { rulesSaveCommand } = await import('../lab/iptables-variant.js');
+      // Each request reads the node's kernel state now, through the running lab.
+      const live = async (node: string): Promise<string | undefined> => {
+        const lab = m.findLab(flags.name);
+        const n = lab?.state.plan.nodes.find((x) => x.name === node);
+        if (lab === undefined || n === undefined) return undefined;
+        const argv =
+          lab.state.proxyMode === 'nftables'
+            ? ['nft', 'list', 'ruleset']
+            : rulesSaveCommand(lab.state.iptablesVariant);
+        const r = await m.inLab(lab, n.netns, argv);
+        if (r.code !== 0)
+          throw new SvcnetError('EXEC_FAILED', `${argv.join(' ')} on ${node}: ${r.stderr.trim()}`);
+        return r.stdout;
+      };
+      await runUi({ ...flags, kubeconfig }, live);
     }),
   );
 }

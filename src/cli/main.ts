@@ -33,6 +33,7 @@ export const SUBCOMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   lab: async () => (await import('./lab.js')).registerLabCommand,
   netexec: async () => (await import('./netexec.js')).registerNetexecCommand,
   flannel: async () => (await import('./flannel.js')).registerFlannelCommand,
+  ui: async () => (await import('./ui.js')).registerUiCommand,
 };
 
 /** The program with `only` registered, or every subcommand when `only` is not one of them. */

@@ -68,6 +68,17 @@ export function natSaveCommand(variant: IptablesVariant | undefined): readonly s
   return [`iptables-${variant}-save`, '-t', 'nat'];
 }
 
+/** The command printing every table of a node's ruleset from the backend its proxy programs. */
+export function rulesSaveCommand(variant: IptablesVariant | undefined): readonly string[] {
+  if (variant === undefined)
+    return [
+      'sh',
+      '-c',
+      'iptables-save 2>/dev/null | grep -q "^:KUBE-SERVICES" && exec iptables-save; exec iptables-legacy-save 2>/dev/null',
+    ];
+  return [`iptables-${variant}-save`];
+}
+
 /**
  * The components with the node proxies' backend set (iptables mode only, unless already
  * set), probing through `probe` and logging the choice.
