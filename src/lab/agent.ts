@@ -357,9 +357,16 @@ export class NodeAgent {
     );
     await this.report(entry);
     if (d.restartInMs === undefined) return;
+    const restart = (): void => {
+      this.runSerial(key, 'Container restart failed', () => this.restartRun(key, entry, run));
+    };
+    if (d.restartInMs === 0) {
+      restart(); // the first restart is at once
+      return;
+    }
     entry.restartTimer = this.clock.setTimeout(() => {
       delete entry.restartTimer;
-      this.runSerial(key, 'Container restart failed', () => this.restartRun(key, entry, run));
+      restart();
     }, d.restartInMs);
   }
 
