@@ -8,6 +8,8 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { KubeObject, Pod } from '../../src/kube/types.js';
 import { ensureLabBinaries } from '../../src/lab/binaries.js';
 import { inLab } from '../../src/lab/lab.js';
@@ -52,6 +54,19 @@ describe('container lifecycle: restarts, back-off and liveness', { skip }, () =>
     return r.stdout.trim().split(/\s+/);
   }
 
+  /** The lines of a component's log that mention `text` (the last 40), for a failure. */
+  function logTail(component: string, text: string): string {
+    try {
+      return readFileSync(join(lab.lab.stateDir, 'logs', `${component}.log`), 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(text))
+        .slice(-40)
+        .join('\n');
+    } catch (e) {
+      return String(e);
+    }
+  }
+
   async function killInLab(pid: number): Promise<void> {
     const r = await inLab(lab.lab, lab.lab.state.plan.hubNetns, ['kill', '-KILL', String(pid)]);
     assert.equal(r.code, 0, `kill -KILL ${String(pid)}: ${r.stderr}`);
@@ -87,7 +102,10 @@ describe('container lifecycle: restarts, back-off and liveness', { skip }, () =>
       async () => (await ask()).length > 0,
       30_000,
       50,
-    );
+    ).catch((e: unknown) => {
+      t.diagnostic(logTail(`agent-${dns?.spec?.nodeName ?? ''}`, name));
+      throw e;
+    });
     const answerMs = Date.now() - t0;
     const after = await eventually(
       `${name} to report its restart`,
@@ -139,23 +157,30 @@ describe('container lifecycle: restarts, back-off and liveness', { skip }, () =>
       50,
     );
     const runningMs = Date.now() - t0;
+    const answers: string[] = [];
     await eventually(
       `${proxy} healthz to answer 200`,
       async () => {
         const r = await lab.exec(node.name, [
           'curl',
-          '-sf',
+          '-s',
           '-m',
           '1',
           '-o',
           '/dev/null',
+          '-w',
+          '%{http_code}',
           'http://127.0.0.1:10256/healthz',
         ]);
-        return r.code === 0;
+        const code = r.stdout.trim();
+        if (answers.at(-1)?.split(':')[1] !== code)
+          answers.push(`${String(Date.now() - t0)}ms:${code}`);
+        return code === '200';
       },
       30_000,
       50,
     );
+    t.diagnostic(`healthz answers after the kill: ${answers.join(' ')}`);
     const healthzMs = Date.now() - t0;
     assert.deepEqual(chains(await lab.proxyRules(node.name)), before, 'the same service chains');
     assert.equal(lab.component(proxy).restarts, restarts + 1);
