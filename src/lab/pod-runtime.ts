@@ -317,6 +317,9 @@ export class LabPodRuntime implements PodRuntime {
     const argv = plan.command ?? [...this.opts.self, ...plan.args];
     const [cmd, ...args] = hostNetwork ? argv : netnsExecArgv(netns, argv);
     if (cmd === undefined) throw new Error(`pod ${key}: no server command`);
+    const clock = this.opts.clock ?? realClock;
+    // The container's startedAt, as the kubelet reports it: when its process started.
+    const startedAt = new Date(clock.now()).toISOString();
     const container =
       plan.command === undefined
         ? undefined
@@ -332,7 +335,6 @@ export class LabPodRuntime implements PodRuntime {
       ended.yes = true;
     });
     const port = plan.command === undefined ? plan.tcpPorts[0] : undefined;
-    const clock = this.opts.clock ?? realClock;
     const deadline = clock.now() + (this.opts.startTimeoutMs ?? 20_000);
     // Listening is what "started" means to clients; UDP-only Pods and commands are taken as
     // started at once, and so is a process that already ended (the agent restarts it).
@@ -343,7 +345,7 @@ export class LabPodRuntime implements PodRuntime {
       }
       await clock.sleep(50);
     }
-    const started = { ip, startedAt: new Date(clock.now()).toISOString() };
+    const started = { ip, startedAt };
     const path = this.recordPath(netns);
     if (path !== undefined) {
       const rec: SandboxRecord = {
