@@ -187,6 +187,8 @@ export interface Probe {
   timeoutSeconds?: number;
   successThreshold?: number;
   failureThreshold?: number;
+  /** Liveness and startup: the grace period of the kill after a failure (else the Pod's). */
+  terminationGracePeriodSeconds?: number;
 }
 
 export interface Container {
@@ -197,6 +199,7 @@ export interface Container {
   ports?: ContainerPort[];
   readinessProbe?: Probe;
   livenessProbe?: Probe;
+  startupProbe?: Probe;
   env?: { name: string; value?: string }[];
 }
 
@@ -239,6 +242,7 @@ export interface ContainerStatus {
   started?: boolean;
   state?: ContainerState;
   lastState?: ContainerState;
+  containerID?: string;
 }
 
 export interface ContainerStateTerminated {
@@ -247,6 +251,7 @@ export interface ContainerStateTerminated {
   message?: string;
   startedAt?: string;
   finishedAt?: string;
+  containerID?: string;
 }
 
 export interface ContainerState {

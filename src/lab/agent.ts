@@ -1,12 +1,17 @@
 // The lab's node agent: the kubelet of a lab node. It watches the Pods bound to its node and,
 // for each, creates the Pod's sandbox (network namespace + CNI ADD, resolv.conf and hosts),
-// runs its init containers (init-containers.ts), starts the Pod's server (pod-servers.ts),
-// runs its readiness probe (HTTP, TCP or exec), and reports status
-// (phase, IPs, conditions, container statuses) to the API server. When a Pod is deleted it
-// signals the server, honours the grace period while still probing readiness (so a Pod that
-// turns unready while terminating stops serving), tears the sandbox down (CNI DEL) and makes
-// the final delete, as the kubelet does. The effects are behind PodRuntime and
-// PodStatusWriter, so the decisions are tested with Fakes.
+// runs its init containers (init-containers.ts), starts the Pod's container process
+// (pod-servers.ts), probes it (startup, liveness and readiness; HTTP, TCP or exec), and
+// reports status (phase, IPs, conditions, container statuses) to the API server. A container
+// process that exits, on its own or killed after a failed liveness or startup probe, is
+// restarted per restartPolicy with the kubelet's back-off and reported as the kubelet does
+// (CrashLoopBackOff, restartCount, lastState; the decisions are container-lifecycle.ts's).
+// When a Pod is deleted it signals the process, honours the grace period while still probing
+// readiness (so a Pod that turns unready while terminating stops serving), tears the sandbox
+// down (CNI DEL) and makes the final delete, as the kubelet does. The effects are behind
+// PodRuntime and PodStatusWriter, so the decisions are tested with Fakes. Left out: an agent
+// that restarts adopts its Pods' processes but not their restart counts, and cannot learn an
+// adopted process's exit code (it is reported as 0).
 
 import type { Informer } from '../kube/informer.js';
 import { runningPodStatus } from '../kube/pod-status.js';
@@ -21,10 +26,28 @@ import {
   runInitContainers,
 } from './init-containers.js';
 import type { ContainerRun } from './pod-exec.js';
+import {
+  NO_RESULTS,
+  afterExit,
+  afterRestart,
+  countResult,
+  firstRun,
+  lifecycleStatus,
+  probeFailed,
+  probeSucceeded,
+  restartPolicyOf,
+  type ExitCause,
+  type Lifecycle,
+  type ProbeCounts,
+} from './container-lifecycle.js';
 
 export interface StartedPod {
   readonly ip: string;
   readonly startedAt: string;
+  /** The container process (in the lab's PID namespace): its containerID is svcnet://PID. */
+  readonly pid?: number;
+  /** Resolves with the process's exit code (128+N after signal N) when it ends. */
+  readonly exited?: Promise<number>;
 }
 
 /** The node-local effects: sandboxes and processes. */
@@ -38,9 +61,13 @@ export interface PodRuntime {
   runInit?(pod: Pod, container: Container): Promise<ContainerRun>;
   /** Takes over the Pod if an earlier agent left it running; undefined when it did not. */
   adopt?(pod: Pod): Promise<StartedPod | undefined>;
+  /** Starts the Pod's container process again in its sandbox (after it exited). */
+  restartContainer?(pod: Pod): Promise<StartedPod>;
+  /** SIGTERM, then SIGKILL after graceSeconds, to the container process; the sandbox stays. */
+  killContainer?(key: string, graceSeconds: number): Promise<void>;
   /** SIGTERM, wait up to graceSeconds for exit, then SIGKILL; then removes the sandbox. Idempotent. */
   stop(key: string, graceSeconds: number): Promise<void>;
-  /** One readiness check (HTTP GET or TCP connect to its IP, or exec in it), true when it passed. */
+  /** One probe (HTTP GET or TCP connect to its IP, or exec in it), true when it passed. */
   probe(pod: Pod, ip: string, probe: Probe): Promise<boolean>;
 }
 
@@ -54,10 +81,23 @@ export interface PodStatusWriter {
 interface LocalPod {
   pod: Pod;
   started?: StartedPod;
+  /** The readiness probe's verdict (true without one); Ready also needs the startup probe. */
   ready: boolean;
   successes: number;
   failures: number;
-  prober?: TimerHandle;
+  /** The current run's probe timers (startup, liveness, readiness). */
+  probers: TimerHandle[];
+  /** The container process's runs, restarts and exits (container-lifecycle.ts). */
+  life?: Lifecycle;
+  /** Which run the watchers belong to: bumped at every (re)start. */
+  run: number;
+  /** The startup probe passed (or there is none): liveness and readiness run. */
+  startupDone: boolean;
+  startupCounts?: ProbeCounts;
+  livenessCounts?: ProbeCounts;
+  /** Set while the agent kills the container after a failed liveness or startup probe. */
+  killCause?: ExitCause;
+  restartTimer?: TimerHandle;
   terminating: boolean;
   /** Set once the Pod's server is stopped: no more probes or status writes. */
   stopped: boolean;
@@ -74,9 +114,12 @@ function isStopped(entry: LocalPod): boolean {
   return entry.stopped;
 }
 
-/** Queue key of a Pod's readiness probes: apart from its sync queue, which a teardown holds. */
-function probeKey(key: string): string {
-  return `${key}\u0000probe`;
+type ProbeKind = 'startup' | 'liveness' | 'readiness';
+const PROBE_KINDS: readonly ProbeKind[] = ['startup', 'liveness', 'readiness'];
+
+/** Queue key of a Pod's probes of one kind: apart from its sync queue, which a teardown holds. */
+function probeKey(key: string, kind: ProbeKind): string {
+  return `${key}\u0000${kind}`;
 }
 
 export interface AgentOptions {
@@ -92,6 +135,20 @@ export interface AgentOptions {
 /** Readiness of a Pod: its first container's readinessProbe, if any. */
 export function readinessProbeOf(pod: Pod): Probe | undefined {
   return pod.spec?.containers.find((c) => c.readinessProbe !== undefined)?.readinessProbe;
+}
+
+/** A Pod's probe of a kind: its first container's that has one (they share one process). */
+export function probeOf(pod: Pod, kind: ProbeKind): Probe | undefined {
+  for (const c of pod.spec?.containers ?? []) {
+    const p =
+      kind === 'startup'
+        ? c.startupProbe
+        : kind === 'liveness'
+          ? c.livenessProbe
+          : c.readinessProbe;
+    if (p !== undefined) return p;
+  }
+  return undefined;
 }
 
 /** The status a kubelet reports for a running Pod. */
@@ -254,11 +311,86 @@ export class NodeAgent {
     delete entry.initAbort;
     this.attempts.delete(key);
     entry.started = started;
-    const probe = readinessProbeOf(pod);
-    entry.ready = probe === undefined;
+    entry.life = firstRun(started.startedAt, started.pid);
     this.log({ pod: key, ip: started.ip }, 'Pod started');
+    await this.beginRun(key, entry, started);
+  }
+
+  /** A run of the container has started: watch its exit, probe it, report it. */
+  private async beginRun(key: string, entry: LocalPod, started: StartedPod): Promise<void> {
+    const run = ++entry.run;
+    entry.startupDone = probeOf(entry.pod, 'startup') === undefined;
+    entry.ready = probeOf(entry.pod, 'readiness') === undefined;
+    entry.successes = 0;
+    entry.failures = 0;
+    delete entry.killCause;
+    void started.exited?.then((code) => {
+      this.runSerial(key, 'Container exit failed', () => this.onExit(key, entry, run, code));
+    });
     await this.report(entry);
-    if (probe) this.startProber(key, entry, probe);
+    if (entry.run !== run || isStopped(entry)) return;
+    for (const kind of PROBE_KINDS) {
+      const probe = probeOf(entry.pod, kind);
+      if (probe) this.startProber(key, entry, run, kind, probe);
+    }
+  }
+
+  /** The container's process ended: decide, report, and restart it per restartPolicy. */
+  private async onExit(key: string, entry: LocalPod, run: number, code: number): Promise<void> {
+    if (entry.terminating || entry.stopped || entry.run !== run || entry.life === undefined) return;
+    this.stopProbers(entry);
+    const cause = entry.killCause ?? 'exited';
+    delete entry.killCause;
+    const policy = restartPolicyOf(entry.pod);
+    const d = afterExit(entry.life, policy, code, cause, this.clock.now());
+    entry.life = d.life;
+    entry.ready = false;
+    this.log(
+      {
+        pod: key,
+        exitCode: code,
+        cause,
+        restartInMs: d.restartInMs,
+        restarts: d.life.restartCount,
+      },
+      'Container exited',
+    );
+    await this.report(entry);
+    if (d.restartInMs === undefined) return;
+    const restart = (): void => {
+      this.runSerial(key, 'Container restart failed', () => this.restartRun(key, entry, run));
+    };
+    if (d.restartInMs === 0) {
+      restart(); // the first restart is at once
+      return;
+    }
+    entry.restartTimer = this.clock.setTimeout(() => {
+      delete entry.restartTimer;
+      restart();
+    }, d.restartInMs);
+  }
+
+  private async restartRun(key: string, entry: LocalPod, run: number): Promise<void> {
+    const restart = this.opts.runtime.restartContainer?.bind(this.opts.runtime);
+    if (entry.terminating || entry.stopped || entry.run !== run || restart === undefined) return;
+    if (entry.life === undefined || entry.started === undefined) return;
+    let again: StartedPod;
+    try {
+      again = await restart(entry.pod);
+    } catch (e) {
+      // Like a container that could not be created: counted as a failed run, backed off.
+      this.log({ pod: key, err: e instanceof Error ? e.message : String(e) }, 'Restart failed');
+      await this.onExit(key, entry, run, 128);
+      return;
+    }
+    entry.life = afterRestart(entry.life, again.startedAt, again.pid);
+    // The Pod keeps its IP and startTime; the run is new.
+    entry.started = { ...entry.started, ...(again.pid === undefined ? {} : { pid: again.pid }) };
+    this.log(
+      { pod: key, restarts: entry.life.restartCount, pid: again.pid },
+      'Container restarted',
+    );
+    await this.beginRun(key, entry, again);
   }
 
   /** The hook that runs the Pod's init containers in its new sandbox (undefined: none). */
@@ -300,6 +432,9 @@ export class NodeAgent {
       ready: false,
       successes: 0,
       failures: 0,
+      probers: [],
+      run: 0,
+      startupDone: true,
       terminating: false,
       stopped: false,
     };
@@ -307,46 +442,113 @@ export class NodeAgent {
     return entry;
   }
 
-  private startProber(key: string, entry: LocalPod, probe: Probe): void {
+  /**
+   * Probes the run every periodSeconds from initialDelaySeconds after its start, as the
+   * kubelet's probe workers (one queue per kind, so a slow probe holds back only its kind).
+   */
+  private startProber(
+    key: string,
+    entry: LocalPod,
+    run: number,
+    kind: ProbeKind,
+    probe: Probe,
+  ): void {
     const period = Math.max(1, probe.periodSeconds ?? 10) * 1000;
     const startAt = this.clock.now() + Math.max(0, probe.initialDelaySeconds ?? 0) * 1000;
     const check = async (): Promise<void> => {
-      // Like the kubelet, keep probing while the Pod terminates: a server that fails readiness
-      // after SIGTERM must be reported unready (EndpointSlice serving=false) until it stops.
-      if (this.clock.now() < startAt || entry.stopped || !entry.started) return;
+      // Like the kubelet, keep probing readiness while the Pod terminates: a server that fails
+      // it after SIGTERM must be reported unready (EndpointSlice serving=false) until it stops.
+      if (this.clock.now() < startAt || entry.stopped || !entry.started || entry.run !== run)
+        return;
+      if (kind === 'startup' ? entry.startupDone : !entry.startupDone) return;
+      if (kind !== 'readiness' && (entry.terminating || entry.killCause !== undefined)) return;
       const ok = await this.opts.runtime
         .probe(entry.pod, entry.started.ip, probe)
         .catch(() => false);
-      entry.successes = ok ? entry.successes + 1 : 0;
-      entry.failures = ok ? 0 : entry.failures + 1;
-      const becomesReady = !entry.ready && entry.successes >= (probe.successThreshold ?? 1);
-      const becomesUnready = entry.ready && entry.failures >= (probe.failureThreshold ?? 3);
-      // The Pod may have stopped while the probe ran: then nothing more is reported.
-      if ((becomesReady || becomesUnready) && !isStopped(entry)) {
-        entry.ready = becomesReady;
-        this.log({ pod: key, ready: entry.ready }, 'Readiness changed');
-        await this.report(entry);
-      }
+      // The Pod may have stopped, or the run ended, while the probe ran: then nothing more.
+      if (isStopped(entry) || !this.isRun(entry, run)) return;
+      if (kind === 'readiness') await this.readinessResult(key, entry, probe, ok);
+      else await this.lifeProbeResult(key, entry, kind, probe, ok);
+    };
+    const tick = (): void => {
+      this.runSerial(probeKey(key, kind), 'Probe failed', check);
     };
     // The kubelet probes first after initialDelaySeconds, then every periodSeconds.
-    if (startAt <= this.clock.now()) this.runSerial(probeKey(key), 'Probe failed', check);
-    entry.prober = this.clock.setInterval(() => {
-      this.runSerial(probeKey(key), 'Probe failed', check);
-    }, period);
+    if (startAt <= this.clock.now()) tick();
+    entry.probers.push(this.clock.setInterval(tick, period));
+  }
+
+  /** Read through a call: the run changes across awaits. */
+  private isRun(entry: LocalPod, run: number): boolean {
+    return entry.run === run;
+  }
+
+  private async readinessResult(
+    key: string,
+    entry: LocalPod,
+    probe: Probe,
+    ok: boolean,
+  ): Promise<void> {
+    const counts = countResult(entry, ok);
+    entry.successes = counts.successes;
+    entry.failures = counts.failures;
+    const becomesReady = !entry.ready && entry.successes >= (probe.successThreshold ?? 1);
+    const becomesUnready = entry.ready && entry.failures >= (probe.failureThreshold ?? 3);
+    if (becomesReady || becomesUnready) {
+      entry.ready = becomesReady;
+      this.log({ pod: key, ready: entry.ready }, 'Readiness changed');
+      await this.report(entry);
+    }
+  }
+
+  /** Liveness and startup: failureThreshold failures in a row kill the container. */
+  private async lifeProbeResult(
+    key: string,
+    entry: LocalPod,
+    kind: 'startup' | 'liveness',
+    probe: Probe,
+    ok: boolean,
+  ): Promise<void> {
+    const prev = kind === 'startup' ? entry.startupCounts : entry.livenessCounts;
+    const counts = countResult(prev ?? NO_RESULTS, ok);
+    if (kind === 'startup') entry.startupCounts = counts;
+    else entry.livenessCounts = counts;
+    if (kind === 'startup' && probeSucceeded(counts, probe)) {
+      entry.startupDone = true;
+      this.log({ pod: key }, 'Startup probe succeeded');
+      await this.report(entry);
+      return;
+    }
+    if (!probeFailed(counts, probe)) return;
+    const grace =
+      probe.terminationGracePeriodSeconds ?? entry.pod.spec?.terminationGracePeriodSeconds ?? 30;
+    entry.killCause = kind;
+    this.log({ pod: key, probe: kind, failures: counts.failures, grace }, 'Probe failed: killing');
+    await this.opts.runtime.killContainer?.(objectKey(entry.pod), grace);
+  }
+
+  private stopProbers(entry: LocalPod): void {
+    for (const t of entry.probers) this.clock.clearInterval(t);
+    entry.probers = [];
+    entry.startupCounts = NO_RESULTS;
+    entry.livenessCounts = NO_RESULTS;
   }
 
   private async report(entry: LocalPod): Promise<void> {
     if (!entry.started) return;
+    const base = runningStatus(
+      entry.pod,
+      entry.started,
+      this.opts.hostIP,
+      entry.ready && entry.startupDone,
+      new Date(this.clock.now()),
+      entry.initStatuses,
+    );
     await this.opts.status.updateStatus(
       entry.pod,
-      runningStatus(
-        entry.pod,
-        entry.started,
-        this.opts.hostIP,
-        entry.ready,
-        new Date(this.clock.now()),
-        entry.initStatuses,
-      ),
+      entry.life === undefined
+        ? base
+        : lifecycleStatus(entry.pod, base, entry.life, entry.startupDone),
     );
   }
 
@@ -358,10 +560,14 @@ export class NodeAgent {
   ): Promise<void> {
     entry.terminating = true;
     if (pod) entry.pod = pod;
+    this.clock.clearTimeout(entry.restartTimer);
     await this.opts.runtime.stop(key, graceSeconds);
     entry.stopped = true;
-    this.clock.clearInterval(entry.prober);
-    await this.queues.get(probeKey(key)); // a probe in flight reports before the final delete
+    this.stopProbers(entry);
+    // A probe in flight reports before the final delete.
+    await Promise.all(
+      PROBE_KINDS.map((k) => this.queues.get(probeKey(key, k)) ?? Promise.resolve()),
+    );
     this.local.delete(key);
     this.log({ pod: key, graceSeconds }, 'Pod stopped');
     if (pod) await this.opts.status.finalizeDelete(pod);

@@ -29,7 +29,7 @@ export interface KeeperDeps {
 const FIRST_BACKOFF_MS = 10_000;
 const MAX_BACKOFF_MS = 5 * 60_000;
 /** Running this long counts as healthy again (twice the cap, as the kubelet): the next exit restarts at once. */
-const BACKOFF_RESET_MS = 10 * 60_000;
+export const BACKOFF_RESET_MS = 10 * 60_000;
 
 /**
  * What a component is doing: its process runs; a start is under way (or due at once); it

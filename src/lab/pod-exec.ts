@@ -53,7 +53,9 @@ export async function runInPod(
 
 /** The container whose probe this is (for its env), if any. */
 function probeOwner(pod: Pod, probe: Probe): Container | undefined {
-  return pod.spec?.containers.find((c) => c.readinessProbe === probe || c.livenessProbe === probe);
+  return pod.spec?.containers.find(
+    (c) => c.readinessProbe === probe || c.livenessProbe === probe || c.startupProbe === probe,
+  );
 }
 
 /**

@@ -1,8 +1,11 @@
 // The real PodRuntime of the lab's node agent. A Pod's sandbox is a network namespace in the
 // lab's private /run/netns with its own /etc/netns/<ns>/{resolv.conf,hosts} (which
 // `ip netns exec` shows as /etc/... to the Pod's processes); its network comes from CNI
-// through the PodNetwork seam; its server is `svcnet netexec` started inside the namespace
-// with POD_NAME set. A hostNetwork Pod gets no namespace and no CNI: its server runs in the
+// through the PodNetwork seam; its container process (pod-servers.ts: `svcnet netexec`, a
+// svcnet subcommand, or a shell command) is started inside the namespace with POD_NAME,
+// HOSTNAME and the container's env set, and started again in the same sandbox when the agent
+// restarts the container (restartContainer; killContainer stops it for a failed liveness
+// probe). A hostNetwork Pod gets no namespace and no CNI: its server runs in the
 // node's namespace and its IP is the node's. Init containers and exec probes run their
 // commands in the Pod's namespace (pod-exec.ts). Runs inside the node's network namespace, so
 // readiness probes reach Pod IPs directly.
@@ -36,8 +39,14 @@ import type { Container, Pod, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 import type { PodRuntime, StartedPod } from './agent.js';
-import { execProbe, podCommandExecer, runInitContainer, type ContainerRun } from './pod-exec.js';
-import { planPodServer } from './pod-servers.js';
+import {
+  containerEnv,
+  execProbe,
+  podCommandExecer,
+  runInitContainer,
+  type ContainerRun,
+} from './pod-exec.js';
+import { isShellCommand, planPodServer } from './pod-servers.js';
 import {
   formatResolvConf,
   parseResolvConf,
@@ -211,7 +220,8 @@ function netnsOfFile(netns: string, hostNetwork: boolean): string | undefined {
 interface Running {
   readonly pod: Pod;
   readonly netns: string;
-  readonly proc: ManagedProcess;
+  readonly ip: string;
+  proc: ManagedProcess;
 }
 
 export class LabPodRuntime implements PodRuntime {
@@ -266,54 +276,89 @@ export class LabPodRuntime implements PodRuntime {
 
   /**
    * Creates the sandbox, runs `beforeServer` (the init containers) once it exists, then
-   * starts the Pod's server; resolves once it listens. A failure removes the sandbox.
+   * starts the Pod's container process; resolves once it listens (or has exited: the agent
+   * restarts it). A failure removes the sandbox.
    */
   async start(pod: Pod, beforeServer?: (ip: string) => Promise<void>): Promise<StartedPod> {
     const key = objectKey(pod);
     const netns = podNetnsName(pod);
-    const hostNetwork = pod.spec?.hostNetwork === true;
     try {
       const ip = await this.sandboxIP(pod, netns);
       await beforeServer?.(ip);
-      const plan = planPodServer(
-        pod,
-        this.opts.kubeconfig === undefined ? {} : { kubeconfig: this.opts.kubeconfig },
-      );
-      const argv = [...this.opts.self, ...plan.args];
-      const [cmd, ...args] = hostNetwork ? argv : netnsExecArgv(netns, argv);
-      if (cmd === undefined) throw new Error(`pod ${key}: no server command`);
-      const proc = startProcess(cmd, args, join(this.opts.logDir, `${netns}.log`), {
-        POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',
-        POD_NAMESPACE: pod.metadata?.namespace ?? 'default',
-      });
-      this.running.set(key, { pod, netns, proc });
-      const port = plan.tcpPorts[0];
-      const clock = this.opts.clock ?? realClock;
-      const deadline = clock.now() + (this.opts.startTimeoutMs ?? 20_000);
-      // Listening is what "started" means to clients; UDP-only Pods are taken as started at once.
-      while (port !== undefined && !(await tcpConnect(ip, port, 500))) {
-        if (clock.now() > deadline)
-          throw new Error(`pod ${key}: server did not listen on ${ip}:${port}`);
-        await clock.sleep(50);
-      }
-      const started = { ip, startedAt: new Date(clock.now()).toISOString() };
-      const path = this.recordPath(netns);
-      if (path !== undefined) {
-        const rec: SandboxRecord = {
-          key,
-          uid: pod.metadata?.uid ?? '',
-          netns,
-          pid: proc.pid,
-          ...started,
-          ...(hostNetwork ? { hostNetwork } : {}),
-        };
-        writeFileSync(path, `${JSON.stringify(rec)}\n`);
-      }
-      return started;
+      return await this.launch(pod, netns, ip);
     } catch (e) {
       await this.stop(key, 0, netns, pod);
       throw e;
     }
+  }
+
+  /** Starts the Pod's container process again in its sandbox, as the kubelet restarts one. */
+  async restartContainer(pod: Pod): Promise<StartedPod> {
+    const key = objectKey(pod);
+    const r = this.running.get(key);
+    if (r === undefined) throw new Error(`pod ${key}: no sandbox to restart its container in`);
+    return this.launch(pod, r.netns, r.ip);
+  }
+
+  /** Stops the container process (SIGTERM, SIGKILL after the grace period); keeps the sandbox. */
+  async killContainer(key: string, graceSeconds: number): Promise<void> {
+    const r = this.running.get(key);
+    if (r) await this.terminate(r.proc, graceSeconds);
+  }
+
+  /** Starts the process, waits until it listens or exits, records it. */
+  private async launch(pod: Pod, netns: string, ip: string): Promise<StartedPod> {
+    const key = objectKey(pod);
+    const hostNetwork = pod.spec?.hostNetwork === true;
+    const plan = planPodServer(
+      pod,
+      this.opts.kubeconfig === undefined ? {} : { kubeconfig: this.opts.kubeconfig },
+    );
+    const argv = plan.command ?? [...this.opts.self, ...plan.args];
+    const [cmd, ...args] = hostNetwork ? argv : netnsExecArgv(netns, argv);
+    if (cmd === undefined) throw new Error(`pod ${key}: no server command`);
+    const clock = this.opts.clock ?? realClock;
+    // The container's startedAt, as the kubelet reports it: when its process started.
+    const startedAt = new Date(clock.now()).toISOString();
+    const container =
+      plan.command === undefined
+        ? undefined
+        : pod.spec?.containers.find((c) => isShellCommand(c.command));
+    const proc = startProcess(cmd, args, join(this.opts.logDir, `${netns}.log`), {
+      ...(container === undefined ? {} : containerEnv(pod, container, this.opts.nodeName ?? '')),
+      POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',
+      POD_NAMESPACE: pod.metadata?.namespace ?? 'default',
+    });
+    this.running.set(key, { pod, netns, ip, proc });
+    const ended = { yes: false };
+    void proc.exited.then(() => {
+      ended.yes = true;
+    });
+    const port = plan.command === undefined ? plan.tcpPorts[0] : undefined;
+    const deadline = clock.now() + (this.opts.startTimeoutMs ?? 20_000);
+    // Listening is what "started" means to clients; UDP-only Pods and commands are taken as
+    // started at once, and so is a process that already ended (the agent restarts it).
+    while (port !== undefined && !ended.yes && !(await tcpConnect(ip, port, 500))) {
+      if (clock.now() > deadline) {
+        proc.signal('SIGKILL');
+        throw new Error(`pod ${key}: server did not listen on ${ip}:${String(port)}`);
+      }
+      await clock.sleep(50);
+    }
+    const started = { ip, startedAt };
+    const path = this.recordPath(netns);
+    if (path !== undefined) {
+      const rec: SandboxRecord = {
+        key,
+        uid: pod.metadata?.uid ?? '',
+        netns,
+        pid: proc.pid,
+        ...started,
+        ...(hostNetwork ? { hostNetwork } : {}),
+      };
+      writeFileSync(path, `${JSON.stringify(rec)}\n`);
+    }
+    return { ...started, pid: proc.pid, exited: proc.exited };
   }
 
   private recordPath(netns: string): string | undefined {
@@ -349,8 +394,9 @@ export class LabPodRuntime implements PodRuntime {
       await this.stop(key, 0, netns, pod);
       return undefined;
     }
-    this.running.set(key, { pod, netns, proc: adoptProcess(rec.pid) });
-    return { ip: rec.ip, startedAt: rec.startedAt };
+    const proc = adoptProcess(rec.pid);
+    this.running.set(key, { pod, netns, ip: rec.ip, proc });
+    return { ip: rec.ip, startedAt: rec.startedAt, pid: rec.pid, exited: proc.exited };
   }
 
   /**
@@ -387,23 +433,7 @@ export class LabPodRuntime implements PodRuntime {
     const netns = r?.netns ?? netnsHint;
     const pod = r?.pod ?? podHint;
     if (r) {
-      r.proc.signal('SIGTERM');
-      const timedOut = Symbol('timeout');
-      const clock = this.opts.clock ?? realClock;
-      let timer: TimerHandle | undefined;
-      const res = await Promise.race([
-        r.proc.exited,
-        new Promise<symbol>((resolve) => {
-          timer = clock.setTimeout(() => {
-            resolve(timedOut);
-          }, graceSeconds * 1000);
-        }),
-      ]);
-      clock.clearTimeout(timer);
-      if (res === timedOut) {
-        r.proc.signal('SIGKILL');
-        await r.proc.exited;
-      }
+      await this.terminate(r.proc, graceSeconds);
       this.running.delete(key);
     }
     if (netns === undefined || pod === undefined) return;
@@ -421,6 +451,27 @@ export class LabPodRuntime implements PodRuntime {
       rmSync(join('/etc/netns', netns), { recursive: true, force: true });
       const path = this.recordPath(netns);
       if (path !== undefined) rmSync(path, { force: true });
+    }
+  }
+
+  /** SIGTERM, wait up to graceSeconds for the exit, then SIGKILL. */
+  private async terminate(proc: ManagedProcess, graceSeconds: number): Promise<void> {
+    proc.signal('SIGTERM');
+    const timedOut = Symbol('timeout');
+    const clock = this.opts.clock ?? realClock;
+    let timer: TimerHandle | undefined;
+    const res = await Promise.race([
+      proc.exited,
+      new Promise<symbol>((resolve) => {
+        timer = clock.setTimeout(() => {
+          resolve(timedOut);
+        }, graceSeconds * 1000);
+      }),
+    ]);
+    clock.clearTimeout(timer);
+    if (res === timedOut) {
+      proc.signal('SIGKILL');
+      await proc.exited;
     }
   }
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planPodServer } from './pod-servers.js';
+import { isShellCommand, planPodServer } from './pod-servers.js';
 import type { Pod } from '../kube/types.js';
 
 function pod(containers: NonNullable<Pod['spec']>['containers']): Pod {
@@ -98,4 +98,17 @@ test('a svcnet container runs its own subcommand, with the lab kubeconfig added'
     '--http-port',
     '81',
   ]);
+});
+
+test('a shell container runs its own command and args, as they are, serving nothing more', () => {
+  const plan = planPodServer(
+    pod([{ name: 'crash', image: 'busybox', command: ['/bin/sh', '-c'], args: ['exit 1'] }]),
+  );
+  assert.deepEqual(plan.command, ['/bin/sh', '-c', 'exit 1']);
+  assert.deepEqual(plan.tcpPorts, []);
+  assert.equal(isShellCommand(['bash', '-c', 'true']), true);
+  assert.equal(isShellCommand(['sleep', '3600']), false);
+  assert.equal(isShellCommand(undefined), false);
+  // Anything else still runs netexec (an image's own entrypoint does not exist in the lab).
+  assert.equal(planPodServer(pod([{ name: 'c', command: ['sleep', '3600'] }])).command, undefined);
 });

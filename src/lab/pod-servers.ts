@@ -5,7 +5,12 @@
 // ports. A Pod that declares no port at all serves HTTP on 80, like the nginx of the
 // Service walkthroughs. A container whose command is `svcnet SUBCOMMAND ...` runs that
 // svcnet subcommand instead (the lab's cluster DNS Pods run `svcnet dns`), with the lab's
-// kubeconfig added when the subcommand takes one and the container did not give it. Pure.
+// kubeconfig added when the subcommand takes one and the container did not give it. A
+// container whose command is a shell (`command: [sh, -c, SCRIPT]`, also bash/ash/dash, with or
+// without a path) runs that command and its args as they are, on the machine's own sh, inside
+// the Pod's network namespace (as init containers and exec probes run): the lab's way to have
+// a container that exits on its own, e.g. `exit 1` for CrashLoopBackOff; it serves nothing
+// unless its script does, and counts as started once the process is. Pure.
 
 import type { Pod } from '../kube/types.js';
 
@@ -15,6 +20,8 @@ export interface PodServerPlan {
   readonly delayShutdownSeconds: number;
   /** Arguments after the svcnet CLI: `netexec ...`, or the container's own svcnet command. */
   readonly args: readonly string[];
+  /** A shell container's whole argv (command then args), run instead of the svcnet CLI. */
+  readonly command?: readonly string[];
 }
 
 export interface PodServerOptions {
@@ -49,6 +56,14 @@ function declaredPorts(pod: Pod, tcp: Set<number>, udp: Set<number>): void {
 
 const ascending = (a: number, b: number): number => a - b;
 
+const SHELLS = new Set(['sh', 'bash', 'ash', 'dash']);
+
+/** Whether a container's command is a shell the lab runs as it is. */
+export function isShellCommand(command: readonly string[] | undefined): boolean {
+  const first = command?.[0];
+  return first !== undefined && SHELLS.has(first.slice(first.lastIndexOf('/') + 1));
+}
+
 export function planPodServer(pod: Pod, opts: PodServerOptions = {}): PodServerPlan {
   const tcp = new Set<number>();
   const udp = new Set<number>();
@@ -64,6 +79,17 @@ export function planPodServer(pod: Pod, opts: PodServerOptions = {}): PodServerP
       udpPorts: [...udp].sort(ascending),
       delayShutdownSeconds: 0,
       args,
+    };
+  }
+  const shell = pod.spec?.containers.find((c) => isShellCommand(c.command));
+  if (shell) {
+    declaredPorts(pod, tcp, udp);
+    return {
+      tcpPorts: [...tcp].sort(ascending),
+      udpPorts: [...udp].sort(ascending),
+      delayShutdownSeconds: 0,
+      args: [],
+      command: [...(shell.command ?? []), ...(shell.args ?? [])],
     };
   }
   let delay = 0;
