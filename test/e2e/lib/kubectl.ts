@@ -5,6 +5,8 @@
 // clients that keep sending while Pods come and go.
 
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { RealExecer, type ExecResult } from '../../../src/os/exec.js';
 import { inLab, resolveTarget } from '../../../src/lab/lab.js';
 import type { E2eLab } from './lab.js';
@@ -84,7 +86,14 @@ export async function podsReadyOrShow(
     await lab.podsReady(namespace, names, timeoutMs);
   } catch (e) {
     const r = await kubectl(lab, ['get', 'pods', '-n', namespace, '-o', 'wide']);
-    throw new Error(`${e instanceof Error ? e.message : String(e)}\n${r.stdout}${r.stderr}`, {
+    const logs = join(lab.lab.stateDir, 'logs');
+    const agents = readdirSync(logs)
+      .filter((f) => f.startsWith('agent-'))
+      .map(
+        (f) => `${f}:\n${readFileSync(join(logs, f), 'utf8').split('\n').slice(-15).join('\n')}`,
+      );
+    const shown = [r.stdout + r.stderr, ...agents].join('\n');
+    throw new Error(`${e instanceof Error ? e.message : String(e)}\n${shown}`, {
       cause: e,
     });
   }
