@@ -232,4 +232,35 @@ describe('ControllerManager on an in-memory cluster', () => {
     // The fake kubelet still runs (it is its own switch) and the slice follows the pod.
     assert.equal((await sliceIPs(client)).length, 1);
   });
+
+  // [sig-network] Endpoint should test the lifecycle of an Endpoint [Conformance]: an Endpoints
+  // object created by hand for a Service that does not exist stays (kube-controller-manager
+  // queues a Service's key on Service and Pod events only); it goes when its Service is deleted.
+  test('an Endpoints without a Service is left alone; deleting its Service removes it', async () => {
+    const clock = new FakeClock();
+    const { client, manager } = await setup(clock);
+    await client.create('Endpoints', {
+      metadata: { name: 'by-hand', namespace: 'default', labels: { test: 'endpoint' } },
+      subsets: [{ addresses: [{ ip: '10.0.0.24' }], ports: [{ name: 'http', port: 80 }] }],
+    });
+    await client.update('Endpoints', {
+      ...((await client.get('Endpoints', 'default', 'by-hand')) as Endpoints),
+      subsets: [{ addresses: [{ ip: '10.0.0.25' }], ports: [{ name: 'http', port: 80 }] }],
+    });
+    await manager.runUntilIdle();
+    const kept = await client.get('Endpoints', 'default', 'by-hand');
+    assert.equal(kept?.subsets?.[0]?.addresses?.[0]?.ip, '10.0.0.25');
+    // A Service with a selector gets its own Endpoints, and when
+    // it is deleted, its Endpoints go.
+    await client.create('Service', {
+      metadata: { name: 'web', namespace: 'default' },
+      spec: { selector: { app: 'web' }, ports: [{ port: 3000, targetPort: 80, protocol: 'TCP' }] },
+    });
+    await manager.runUntilIdle();
+    assert.ok(await client.get('Endpoints', 'default', 'web'));
+    await client.delete('Service', 'default', 'web');
+    await manager.runUntilIdle();
+    assert.equal(await client.get('Endpoints', 'default', 'web'), undefined);
+    assert.ok(await client.get('Endpoints', 'default', 'by-hand'), 'the orphan stays');
+  });
 });

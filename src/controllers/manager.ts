@@ -95,6 +95,12 @@ export class ControllerManager {
   private resyncTimer: TimerHandle | undefined;
   private stopped = false;
   private readonly warned = new Set<string>();
+  /**
+   * Services seen deleted whose Endpoints the endpoints controller has still to remove. As
+   * kube-controller-manager's, it removes an Endpoints object only when its Service goes: one a
+   * user created for a Service that does not exist (yet) is left alone.
+   */
+  private readonly servicesGone = new Set<string>();
   readonly stats: ManagerStats = {
     syncs: 0,
     writes: 0,
@@ -172,6 +178,10 @@ export class ControllerManager {
     };
     onObj(inf.services, (s) => {
       this.enqueue('endpoints', objectKey(s));
+    });
+    inf.services.addHandlers({
+      onAdd: (s) => this.servicesGone.delete(objectKey(s)),
+      onDelete: (s) => this.servicesGone.add(objectKey(s)),
     });
     onObj(inf.endpoints, (e) => {
       this.enqueue('endpoints', objectKey(e));
@@ -416,7 +426,11 @@ export class ControllerManager {
         if (s.metadata?.labels?.[LABEL_MANAGED_BY] === MANAGED_BY_CONTROLLER)
           ops.push({ op: 'delete', kind: 'EndpointSlice', namespace: ns, name: nameOf(s) });
     }
-    if (on('endpoints')) {
+    // An Endpoints object without a Service is removed only when that Service was deleted.
+    const orphan = service === undefined && !this.servicesGone.has(key);
+    if (on('endpoints') && !orphan) {
+      if (service === undefined && this.inf.endpoints.get(key) === undefined)
+        this.servicesGone.delete(key);
       const ep = reconcileEndpoints({
         service,
         namespace: ns,

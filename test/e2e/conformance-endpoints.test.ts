@@ -122,84 +122,73 @@ describe('sig-network conformance: Endpoints, EndpointSlices, DNS', { skip }, ()
     assert.equal(r.code, 0, `${url} did not answer from a node: ${r.stderr}`);
   });
 
-  // service.go "should test the lifecycle of an Endpoint". A todo: svcnet's controller
-  // deletes an Endpoints that has no Service as soon as it sees it (the Endpoints informer
-  // enqueues its key; reconcileEndpoints deletes when the Service is absent), where
-  // kube-controller-manager's endpoints controller leaves it until that Service is deleted or
-  // the controller restarts.
-  test(
-    'Endpoints: create, list by label, relabel, patch the address, deletecollection, watched',
-    {
-      todo: 'svcnet controller deletes a Service-less Endpoints at once (docs/conformance.md)',
-    },
-    async () => {
-      await lab.createNamespace('c-ep');
-      const name = 'testservice';
-      await kubectlOk(lab, ['create', '-f', '-'], {
-        apiVersion: 'v1',
-        kind: 'Endpoints',
-        metadata: { name, namespace: 'c-ep', labels: { 'test-endpoint-static': 'true' } },
-        subsets: [{ addresses: [{ ip: '10.0.0.24' }], ports: [{ name: 'http', port: 80 }] }],
-      });
-      const listed = await kubectlJson<List<Endpoints>>(lab, [
+  // service.go "should test the lifecycle of an Endpoint": an Endpoints made by hand, with no
+  // Service, is the user's (the controller leaves it alone, as kube-controller-manager does).
+  test('Endpoints: create, list by label, relabel, patch the address, deletecollection, watched', async () => {
+    await lab.createNamespace('c-ep');
+    const name = 'testservice';
+    await kubectlOk(lab, ['create', '-f', '-'], {
+      apiVersion: 'v1',
+      kind: 'Endpoints',
+      metadata: { name, namespace: 'c-ep', labels: { 'test-endpoint-static': 'true' } },
+      subsets: [{ addresses: [{ ip: '10.0.0.24' }], ports: [{ name: 'http', port: 80 }] }],
+    });
+    const listed = await kubectlJson<List<Endpoints>>(lab, [
+      'get',
+      'endpoints',
+      '--all-namespaces',
+      '-l',
+      'test-endpoint-static=true',
+    ]);
+    assert.deepEqual(
+      listed.items.map((e) => `${e.metadata.namespace ?? ''}/${e.metadata.name}`),
+      [`c-ep/${name}`],
+    );
+    const rv = (
+      await kubectlJson<{ metadata: { resourceVersion: string } }>(lab, [
         'get',
-        'endpoints',
-        '--all-namespaces',
-        '-l',
-        'test-endpoint-static=true',
-      ]);
-      assert.deepEqual(
-        listed.items.map((e) => `${e.metadata.namespace ?? ''}/${e.metadata.name}`),
-        [`c-ep/${name}`],
-      );
-      const rv = (
-        await kubectlJson<{ metadata: { resourceVersion: string } }>(lab, [
-          'get',
-          'endpoints',
-          name,
-          '-n',
-          'c-ep',
-        ])
-      ).metadata.resourceVersion;
-      await kubectlOk(lab, ['label', 'endpoints', name, '-n', 'c-ep', 'test-service=updated']);
-      await kubectlOk(lab, [
-        'patch',
         'endpoints',
         name,
         '-n',
         'c-ep',
-        '--type=merge',
-        '-p',
-        JSON.stringify({
-          metadata: { labels: { 'test-service': 'patched' } },
-          subsets: [
-            { addresses: [{ ip: '10.0.0.25' }], ports: [{ name: 'http-test', port: 8080 }] },
-          ],
-        }),
-      ]);
-      const got = await kubectlJson<Endpoints>(lab, ['get', 'endpoints', name, '-n', 'c-ep']);
-      assert.equal(got.metadata.labels?.['test-service'], 'patched');
-      assert.equal(got.subsets?.[0]?.addresses?.[0]?.ip, '10.0.0.25');
-      const gotPorts = (got.subsets ?? []).flatMap((x) => (x.ports ?? []).map((p) => p.port));
-      assert.deepEqual(gotPorts, [8080], JSON.stringify(got));
-      await kubectlOk(lab, [
-        'delete',
-        '--raw',
-        '/api/v1/namespaces/c-ep/endpoints?labelSelector=test-endpoint-static%3Dtrue',
-      ]);
-      const events = await watchEvents(
-        lab,
-        '/api/v1/namespaces/c-ep/endpoints?labelSelector=test-endpoint-static%3Dtrue',
-        rv,
-      );
-      assert.deepEqual(
-        events.map((e) => e.type),
-        ['MODIFIED', 'MODIFIED', 'DELETED'],
-      );
-      const left = await kubectl(lab, ['get', 'endpoints', name, '-n', 'c-ep']);
-      assert.notEqual(left.code, 0, 'the Endpoints is gone');
-    },
-  );
+      ])
+    ).metadata.resourceVersion;
+    await kubectlOk(lab, ['label', 'endpoints', name, '-n', 'c-ep', 'test-service=updated']);
+    await kubectlOk(lab, [
+      'patch',
+      'endpoints',
+      name,
+      '-n',
+      'c-ep',
+      '--type=merge',
+      '-p',
+      JSON.stringify({
+        metadata: { labels: { 'test-service': 'patched' } },
+        subsets: [{ addresses: [{ ip: '10.0.0.25' }], ports: [{ name: 'http-test', port: 8080 }] }],
+      }),
+    ]);
+    const got = await kubectlJson<Endpoints>(lab, ['get', 'endpoints', name, '-n', 'c-ep']);
+    assert.equal(got.metadata.labels?.['test-service'], 'patched');
+    assert.equal(got.subsets?.[0]?.addresses?.[0]?.ip, '10.0.0.25');
+    const gotPorts = (got.subsets ?? []).flatMap((x) => (x.ports ?? []).map((p) => p.port));
+    assert.deepEqual(gotPorts, [8080], JSON.stringify(got));
+    await kubectlOk(lab, [
+      'delete',
+      '--raw',
+      '/api/v1/namespaces/c-ep/endpoints?labelSelector=test-endpoint-static%3Dtrue',
+    ]);
+    const events = await watchEvents(
+      lab,
+      '/api/v1/namespaces/c-ep/endpoints?labelSelector=test-endpoint-static%3Dtrue',
+      rv,
+    );
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['MODIFIED', 'MODIFIED', 'DELETED'],
+    );
+    const left = await kubectl(lab, ['get', 'endpoints', name, '-n', 'c-ep']);
+    assert.notEqual(left.code, 0, 'the Endpoints is gone');
+  });
 
   // endpointslice.go "should create and delete Endpoints and EndpointSlices for a Service
   // with a selector specified".
