@@ -9,7 +9,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { service as serviceOf, type ServiceSpecOptions } from '../../src/kube/testing.js';
-import type { EndpointSlice, KubeObject, Service } from '../../src/kube/types.js';
+import type { EndpointSlice, KubeObject } from '../../src/kube/types.js';
 import { E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
 import { kubectl, kubectlJson, kubectlOk, podsReadyOrShow, watchEvents } from './lib/kubectl.js';
 import { missingToolsReason, skipOrFail } from '../integration/lib/prereq.js';
@@ -36,21 +36,6 @@ interface Endpoints {
 describe('sig-network conformance: Endpoints, EndpointSlices, DNS', { skip }, () => {
   let lab: E2eLab;
 
-  const podIP = async (ns: string, name: string): Promise<string> => {
-    const ip = (await lab.pod(ns, name))?.status?.podIP ?? '';
-    assert.match(ip, /^10\.244\./, `${ns}/${name} podIP`);
-    return ip;
-  };
-  const svc = async (ns: string, name: string): Promise<Service> => {
-    const s = await lab.service(ns, name);
-    assert.ok(s, `${ns}/${name} exists`);
-    return s;
-  };
-  const waitEndpoints = async (ns: string, name: string, n: number): Promise<void> => {
-    await eventually(`${ns}/${name} to have ${String(n)} ready endpoints`, async () =>
-      (await lab.endpoints(ns, name)).length === n ? true : undefined,
-    );
-  };
   before(async () => {
     lab = await E2eLab.up('ce');
     const [, w1, w2] = lab.nodes.map((n) => n.name) as [string, string, string];
@@ -219,8 +204,8 @@ describe('sig-network conformance: Endpoints, EndpointSlices, DNS', { skip }, ()
 
   // endpointslice.go "should create Endpoints and EndpointSlices for Pods matching a Service".
   test('Endpoints and EndpointSlices list exactly the Pods each Service selects', async () => {
-    const ip1 = await podIP('c-eps', 'pod1');
-    const ip2 = await podIP('c-eps', 'pod2');
+    const ip1 = await lab.podIP('c-eps', 'pod1');
+    const ip2 = await lab.podIP('c-eps', 'pod2');
     const ports = [{ name: 'example', port: 80, targetPort: 8080, protocol: 'TCP' }];
     await lab.apply([
       service('c-eps', 'example-int-port', { selector: { label1: 'a' }, ports }),
@@ -414,7 +399,7 @@ describe('sig-network conformance: Endpoints, EndpointSlices, DNS', { skip }, ()
 
   // dns.go "should provide /etc/hosts entries for the cluster".
   test("a Pod's /etc/hosts names it by hostname and by hostname.subdomain.<ns>.svc.cluster.local", async () => {
-    const ip = await podIP('c-dns', 'querier');
+    const ip = await lab.podIP('c-dns', 'querier');
     for (const name of [
       'dns-querier-1',
       'dns-querier-1.dns-test-service.c-dns.svc.cluster.local',
@@ -433,9 +418,9 @@ describe('sig-network conformance: Endpoints, EndpointSlices, DNS', { skip }, ()
   // dns.go "should provide DNS for pods for Subdomain" and "should resolve DNS of partial
   // qualified names for services".
   test('the subdomain and hostname.subdomain resolve to the Pod; partial names give A and SRV for normal and headless Services', async () => {
-    const ip = await podIP('c-dns', 'querier');
-    await waitEndpoints('c-dns', 'dns-test-service', 1);
-    const clusterIP = (await svc('c-dns', 'test-service-2')).spec?.clusterIP ?? '';
+    const ip = await lab.podIP('c-dns', 'querier');
+    await lab.waitEndpoints('c-dns', 'dns-test-service', 1);
+    const clusterIP = (await lab.mustService('c-dns', 'test-service-2')).spec?.clusterIP ?? '';
     const from = 'c-dns/querier';
     const dig = async (args: string[], want: string[], search = true): Promise<void> => {
       await eventually(

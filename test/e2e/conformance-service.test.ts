@@ -43,21 +43,6 @@ describe('sig-network conformance: Services', { skip }, () => {
   let lab: E2eLab;
   let nodeIPs: string[] = [];
 
-  const podIP = async (ns: string, name: string): Promise<string> => {
-    const ip = (await lab.pod(ns, name))?.status?.podIP ?? '';
-    assert.match(ip, /^10\.244\./, `${ns}/${name} podIP`);
-    return ip;
-  };
-  const svc = async (ns: string, name: string): Promise<Service> => {
-    const s = await lab.service(ns, name);
-    assert.ok(s, `${ns}/${name} exists`);
-    return s;
-  };
-  const waitEndpoints = async (ns: string, name: string, n: number): Promise<void> => {
-    await eventually(`${ns}/${name} to have ${String(n)} ready endpoints`, async () =>
-      (await lab.endpoints(ns, name)).length === n ? true : undefined,
-    );
-  };
   /** hostnames answering `n` GETs of url from a Pod; every GET must succeed. */
   const hostnames = async (from: string, url: string, n: number): Promise<string[]> => {
     const out: string[] = [];
@@ -71,7 +56,7 @@ describe('sig-network conformance: Services', { skip }, () => {
   /** netexec's UDP `hostname` through the client Pod's /dial; the answers. */
   const udpDial = async (from: string, host: string, port: number): Promise<string[]> =>
     lab.dial(
-      { ip: await podIP(...(from.split('/') as [string, string])), port: 8080 },
+      { ip: await lab.podIP(...(from.split('/') as [string, string])), port: 8080 },
       'udp',
       host,
       port,
@@ -190,7 +175,7 @@ describe('sig-network conformance: Services', { skip }, () => {
       '-p',
       JSON.stringify({ status: { loadBalancer: { ingress: [{ ip: '203.0.113.1' }] } } }),
     ]);
-    const patched = await svc('c-status', name);
+    const patched = await lab.mustService('c-status', name);
     assert.equal(patched.status?.loadBalancer?.ingress?.[0]?.ip, '203.0.113.1');
 
     const condition = {
@@ -204,13 +189,16 @@ describe('sig-network conformance: Services', { skip }, () => {
       ...patched,
       status: { ...patched.status, conditions: [condition] },
     });
-    const updated = await svc('c-status', name);
+    const updated = await lab.mustService('c-status', name);
     const stored = updated.status?.conditions?.[0] as { reason?: string } | undefined;
     assert.equal(stored?.reason, 'E2E', 'the condition is stored');
     assert.equal(updated.status?.loadBalancer?.ingress?.[0]?.ip, '203.0.113.1', 'ingress kept');
 
     await kubectlOk(lab, ['label', 'service', name, '-n', 'c-status', 'test-service=patched']);
-    assert.equal((await svc('c-status', name)).metadata?.labels?.['test-service'], 'patched');
+    assert.equal(
+      (await lab.mustService('c-status', name)).metadata?.labels?.['test-service'],
+      'patched',
+    );
 
     await kubectlOk(lab, ['delete', 'service', name, '-n', 'c-status']);
     const events = await watchEvents(
@@ -225,8 +213,8 @@ describe('sig-network conformance: Services', { skip }, () => {
 
   // service.go "should be able to create a functioning NodePort service".
   test('a NodePort Service answers a Pod by name and ClusterIP on its port and on every node IP at the node port', async () => {
-    await waitEndpoints('c-np', 'nodeport-test', 2);
-    const s = await svc('c-np', 'nodeport-test');
+    await lab.waitEndpoints('c-np', 'nodeport-test', 2);
+    const s = await lab.mustService('c-np', 'nodeport-test');
     const np = s.spec?.ports?.[0]?.nodePort ?? 0;
     assert.ok(np >= 30000 && np <= 32767, `nodePort ${String(np)}`);
     const urls = [
@@ -243,8 +231,8 @@ describe('sig-network conformance: Services', { skip }, () => {
   // service.go "should have session affinity work for NodePort service" and "should be able
   // to switch session affinity for NodePort service".
   test('ClientIP affinity through a node IP:nodePort sticks; None spreads; ClientIP sticks again', async () => {
-    await waitEndpoints('c-aff', 'affinity-nodeport', 3);
-    const s = await svc('c-aff', 'affinity-nodeport');
+    await lab.waitEndpoints('c-aff', 'affinity-nodeport', 3);
+    const s = await lab.mustService('c-aff', 'affinity-nodeport');
     const np = String(s.spec?.ports?.[0]?.nodePort ?? 0);
     const from = 'c-np/client';
     const sticks = async (url: string): Promise<void> => {
@@ -309,7 +297,7 @@ describe('sig-network conformance: Services', { skip }, () => {
     await lab.apply([pod('pod2', w2, 101, 'svc2')]);
     await podsReadyOrShow(lab, 'c-mp', ['pod2'], 120_000);
     await is(['pod1:100', 'pod2:101']);
-    const ip = (await svc('c-mp', 'multi-endpoint-test')).spec?.clusterIP ?? '';
+    const ip = (await lab.mustService('c-mp', 'multi-endpoint-test')).spec?.clusterIP ?? '';
     for (const [port, want] of [
       [80, 'pod1'],
       [81, 'pod2'],
@@ -336,9 +324,9 @@ describe('sig-network conformance: Services', { skip }, () => {
       await lab.apply([
         service('c-proto', 'multiprotocol-test', { selector: { app: 'proto' }, ports: list }),
       ]);
-      await waitEndpoints('c-proto', 'multiprotocol-test', 1);
+      await lab.waitEndpoints('c-proto', 'multiprotocol-test', 1);
       await lab.proxiesSynced(at);
-      return (await svc('c-proto', 'multiprotocol-test')).spec?.clusterIP ?? '';
+      return (await lab.mustService('c-proto', 'multiprotocol-test')).spec?.clusterIP ?? '';
     };
     const tcpOk = async (ip: string): Promise<boolean> =>
       (await lab.curl('c-np/client', `http://${ip}:80/hostname`, 2)).body === 'server';

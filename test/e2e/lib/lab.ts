@@ -7,6 +7,7 @@
 // SVCNET_E2E_CNI=reference runs the same suite over Debian's reference CNI plugins;
 // SVCNET_E2E_PROXY_MODE=nftables runs it with every node's proxy in nftables mode.
 
+import assert from 'node:assert/strict';
 import { parseAllDocuments } from 'yaml';
 import { loadKubeConfig } from '../../../src/kube/client.js';
 import { ClientNodeKubeClient, isNotFound } from '../../../src/kube/api-client.js';
@@ -173,6 +174,27 @@ export class E2eLab {
         return ok ? (pods as Pod[]) : undefined;
       },
       timeoutMs,
+    );
+  }
+
+  /** A Pod's IP, asserted to be in the lab's pod network. */
+  async podIP(namespace: string, name: string): Promise<string> {
+    const ip = (await this.pod(namespace, name))?.status?.podIP ?? '';
+    assert.match(ip, /^10\.244\./, `${namespace}/${name} podIP`);
+    return ip;
+  }
+
+  /** A Service that must exist. */
+  async mustService(namespace: string, name: string): Promise<Service> {
+    const s = await this.service(namespace, name);
+    assert.ok(s, `${namespace}/${name} exists`);
+    return s;
+  }
+
+  /** Waits until a Service has exactly `n` ready endpoints. */
+  async waitEndpoints(namespace: string, name: string, n: number): Promise<void> {
+    await eventually(`${namespace}/${name} to have ${String(n)} ready endpoints`, async () =>
+      (await this.endpoints(namespace, name)).length === n ? true : undefined,
     );
   }
 
