@@ -3,7 +3,7 @@
 // proxy-live.test.ts runs them). 5k Services, each with one endpoint, are written through the
 // API (many requests in flight); once the node holds them all, traffic goes to one of them,
 // then one more Service is added: it must answer curl soon after its EndpointSlice is written
-// (the figure is printed; 1 s is the issue's target, 2 s fails the test), and the partial
+// (within 1 s, the issue's target; the figure is printed), and the partial
 // sync must leave every other Service's rules as they were — no rule line removed, and the
 // packet counters of the Service that carried traffic kept. The node namespace gets its own
 // xtables lock file (XTABLES_LOCKFILE, as a node has its own /run): /run/xtables.lock is
@@ -198,11 +198,11 @@ describe('svcnet proxy (legacy backend) at 5k Services', { skip }, () => {
         `new Service answered ${String(answeredMs)} ms after its EndpointSlice was written ` +
         `(${String(proxy.syncs() - syncsBefore)} syncs: ${syncTimes(proxy.log, syncsBefore)})\n`,
     );
-    // Issue 16 asks for 1 s; with the legacy backend every restore copies the whole table out
-    // of the kernel and back (the floor `npm run bench -- iptables` reports), which puts this
-    // at 0.9-1.1 s on an idle 2-core machine. The figure is printed above and tracked against
-    // 1 s in the issue; the test fails at 2 s, where a partial sync is no longer what ran.
-    assert.ok(answeredMs <= 2000, `new Service answered after ${String(answeredMs)} ms (> 2 s)`);
+    // Issue 16's target. A partial sync restores only the chains that changed, but with the
+    // legacy backend every restore still copies the whole nat table out of the kernel and back
+    // (the floor `npm run bench -- iptables` reports): about 0.4 s here on an idle 2-core
+    // machine.
+    assert.ok(answeredMs <= 1000, `new Service answered after ${String(answeredMs)} ms (> 1 s)`);
 
     const afterRules = natRules(lab.node);
     // Untouched: every rule line is still there, and the counters carried on.
