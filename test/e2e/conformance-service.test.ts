@@ -148,13 +148,15 @@ describe('sig-network conformance: Services', { skip }, () => {
     await eventually('only col-3 to be left', async () => (await names()).join() === 'col-3');
   });
 
-  // service.go "should complete a service status lifecycle".
+  // service.go "should complete a service status lifecycle". Its Service has a class of its
+  // own, as upstream's, so no load-balancer controller (the lab's included) writes the status.
   test('Service status: read, patch and update through /status; a patch of the Service; delete', async () => {
     await lab.createNamespace('c-status');
     const name = 'test-service-status';
     await kubectlOk(lab, ['create', '-f', '-'], {
       ...service('c-status', name, {
         type: 'LoadBalancer',
+        loadBalancerClass: 'example.com/internal-vip',
         ports: [{ name: 'http', port: 80, targetPort: 80, protocol: 'TCP' }],
       }),
       metadata: { namespace: 'c-status', name, labels: { 'test-service-static': 'true' } },
