@@ -17,6 +17,7 @@ import { zoneTransfer } from '../src/dns/transfer.js';
 import { formatRecord } from '../src/dns/wire.js';
 import { endpoint, service as serviceOf, slice as sliceOf } from '../src/kube/testing.js';
 import type { EndpointSlice, Service } from '../src/kube/types.js';
+import { freePort } from '../src/util/free-port.js';
 
 const execer = new RealExecer();
 const seconds = Number(process.env.DNS_BENCH_SECONDS ?? 10);
@@ -143,20 +144,6 @@ async function qpsBench(): Promise<void> {
     process.stdout.write('nsd not installed (apt-get install -y nsd): comparison skipped\n');
   }
   rmSync(dir, { recursive: true, force: true });
-}
-
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => {
-        resolve(port);
-      });
-    });
-  });
 }
 
 async function runNsd(

@@ -2,25 +2,12 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { ServiceHealthServers } from './healthcheck-nodeports.js';
 import { listenHttp, parseBindAddress } from './listen.js';
 import { metricsHandler } from './metrics-server.js';
 import { ProxyMetrics } from './metrics.js';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) =>
-    s.close(() => {
-      r();
-    }),
-  );
-  return port;
-}
+import { freePort } from '../util/free-port.js';
 
 test('parseBindAddress accepts IPv4 and bracketed IPv6 and names the field on error', () => {
   assert.deepEqual(parseBindAddress('0.0.0.0:10256', 'healthzBindAddress'), {

@@ -4,19 +4,9 @@ import { createSocket } from 'node:dgram';
 import { connect, createServer } from 'node:net';
 import { SvcnetError } from '../errors.js';
 import { holdListenAddresses } from './listen-hold.js';
+import { freePort } from './free-port.js';
 
 /** A port nobody holds on 127.0.0.1 (TCP and UDP), found by binding port 0. */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const p = (s.address() as { port: number }).port;
-  await new Promise<void>((r) =>
-    s.close(() => {
-      r();
-    }),
-  );
-  return p;
-}
 
 function tcpBinds(port: number): Promise<boolean> {
   const s = createServer();

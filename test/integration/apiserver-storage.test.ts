@@ -10,11 +10,11 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ensureLabBinaries } from '../../src/lab/binaries.js';
+import { freePort } from '../../src/util/free-port.js';
 
 const TOKEN = 'storage-test-token';
 
@@ -24,20 +24,6 @@ interface Proc {
   stderr: string;
   /** Spawn to first healthy answer, in ms. */
   readonly readyMs: number;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => {
-        resolve(port);
-      });
-    });
-  });
 }
 
 function dirBytes(d: string): number {

@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import { skipOrFail } from './lib/prereq.js';
+import { freePort } from '../../src/util/free-port.js';
 
 const hasKubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
 const skip = skipOrFail(
@@ -25,20 +25,6 @@ const dir = mkdtempSync(join(tmpdir(), `svcnet-ctl-e2e-${process.pid}-`));
 const kubeconfig = join(dir, 'kubeconfig');
 const children: ChildProcess[] = [];
 const logs = new Map<string, string[]>();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      s.close(() => {
-        resolve(port);
-      });
-    });
-  });
-}
 
 function startSvcnet(name: string, args: string[]): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {

@@ -20,6 +20,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lines, runCli } from './lib/cli.js';
+import { freePort } from '../../src/util/free-port.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svcnet-listen-'));
 const KUBECONFIG = join(dir, 'kubeconfig');
@@ -51,18 +52,6 @@ after(() => {
   taken.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const p = (s.address() as { port: number }).port;
-  await new Promise<void>((r) =>
-    s.close(() => {
-      r();
-    }),
-  );
-  return p;
-}
 
 /** True when TCP and UDP on 127.0.0.1:p can be bound (nobody holds them). */
 async function isFree(p: number): Promise<boolean> {

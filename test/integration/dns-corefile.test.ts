@@ -19,7 +19,6 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as dnsPacket from 'dns-packet';
@@ -40,6 +39,7 @@ import {
 import { endpoint, service, slice } from '../../src/kube/testing.js';
 import type { EndpointSlice, KubeObject, Service } from '../../src/kube/types.js';
 import { lines, REPO, runCli } from './lib/cli.js';
+import { freePort } from '../../src/util/free-port.js';
 
 const KUBEADM = readFileSync(join(REPO, 'src', 'dns', 'testdata', 'Corefile.kubeadm'), 'utf8');
 
@@ -51,18 +51,6 @@ let child: ChildProcess;
 let stderr = '';
 let dir: string;
 const ports = { dns: 0, health: 0, ready: 0, metrics: 0 };
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const p = (s.address() as { port: number }).port;
-  await new Promise<void>((r) =>
-    s.close(() => {
-      r();
-    }),
-  );
-  return p;
-}
 
 /** kubeadm's Corefile with loopback ports, the fake upstream, and `ttl`. */
 function corefile(ttl: number, dnsPort = ports.dns): string {
