@@ -6,7 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { networkInterfaces } from 'node:os';
 import { createAdaptorServer, type ServerType } from '@hono/node-server';
 import { SvcnetError } from '../errors.js';
@@ -16,6 +18,7 @@ import { RealExecer } from '../os/exec.js';
 import { raiseNoFileLimit, readNoFileLimit } from '../os/rlimit.js';
 import { writeSecretFile } from '../util/secret-file.js';
 import { ConnectionTracker, defaultMaxConnections, type ConnectionStats } from './connections.js';
+import { proxyUpgrade, unixKubeletDialer } from './kubelet-proxy.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from './limits.js';
 import { HANDSHAKE_TIMEOUT_MS, serverFactory } from './listener.js';
 import { createApiServer, tokenMatches } from './server.js';
@@ -62,6 +65,8 @@ export interface ApiServerConfig {
   readonly maxRequestBytes?: number;
   /** Connections held at most (idle ones shed past it); default: RLIMIT_NOFILE − 1024. */
   readonly maxConnections?: number;
+  /** A lab's state directory: node N's kubelet API is its Unix socket (kubelet-proxy.ts). */
+  readonly kubeletSocketDir?: string;
 }
 
 export interface RunningApiServer {
@@ -294,6 +299,8 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
     clock,
   );
   const expectedToken = Buffer.from(token);
+  const kubelet =
+    cfg.kubeletSocketDir === undefined ? undefined : unixKubeletDialer(cfg.kubeletSocketDir);
   const sockets = new Set<Socket>();
   const bound = await new Promise<AddressInfo>((resolve, reject) => {
     const app = createApiServer({
@@ -302,6 +309,7 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
       maxRequestBytes,
       now: () => clock.now(),
       ...(cfg.onRequest ? { onRequest: cfg.onRequest } : {}),
+      ...(kubelet ? { kubelet } : {}),
     });
     const s = createAdaptorServer({
       fetch: app.fetch,
@@ -315,6 +323,17 @@ export async function startApiServer(cfg: ApiServerConfig): Promise<RunningApiSe
     });
     server = s;
     s.once('error', reject);
+    // exec, attach and portforward: upgrade requests, piped to the node (kubelet-proxy.ts).
+    s.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      proxyUpgrade(
+        store,
+        kubelet,
+        tokenMatches(expectedToken, req.headers.authorization),
+        req,
+        socket,
+        head,
+      );
+    });
     // The kernel's accept queue as large as allowed, as Go's net package does: a burst of
     // connections (an attacker's, or many clients at once) must not drop a client's SYN,
     // which costs it a 1 s retransmit.

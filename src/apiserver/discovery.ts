@@ -49,6 +49,9 @@ const SUB_VERBS: Record<Subresource, string[]> = {
   binding: ['create'],
   log: ['get'],
   eviction: ['create'],
+  exec: ['create', 'get'],
+  attach: ['create', 'get'],
+  portforward: ['create', 'get'],
 };
 
 function subKind(
@@ -64,6 +67,12 @@ function subKind(
       return { group: 'policy', version: 'v1', kind: 'Eviction' };
     case 'log':
       return { group: '', version: 'v1', kind: 'Pod' };
+    case 'exec':
+      return { group: '', version: 'v1', kind: 'PodExecOptions' };
+    case 'attach':
+      return { group: '', version: 'v1', kind: 'PodAttachOptions' };
+    case 'portforward':
+      return { group: '', version: 'v1', kind: 'PodPortForwardOptions' };
     default:
       return { group: rt.group, version: rt.version, kind: rt.kind };
   }

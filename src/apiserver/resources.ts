@@ -4,7 +4,16 @@
 
 import type { KubeObject } from '../kube/types.js';
 
-export type Subresource = 'status' | 'scale' | 'finalize' | 'binding' | 'log' | 'eviction';
+export type Subresource =
+  | 'status'
+  | 'scale'
+  | 'finalize'
+  | 'binding'
+  | 'log'
+  | 'eviction'
+  | 'exec'
+  | 'attach'
+  | 'portforward';
 
 export interface ResourceType {
   /** API group; '' for the core group. */
@@ -96,7 +105,7 @@ export const NODES = r('', 'Node', 'nodes', {
 export const PODS = r('', 'Pod', 'pods', {
   shortNames: ['po'],
   categories: ['all'],
-  subresources: ['status', 'binding', 'log', 'eviction'],
+  subresources: ['status', 'binding', 'log', 'eviction', 'exec', 'attach', 'portforward'],
   fields: {
     ...pathFields(
       'spec.nodeName',

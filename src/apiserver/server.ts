@@ -7,6 +7,7 @@
 
 import { timingSafeEqual } from 'node:crypto';
 import { Hono } from 'hono';
+import type { KubeletDialer } from './kubelet-proxy.js';
 import { DEFAULT_MAX_REQUEST_BYTES } from './limits.js';
 import type { RequestContext } from './routes/context.js';
 import { PUBLIC_PATHS, discoveryRoutes } from './routes/discovery.js';
@@ -31,6 +32,8 @@ export interface ApiServerOptions {
   readonly maxRequestBytes?: number;
   /** Called for every request after it is answered (logging). */
   readonly onRequest?: (info: { method: string; path: string; status: number; ms: number }) => void;
+  /** How Pod logs (and exec, attach, port-forward) reach the node; none: they answer 400. */
+  readonly kubelet?: KubeletDialer;
 }
 
 /** Whether an Authorization header carries the bearer token, compared in constant time. */
@@ -52,6 +55,7 @@ export function createApiServer(opts: ApiServerOptions): Hono {
     bookmarkMs: opts.bookmarkMs ?? 60_000,
     maxRequestBytes: opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
     warnings: new WeakMap(),
+    kubelet: opts.kubelet,
   };
   const expected = opts.token !== undefined ? Buffer.from(opts.token) : undefined;
   const app = new Hono();

@@ -36,6 +36,7 @@ interface ApiServerFlags {
   token?: string;
   advertiseAddress?: string;
   logRequests?: boolean;
+  kubeletSocketDir?: string;
   insecureHttp?: boolean;
   v?: string;
   loggingFormat?: string;
@@ -124,6 +125,10 @@ export function registerApiserverCommand(program: Command): void {
       '--max-connections <n>',
       'connections held at most; past it idle unauthenticated ones are shed first (default: open-file limit - 1024)',
     )
+    .option(
+      '--kubelet-socket-dir <dir>',
+      "a lab's state directory: Pod logs, exec, attach and port-forward reach node N's agent at DIR/nodes/N/kubelet.sock",
+    )
     .option('--log-requests', 'log every request')
     .option(
       '--insecure-http',
@@ -189,6 +194,9 @@ export function registerApiserverCommand(program: Command): void {
         ...(flags.token !== undefined ? { token: flags.token } : {}),
         ...(flags.advertiseAddress !== undefined
           ? { advertiseAddress: flags.advertiseAddress }
+          : {}),
+        ...(flags.kubeletSocketDir !== undefined
+          ? { kubeletSocketDir: flags.kubeletSocketDir }
           : {}),
         ...(flags.logRequests === true
           ? {

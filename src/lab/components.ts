@@ -85,6 +85,9 @@ export function planComponents(
         kc,
         '--data-dir',
         paths.apiDataDir,
+        // Pod logs, exec and port-forward: each node agent's kubelet socket (kubelet-server.ts).
+        '--kubelet-socket-dir',
+        paths.stateDir,
       ],
       ready: { kind: 'file', path: kc },
     },

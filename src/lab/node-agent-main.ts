@@ -23,7 +23,9 @@ import { FileResultCache } from '../cni/runtime/cache.js';
 import { parseConflist, type NetworkConfigList } from '../cni/runtime/parse-conflist.js';
 import { CniRuntime } from '../cni/runtime/runtime.js';
 import type { IptablesVariant } from '../netfilter/iptables/backend.js';
+import { kubeletSocketPath } from '../apiserver/kubelet-proxy.js';
 import { NodeAgent, type PodStatusWriter } from './agent.js';
+import { kubeletServer, listenKubelet, type KubeletHandlers } from './kubelet-server.js';
 import { ensureKubeletChains, kubeletIptables } from './kubelet-chains.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { LabPodRuntime, type PodNetwork, type PodNetworkRequest } from './pod-runtime.js';
@@ -224,6 +226,11 @@ async function registerNode(
   }
 }
 
+/** What this node's kubelet API serves (logs, exec, attach, port-forward). */
+function kubeletHandlers(): KubeletHandlers {
+  return {};
+}
+
 /** Runs the agent until `stop` resolves; Pods keep running, like containers over a kubelet restart. */
 export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>): Promise<void> {
   const kc = loadKubeConfig(opts.kubeconfig);
@@ -294,7 +301,18 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   if (swept.length > 0)
     opts.log.info({ pods: swept }, 'Removed sandboxes of Pods deleted meanwhile');
   opts.log.info({ node: opts.node }, 'Watching Pods');
+  // The kubelet API the API server proxies Pod logs, exec and port-forward to.
+  const kubelet = kubeletServer(kubeletHandlers(), (e) => {
+    opts.log.warn(
+      { err: e instanceof Error ? e.message : String(e) },
+      'Kubelet API request failed',
+    );
+  });
+  const socket = kubeletSocketPath(opts.stateDir, opts.node);
+  await listenKubelet(kubelet, socket);
+  opts.log.info({ socket }, 'Serving the kubelet API');
   await stop;
+  await new Promise((r) => kubelet.close(r));
   await pods.stop();
   opts.log.info({ node: opts.node, errors: agent.errors }, 'Agent stopped');
 }

@@ -5,6 +5,7 @@
 
 import type { Context } from 'hono';
 import { parse as parseYaml } from 'yaml';
+import type { KubeletDialer } from '../kubelet-proxy.js';
 import { checkJsonDepth, checkValueDepth, readLimitedBody } from '../limits.js';
 import type { StoredObject } from '../object.js';
 import { decodeProtobufObject, isProtobufContentType } from '../protobuf.js';
@@ -29,6 +30,8 @@ export interface RequestContext {
   readonly maxRequestBytes: number;
   /** Warnings for the answer to a request (`Warning: 299 - "..."` headers), by hono Context. */
   readonly warnings: WeakMap<object, string[]>;
+  /** How the kubelet-served Pod subresources reach the node (none: 400). */
+  readonly kubelet: KubeletDialer | undefined;
 }
 
 /** Adds `Warning` lines to the answer of request `c`. */

@@ -1,11 +1,13 @@
 // Subresources of the API server's objects: `status` (get, put, patch), `scale` of
 // Deployments, ReplicaSets and StatefulSets (an autoscaling/v1 Scale view of spec.replicas),
 // `binding` of Pods (the scheduler's write, which also sets PodScheduled), `finalize` of
-// Namespaces, and the explicit refusal of `log`.
+// Namespaces, `log` of Pods through the node's kubelet (kubelet-proxy.ts), and a 400 for
+// `exec`/`attach`/`portforward` asked without an upgrade.
 
 import type { Context } from 'hono';
 import { clone, isPlainObject } from '../../util/json.js';
 import type { StoredObject } from '../object.js';
+import { podLogResponse } from '../kubelet-proxy.js';
 import { bindPod } from '../pod-binding.js';
 import { applyJsonPatch, applyMergePatch, patchTypeOf } from '../patch.js';
 import {
@@ -63,9 +65,17 @@ export async function subresourceResponse(
   if (sub === 'finalize' && rt === NAMESPACES && method === 'PUT')
     return finalizeNamespace(ctx, c, r);
   if (sub === 'log' && rt === PODS && method === 'GET')
-    throw ApiError.badRequest(
-      `container logs of pod "${name}" are not available from the svcnet API server`,
+    return podLogResponse(
+      store,
+      ctx.kubelet,
+      ns ?? 'default',
+      name,
+      new URL(c.req.url).searchParams,
+      c.req.raw.signal,
     );
+  // Reached only without an Upgrade header: streams are served by the listener's upgrade path.
+  if ((sub === 'exec' || sub === 'attach' || sub === 'portforward') && rt === PODS)
+    throw ApiError.badRequest('Upgrade request required');
   throw methodNotAllowed();
 }
 
