@@ -110,6 +110,55 @@ function logged(msg: string): Record<string, unknown>[] {
     .filter((l) => l.msg === msg);
 }
 
+/**
+ * Starts `svcnet dns --corefile` on free ports and waits for /ready. A port found free can be
+ * taken by another process before the child binds it: the child then exits naming the
+ * address, and it is started again on other ports.
+ */
+async function startCorefileChild(kcPath: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    for (const k of ['dns', 'health', 'ready', 'metrics'] as const) ports[k] = await freePort();
+    rmSync(join(dir, 'cm'), { recursive: true, force: true });
+    // The ConfigMap volume's layout: Corefile -> ..data/Corefile, ..data -> ..v1.
+    mkdirSync(join(dir, 'cm', '..v1'), { recursive: true });
+    writeFileSync(join(dir, 'cm', '..v1', 'Corefile'), corefile(30));
+    symlinkSync('..v1', join(dir, 'cm', '..data'));
+    symlinkSync('..data/Corefile', join(dir, 'cm', 'Corefile'));
+    stderr = '';
+    child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(REPO, 'src', 'cli', 'main.ts'),
+        'dns',
+        '--corefile',
+        join(dir, 'cm', 'Corefile'),
+        '--kubeconfig',
+        kcPath,
+        '--logging-format',
+        'json',
+      ],
+      { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const started = child;
+    await eventually(
+      () =>
+        started.exitCode !== null
+          ? Promise.resolve(-1)
+          : fetch(`http://127.0.0.1:${ports.ready}/ready`).then((r) => r.status),
+      (s) => s === 200 || s === -1,
+      '/ready of svcnet dns --corefile',
+      // Loading the client library takes seconds, more on a busy machine.
+      90_000,
+    );
+    if (started.exitCode === null) return;
+    if (!stderr.includes('address already in use') || attempt >= 3)
+      assert.fail(`svcnet dns --corefile exited ${String(started.exitCode)}:\n${stderr}`);
+  }
+}
+
 before(async () => {
   api = await startApiServer({ listen: '127.0.0.1:0', insecureHttp: true });
   upstream = new FakeUpstream();
@@ -134,31 +183,7 @@ before(async () => {
     '/apis/discovery.k8s.io/v1/namespaces/default/endpointslices',
     slice('web', [endpoint('10.244.0.10', { conditions: { ready: true } })]),
   );
-  for (const k of ['dns', 'health', 'ready', 'metrics'] as const) ports[k] = await freePort();
-
-  // The ConfigMap volume's layout: Corefile -> ..data/Corefile, ..data -> ..v1.
-  mkdirSync(join(dir, 'cm', '..v1'), { recursive: true });
-  writeFileSync(join(dir, 'cm', '..v1', 'Corefile'), corefile(30));
-  symlinkSync('..v1', join(dir, 'cm', '..data'));
-  symlinkSync('..data/Corefile', join(dir, 'cm', 'Corefile'));
-  child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(REPO, 'src', 'cli', 'main.ts'),
-      'dns',
-      '--corefile',
-      join(dir, 'cm', 'Corefile'),
-      '--kubeconfig',
-      kcPath,
-      '--logging-format',
-      'json',
-    ],
-    { cwd: REPO, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-
+  await startCorefileChild(kcPath);
   const kc = loadKubeConfig(kcPath);
   yamlDaemon = new DnsDaemon({
     config: buildDnsConfig('ttl: 30\n', {
@@ -176,13 +201,6 @@ before(async () => {
     log: pino({ level: 'silent' }),
   });
   yamlPort = (await yamlDaemon.start()).dns;
-  await eventually(
-    () => fetch(`http://127.0.0.1:${ports.ready}/ready`).then((r) => r.status),
-    (s) => s === 200,
-    '/ready of svcnet dns --corefile',
-    // Loading the client library takes seconds, more on a busy machine.
-    90_000,
-  );
   await eventually(
     () => Promise.resolve(yamlDaemon.isSynced()),
     (v) => v,

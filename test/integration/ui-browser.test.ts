@@ -11,14 +11,19 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { runRender } from '../../src/cli/render.js';
 import { startApiServerChild, type ApiServerChild } from './lib/apiserver-child.js';
 import { hasTool, skipOrFail } from './lib/prereq.js';
+import {
+  ensurePageBuilt,
+  firstPaintRuns,
+  startUiChild,
+  stopChild,
+  type UiChild,
+} from './lib/ui-child.js';
 import {
   apiOf,
   CLIENT,
@@ -42,67 +47,6 @@ const REPO = new URL('../../', import.meta.url).pathname;
 const CHROMIUM = '/usr/bin/chromium';
 const ARTEFACTS = join(REPO, 'test-results/ui');
 const WORKER = 'svcnet-worker';
-
-interface UiChild {
-  readonly url: string;
-  readonly child: ChildProcess;
-}
-
-/** Builds dist/ui when it is missing (a fresh checkout before `npm run build`). */
-function ensurePageBuilt(): void {
-  if (existsSync(join(REPO, 'dist/ui/index.html'))) return;
-  const r = spawnSync('npm', ['run', 'build:ui'], { cwd: REPO, stdio: 'inherit' });
-  assert.equal(r.status, 0, 'npm run build:ui failed');
-}
-
-async function startUiChild(kubeconfig: string, rulesFile: string): Promise<UiChild> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      join(REPO, 'src/cli/main.ts'),
-      'ui',
-      '--kubeconfig',
-      kubeconfig,
-      '--listen',
-      '127.0.0.1:0',
-      '--rules',
-      `${WORKER}=${rulesFile}`,
-    ],
-    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let err = '';
-  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      reject(new Error(`svcnet ui did not start in 180 s: ${err}`));
-    }, 180_000);
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString();
-      const m = /open (http:\/\/\S+)/.exec(out);
-      if (m?.[1] !== undefined) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`svcnet ui exited ${code}: ${err}`));
-    });
-  });
-  return { url, child };
-}
-
-async function stopChild(c: ChildProcess | undefined): Promise<void> {
-  if (c === undefined || c.exitCode !== null) return;
-  const exited = new Promise((r) => c.once('exit', r));
-  c.kill('SIGTERM');
-  const t = setTimeout(() => c.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(t);
-}
 
 /** axe-core's serious and critical violations on the page as it is now. */
 async function axeViolations(page: Page): Promise<string[]> {
@@ -169,7 +113,7 @@ describe('svcnet ui in chromium', { skip }, () => {
     );
     rulesFile = join(server.dir, `${WORKER}.rules`);
     writeFileSync(rulesFile, await runRender({ file: [manifests], node: WORKER }, []));
-    ui = await startUiChild(server.kubeconfig, rulesFile);
+    ui = await startUiChild(server.kubeconfig, [`${WORKER}=${rulesFile}`]);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
@@ -350,22 +294,7 @@ describe('svcnet ui in chromium', { skip }, () => {
     }
     const fresh = await browser!.newPage({ viewport: { width: 1280, height: 800 } });
     try {
-      const runs: { data: number; fcp: number; snapshot: { responseEnd: number } | undefined }[] =
-        [];
-      for (let i = 0; i < 3; i++) {
-        await fresh.goto(`${ui?.url ?? ''}?view=map`);
-        await fresh.waitForSelector('body[data-loaded="1"]');
-        runs.push(
-          await fresh.evaluate(() => ({
-            data: performance.getEntriesByName('svcnet-data')[0]?.startTime ?? -1,
-            fcp: performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1,
-            snapshot: performance
-              .getEntriesByType('resource')
-              .find((e) => e.name.endsWith('/api/snapshot'))
-              ?.toJSON() as { responseEnd: number } | undefined,
-          })),
-        );
-      }
+      const runs = await firstPaintRuns(fresh, ui?.url ?? '');
       const counts = (await fresh.getByTestId('counts').textContent()) ?? '';
       assert.match(counts, /300\d* services|30\d services/);
       const best = Math.min(...runs.map((r) => r.data));
@@ -373,9 +302,11 @@ describe('svcnet ui in chromium', { skip }, () => {
         `ui-browser: first meaningful paint (cluster data shown) for 300 Services / 1000 Pods: ${runs
           .map(
             (r) =>
-              `${Math.round(r.data)} ms (FCP ${Math.round(r.fcp)} ms, snapshot received ${Math.round(r.snapshot?.responseEnd ?? -1)} ms)`,
+              `${Math.round(r.data)} ms (FCP ${Math.round(r.fcp)} ms, snapshot received ${Math.round(r.snapshotMs)} ms)`,
           )
-          .join(', ')}; best ${Math.round(best)} ms (target 1000 ms)\n`,
+          .join(
+            ', ',
+          )}; best ${Math.round(best)} ms (the 1 s target is checked by npm run bench -- ui)\n`,
       );
       await fresh.waitForSelector('svg.graph, [data-testid="graph"] [role="alert"]', {
         timeout: 120_000,
@@ -386,13 +317,7 @@ describe('svcnet ui in chromium', { skip }, () => {
         await fresh.getByTestId('graph').innerText(),
       );
       await fresh.screenshot({ path: join(ARTEFACTS, 'map-large.png') });
-      // A machine running far more than it has cores measures its queue, not the page.
-      const load = loadavg()[0] ?? 0;
-      if (load > cpus().length * 2)
-        process.stdout.write(
-          `ui-browser: the 1000 ms target is not asserted: load average ${load.toFixed(1)} on ${cpus().length} cores\n`,
-        );
-      else assert.ok(best <= 1000, `first paint with data took ${Math.round(best)} ms`);
+      assert.ok(best > 0, 'the page marked when its data was shown');
     } finally {
       await fresh.close();
     }
