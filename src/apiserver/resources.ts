@@ -150,6 +150,7 @@ export const EVENTS = r('', 'Event', 'events', {
   },
 });
 export const CONFIGMAPS = r('', 'ConfigMap', 'configmaps', { shortNames: ['cm'] });
+export const SERVICEACCOUNTS = r('', 'ServiceAccount', 'serviceaccounts', { shortNames: ['sa'] });
 export const ENDPOINTSLICES = r('discovery.k8s.io', 'EndpointSlice', 'endpointslices');
 export const DEPLOYMENTS = r('apps', 'Deployment', 'deployments', {
   shortNames: ['deploy'],
@@ -170,6 +171,21 @@ export const STATEFULSETS = r('apps', 'StatefulSet', 'statefulsets', {
   subresources: ['status', 'scale'],
   hasStatus: true,
 });
+export const DAEMONSETS = r('apps', 'DaemonSet', 'daemonsets', {
+  shortNames: ['ds'],
+  categories: ['all'],
+  subresources: ['status'],
+  hasStatus: true,
+});
+
+/** rbac.authorization.k8s.io/v1: stored and served for kubectl; nothing enforces them. */
+const RBAC = 'rbac.authorization.k8s.io';
+export const CLUSTERROLES = r(RBAC, 'ClusterRole', 'clusterroles', { namespaced: false });
+export const CLUSTERROLEBINDINGS = r(RBAC, 'ClusterRoleBinding', 'clusterrolebindings', {
+  namespaced: false,
+});
+export const ROLES = r(RBAC, 'Role', 'roles');
+export const ROLEBINDINGS = r(RBAC, 'RoleBinding', 'rolebindings');
 
 /** networking.k8s.io/v1 (GA in Kubernetes 1.33): the ranges ClusterIPs come from. */
 export const SERVICECIDRS = r('networking.k8s.io', 'ServiceCIDR', 'servicecidrs', {
@@ -187,11 +203,17 @@ export const RESOURCES: readonly ResourceType[] = [
   ENDPOINTS,
   EVENTS,
   CONFIGMAPS,
+  SERVICEACCOUNTS,
   ENDPOINTSLICES,
   DEPLOYMENTS,
   REPLICASETS,
   STATEFULSETS,
+  DAEMONSETS,
   SERVICECIDRS,
+  CLUSTERROLES,
+  CLUSTERROLEBINDINGS,
+  ROLES,
+  ROLEBINDINGS,
 ];
 
 /** `apps/v1`, or `v1` for the core group. */

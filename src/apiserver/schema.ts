@@ -7,7 +7,10 @@
 // pass. `null` is accepted anywhere, as Go decodes it to the zero value. Pure.
 
 import {
+  CLUSTERROLEBINDINGS,
+  CLUSTERROLES,
   CONFIGMAPS,
+  DAEMONSETS,
   DEPLOYMENTS,
   ENDPOINTS,
   ENDPOINTSLICES,
@@ -16,6 +19,9 @@ import {
   NODES,
   PODS,
   REPLICASETS,
+  ROLEBINDINGS,
+  ROLES,
+  SERVICEACCOUNTS,
   SERVICECIDRS,
   SERVICES,
   STATEFULSETS,
@@ -180,6 +186,32 @@ const STATEFULSET_SPEC = closed({
   ordinals: closed({ start: I }),
 });
 
+const DAEMONSET_SPEC = closed({
+  selector: LABEL_SELECTOR,
+  template: POD_TEMPLATE,
+  updateStrategy: closed({
+    type: S,
+    rollingUpdate: closed({ maxUnavailable: 'intOrString', maxSurge: 'intOrString' }),
+  }),
+  minReadySeconds: I,
+  revisionHistoryLimit: I,
+});
+
+const POLICY_RULES = {
+  list: closed({
+    apiGroups: strings,
+    resources: strings,
+    verbs: strings,
+    resourceNames: strings,
+    nonResourceURLs: strings,
+  }),
+} as const;
+const ROLE = { rules: POLICY_RULES };
+const BINDING = {
+  roleRef: closed({ apiGroup: S, kind: S, name: S }),
+  subjects: { list: closed({ kind: S, apiGroup: S, name: S, namespace: S }) },
+};
+
 const STATUS = open({});
 
 /** The top level of each kind (apiVersion, kind and metadata are added to every one). */
@@ -244,6 +276,19 @@ const KINDS = new Map<ResourceType, Record<string, FieldType>>([
   [DEPLOYMENTS, { spec: DEPLOYMENT_SPEC, status: STATUS }],
   [REPLICASETS, { spec: REPLICASET_SPEC, status: STATUS }],
   [STATEFULSETS, { spec: STATEFULSET_SPEC, status: STATUS }],
+  [DAEMONSETS, { spec: DAEMONSET_SPEC, status: STATUS }],
+  [
+    SERVICEACCOUNTS,
+    {
+      secrets: { list: open({ name: S, namespace: S }) },
+      imagePullSecrets: { list: closed({ name: S }) },
+      automountServiceAccountToken: B,
+    },
+  ],
+  [CLUSTERROLES, { ...ROLE, aggregationRule: open({ clusterRoleSelectors: { list: 'any' } }) }],
+  [ROLES, ROLE],
+  [CLUSTERROLEBINDINGS, BINDING],
+  [ROLEBINDINGS, BINDING],
   [SERVICECIDRS, { spec: closed({ cidrs: strings }), status: STATUS }],
 ]);
 

@@ -13,7 +13,10 @@ import { MAX_CONFIGMAP_DATA_BYTES, base64Length, checkObjectSize, utf8Length } f
 import type { StoredObject } from './object.js';
 import { formatTime } from './object.js';
 import {
+  CLUSTERROLEBINDINGS,
+  CLUSTERROLES,
   CONFIGMAPS,
+  DAEMONSETS,
   DEPLOYMENTS,
   ENDPOINTS,
   ENDPOINTSLICES,
@@ -23,6 +26,8 @@ import {
   PODS,
   REPLICASETS,
   RESOURCES,
+  ROLEBINDINGS,
+  ROLES,
   SERVICECIDRS,
   SERVICES,
   STATEFULSETS,
@@ -58,11 +63,29 @@ function child(parent: Loose, key: string): Loose {
   return fresh;
 }
 
+const RBAC_KINDS: ReadonlySet<ResourceType> = new Set([
+  CLUSTERROLES,
+  CLUSTERROLEBINDINGS,
+  ROLES,
+  ROLEBINDINGS,
+]);
+
 /** Name and labels, for every kind. */
 function validateMetadata(rt: ResourceType, o: StoredObject): StatusCause[] {
   const causes: StatusCause[] = [];
   const name = o.metadata.name ?? '';
-  if (rt !== SERVICES) {
+  if (RBAC_KINDS.has(rt)) {
+    // RBAC names are path segments (`system:kube-proxy`), as ValidatePathSegmentName checks.
+    if (name === '.' || name === '..' || /[/%]/.test(name))
+      causes.push(
+        fieldCause(
+          'FieldValueInvalid',
+          'metadata.name',
+          "may not be '.' or '..' and may not contain '/' or '%'",
+          name,
+        ),
+      );
+  } else if (rt !== SERVICES) {
     const label = rt === NAMESPACES;
     if (
       label
@@ -356,6 +379,78 @@ const statefulSetStrategy: Strategy = {
   },
 };
 
+/** SetDefaults_DaemonSet: RollingUpdate one pod at a time, no surge. */
+function defaultDaemonSetSpec(spec: Loose): void {
+  const us = child(spec, 'updateStrategy');
+  us.type ??= 'RollingUpdate';
+  if (us.type === 'RollingUpdate') {
+    const ru = child(us, 'rollingUpdate');
+    ru.maxUnavailable ??= 1;
+    ru.maxSurge ??= 0;
+  }
+  spec.revisionHistoryLimit ??= 10;
+  defaultTemplate(spec);
+}
+
+const daemonSetStrategy: Strategy = {
+  prepareForCreate(o) {
+    defaultDaemonSetSpec(child(o, 'spec'));
+    resetStatus(o, {
+      currentNumberScheduled: 0,
+      numberMisscheduled: 0,
+      desiredNumberScheduled: 0,
+      numberReady: 0,
+    });
+  },
+  prepareForUpdate(o) {
+    defaultDaemonSetSpec(child(o, 'spec'));
+  },
+  validate(o) {
+    const causes = validateWorkload(o);
+    const type = obj(obj(o.spec).updateStrategy).type;
+    if (type !== 'RollingUpdate' && type !== 'OnDelete')
+      causes.push(
+        fieldCause(
+          'FieldValueNotSupported',
+          'spec.updateStrategy.type',
+          'supported values: "OnDelete", "RollingUpdate"',
+          type,
+        ),
+      );
+    return causes;
+  },
+};
+
+/** A binding names the role it grants (roleRef, immutable) and, for a ClusterRoleBinding, a ClusterRole. */
+function bindingStrategy(cluster: boolean): Strategy {
+  return {
+    validate(o, old) {
+      const ref = obj((o as Loose).roleRef);
+      const causes: StatusCause[] = [];
+      const kinds = cluster ? ['ClusterRole'] : ['ClusterRole', 'Role'];
+      if (typeof ref.kind !== 'string' || !kinds.includes(ref.kind))
+        causes.push(
+          fieldCause(
+            'FieldValueNotSupported',
+            'roleRef.kind',
+            `supported values: ${kinds.map((k) => `"${k}"`).join(', ')}`,
+            ref.kind ?? '',
+          ),
+        );
+      if (typeof ref.name !== 'string' || ref.name === '')
+        causes.push(fieldCause('FieldValueRequired', 'roleRef.name', ''));
+      const before = old === undefined ? undefined : obj((old as Loose).roleRef);
+      if (
+        before !== undefined &&
+        causes.length === 0 &&
+        (before.kind !== ref.kind || before.name !== ref.name || before.apiGroup !== ref.apiGroup)
+      )
+        causes.push(fieldCause('FieldValueInvalid', 'roleRef', 'cannot change roleRef', ref));
+      return causes;
+    },
+  };
+}
+
 function fromFieldErrors(errs: FieldError[]): StatusCause[] {
   // Name problems are reported by validateMetadata in apiserver wording.
   return errs.filter((e) => e.field !== 'metadata.name').map(causeFromFieldError);
@@ -521,6 +616,9 @@ export function buildStrategies(services: ServiceRegistry): Map<string, Strategy
     [DEPLOYMENTS, deploymentStrategy],
     [REPLICASETS, replicaSetStrategy],
     [STATEFULSETS, statefulSetStrategy],
+    [DAEMONSETS, daemonSetStrategy],
+    [CLUSTERROLEBINDINGS, bindingStrategy(true)],
+    [ROLEBINDINGS, bindingStrategy(false)],
     [SERVICECIDRS, serviceCIDRStrategy],
   ]);
   const out = new Map<string, Strategy>();

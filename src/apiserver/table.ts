@@ -215,6 +215,34 @@ function nodeAddress(node: Loose, type: string): string {
   return a ? s(a.address) : '<none>';
 }
 
+/** Roles and ClusterRoles: kubectl's NAME, CREATED AT. */
+const ROLE_PRINTER: Printer = {
+  columns: [NAME, col('Created At', 0, 'date')],
+  cells: (r) => [name(r), s(o(r.metadata).creationTimestamp)],
+};
+
+/** Bindings: the role, then (wide) users, groups and service accounts bound. */
+const BINDING_PRINTER: Printer = {
+  columns: [NAME, col('Role'), AGE, col('Users', 1), col('Groups', 1), col('ServiceAccounts', 1)],
+  cells: (b, now) => {
+    const ref = o(b.roleRef);
+    const subjects = arr(b.subjects).map(o);
+    const of = (kind: string): string =>
+      subjects
+        .filter((x) => s(x.kind) === kind)
+        .map((x) => (kind === 'ServiceAccount' ? `${s(x.namespace)}/${s(x.name)}` : s(x.name)))
+        .join(', ');
+    return [
+      name(b),
+      `${s(ref.kind)}/${s(ref.name)}`,
+      age(b, now),
+      of('User'),
+      of('Group'),
+      of('ServiceAccount'),
+    ];
+  },
+};
+
 const PRINTERS: Record<string, Printer> = {
   Service: {
     columns: [
@@ -366,6 +394,44 @@ const PRINTERS: Record<string, Printer> = {
       ];
     },
   },
+  DaemonSet: {
+    columns: [
+      NAME,
+      col('Desired', 0, 'integer'),
+      col('Current', 0, 'integer'),
+      col('Ready', 0, 'integer'),
+      col('Up-to-date', 0, 'integer'),
+      col('Available', 0, 'integer'),
+      col('Node Selector'),
+      AGE,
+      ...TEMPLATE_COLUMNS,
+      col('Selector', 1),
+    ],
+    cells: (ds, now) => {
+      const spec = o(ds.spec);
+      const st = o(ds.status);
+      return [
+        name(ds),
+        n(st.desiredNumberScheduled),
+        n(st.currentNumberScheduled),
+        n(st.numberReady),
+        n(st.updatedNumberScheduled),
+        n(st.numberAvailable),
+        mapSelector(o(o(spec.template).spec).nodeSelector),
+        age(ds, now),
+        ...containersAndImages(o(spec.template)),
+        formatLabelSelectorObject(o(spec.selector)),
+      ];
+    },
+  },
+  ServiceAccount: {
+    columns: [NAME, col('Secrets', 0, 'integer'), AGE],
+    cells: (sa, now) => [name(sa), arr(sa.secrets).length, age(sa, now)],
+  },
+  ClusterRole: ROLE_PRINTER,
+  Role: ROLE_PRINTER,
+  ClusterRoleBinding: BINDING_PRINTER,
+  RoleBinding: BINDING_PRINTER,
   Node: {
     columns: [
       NAME,

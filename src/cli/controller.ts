@@ -80,6 +80,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
   const { ClientNodeKubeClient } = await import('../kube/api-client.js');
   const {
     createInformer,
+    DAEMON_SETS,
     DEPLOYMENTS,
     ENDPOINT_SLICES,
     ENDPOINTS,
@@ -99,6 +100,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
     Deployment: DEPLOYMENTS,
     ReplicaSet: REPLICA_SETS,
     StatefulSet: STATEFUL_SETS,
+    DaemonSet: DAEMON_SETS,
   };
   const manager = new ControllerManager({
     client: new ClientNodeKubeClient(kc),

@@ -14,6 +14,7 @@ export const CONTROLLER_KINDS = [
   'deployment',
   'replicaset',
   'statefulset',
+  'daemonset',
   'scheduler',
 ] as const;
 export type ControllerKind = (typeof CONTROLLER_KINDS)[number];
@@ -28,6 +29,7 @@ export const INFORMER_KINDS = {
   deployments: 'Deployment',
   replicaSets: 'ReplicaSet',
   statefulSets: 'StatefulSet',
+  daemonSets: 'DaemonSet',
 } as const satisfies Record<string, ApiKind>;
 
 export type InformerField = keyof typeof INFORMER_KINDS;

@@ -1,5 +1,5 @@
 // The controller manager: the effectful edge around the pure reconcilers. Informer events
-// become keys on work queues (services; deployments; replicasets; statefulsets; the scheduler;
+// become keys on work queues (services; deployments; replicasets; statefulsets; daemonsets; the scheduler;
 // one key per node for the fake kubelet); a worker per queue reads the informer caches, calls
 // the reconciler, applies its operations through the KubeClient and records expectations.
 // One bad object never stops it: a failed sync is logged, counted and retried with backoff
@@ -24,6 +24,7 @@ import { INFORMER_FIELD } from './kinds.js';
 import { Expectations } from './expectations.js';
 import type { Operation } from './operations.js';
 import { describeOperation } from './operations.js';
+import { reconcileDaemonSet } from './reconcile-daemonset.js';
 import { reconcileDeployment } from './reconcile-deployment.js';
 import { reconcileEndpoints } from './reconcile-endpoints.js';
 import { reconcileEndpointSlices } from './reconcile-endpointslice.js';
@@ -61,7 +62,7 @@ export interface ControllerManagerOptions {
 }
 
 type ControllerName =
-  'endpoints' | 'deployment' | 'replicaset' | 'statefulset' | 'scheduler' | 'kubelet';
+  'endpoints' | 'deployment' | 'replicaset' | 'statefulset' | 'daemonset' | 'scheduler' | 'kubelet';
 
 interface Controller {
   readonly name: ControllerName;
@@ -127,6 +128,8 @@ export class ControllerManager {
       this.addController('replicaset', (k) => this.syncReplicaSet(k), keysOf(inf.replicaSets));
     if (on('statefulset'))
       this.addController('statefulset', (k) => this.syncStatefulSet(k), keysOf(inf.statefulSets));
+    if (on('daemonset'))
+      this.addController('daemonset', (k) => this.syncDaemonSet(k), keysOf(inf.daemonSets));
     if (on('scheduler'))
       this.addController(
         'scheduler',
@@ -217,6 +220,9 @@ export class ControllerManager {
     onObj(inf.statefulSets, (s) => {
       this.enqueue('statefulset', objectKey(s));
     });
+    onObj(inf.daemonSets, (d) => {
+      this.enqueue('daemonset', objectKey(d));
+    });
   }
 
   private onPod(p: Pod): void {
@@ -233,6 +239,7 @@ export class ControllerManager {
     const ref = controllerRef(p);
     if (ref?.kind === 'ReplicaSet') this.enqueue('replicaset', `${ns}/${ref.name}`);
     if (ref?.kind === 'StatefulSet') this.enqueue('statefulset', `${ns}/${ref.name}`);
+    if (ref?.kind === 'DaemonSet') this.enqueue('daemonset', `${ns}/${ref.name}`);
     const node = p.spec?.nodeName ?? '';
     if (node === '') this.enqueue('scheduler', SCHEDULER_KEY);
     else this.enqueue('kubelet', node);
@@ -243,6 +250,7 @@ export class ControllerManager {
       for (const s of this.inf.services.list()) this.enqueue('endpoints', objectKey(s));
     this.enqueue('scheduler', SCHEDULER_KEY);
     this.enqueue('kubelet', nameOf(n));
+    for (const d of this.inf.daemonSets.list()) this.enqueue('daemonset', objectKey(d));
   }
 
   // ---- lifecycle ----------------------------------------------------------------------
@@ -487,6 +495,17 @@ export class ControllerManager {
   private syncStatefulSet(key: string): Promise<void> {
     return this.syncWorkload('statefulset', key, this.inf.statefulSets, (statefulSet, ns) =>
       reconcileStatefulSet({ statefulSet, pods: this.podsIn(ns), now: this.clock.now() }),
+    );
+  }
+
+  private syncDaemonSet(key: string): Promise<void> {
+    return this.syncWorkload('daemonset', key, this.inf.daemonSets, (daemonSet, ns) =>
+      reconcileDaemonSet({
+        daemonSet,
+        nodes: this.inf.nodes.list(),
+        pods: this.podsIn(ns),
+        now: this.clock.now(),
+      }),
     );
   }
 

@@ -27,7 +27,7 @@ export function isNodeSchedulable(node: Node): boolean {
   return ready === undefined || ready.status === 'True';
 }
 
-function tolerates(tols: readonly Toleration[], taint: Taint): boolean {
+export function tolerates(tols: readonly Toleration[], taint: Taint): boolean {
   return tols.some(
     (t) =>
       (t.effect === undefined || t.effect === '' || t.effect === taint.effect) &&

@@ -10,6 +10,7 @@ import * as k8s from '@kubernetes/client-node';
 import { SvcnetError } from '../errors.js';
 import { toWire } from './wire.js';
 import type {
+  DaemonSet,
   Deployment,
   EndpointSlice,
   Endpoints,
@@ -30,7 +31,8 @@ export type ApiKind =
   | 'Node'
   | 'Deployment'
   | 'ReplicaSet'
-  | 'StatefulSet';
+  | 'StatefulSet'
+  | 'DaemonSet';
 
 export interface ApiKindMap {
   Pod: Pod;
@@ -41,6 +43,7 @@ export interface ApiKindMap {
   Deployment: Deployment;
   ReplicaSet: ReplicaSet;
   StatefulSet: StatefulSet;
+  DaemonSet: DaemonSet;
 }
 
 export interface ListOptions {
@@ -152,6 +155,7 @@ export const KIND_INFO: Readonly<Record<ApiKind, KindInfo>> = {
     true,
     true,
   ),
+  DaemonSet: info('apps', 'apps/v1', 'V1DaemonSet', 'daemonsets.apps', 'DaemonSet', true, true),
 };
 
 function info(

@@ -217,6 +217,7 @@ export interface PodSpec {
   terminationGracePeriodSeconds?: number;
   restartPolicy?: string;
   schedulerName?: string;
+  nodeSelector?: Record<string, string>;
   tolerations?: Toleration[];
 }
 
@@ -419,6 +420,34 @@ export interface StatefulSet extends KubeObject {
     minReadySeconds?: number;
   };
   status?: StatefulSetStatus;
+}
+
+export interface DaemonSetStatus {
+  observedGeneration?: number;
+  desiredNumberScheduled?: number;
+  currentNumberScheduled?: number;
+  numberMisscheduled?: number;
+  numberReady?: number;
+  numberAvailable?: number;
+  numberUnavailable?: number;
+  updatedNumberScheduled?: number;
+  collisionCount?: number;
+  conditions?: WorkloadCondition[];
+}
+
+export interface DaemonSet extends KubeObject {
+  kind?: 'DaemonSet';
+  spec?: {
+    selector?: LabelSelector;
+    template?: PodTemplateSpec;
+    updateStrategy?: {
+      type?: 'RollingUpdate' | 'OnDelete';
+      rollingUpdate?: { maxUnavailable?: number | string; maxSurge?: number | string };
+    };
+    minReadySeconds?: number;
+    revisionHistoryLimit?: number;
+  };
+  status?: DaemonSetStatus;
 }
 
 /** `namespace/name` key of a namespaced object (or just `name` when cluster-scoped). */
