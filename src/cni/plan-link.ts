@@ -240,7 +240,7 @@ export function planBridgeGateway(
       if (haveText === want) continue;
       const haveNet = parseCIDR(haveText);
       // IPv6 link-local (fe80::/10) addresses come with every up link; they never conflict.
-      if (hip.family === 'IPv6' && (hip.value >> 118n) === 0x3fan) continue;
+      if (hip.family === 'IPv6' && hip.value >> 118n === 0x3fan) continue;
       const conflicts =
         hip.family === 'IPv4' ||
         (haveNet !== undefined &&
