@@ -11,6 +11,7 @@ import type { SubnetEnv } from '../podnet/subnet-env.js';
 import { decodeJson } from './parse-config.js';
 import { NAME_RE } from './parse-request.js';
 import { CniError, CniErrorCode } from './types.js';
+import { requireSupportedVersion } from './version.js';
 
 export const DEFAULT_SUBNET_FILE = '/run/flannel/subnet.env';
 /** Where flannel's CNI plugin keeps each container's delegate config. */
@@ -75,6 +76,7 @@ export function parseFlannelConfig(text: string): FlannelConfig {
     add('runtimeConfig', 'must be an object');
   if (problems.length > 0)
     throw new CniError(CniErrorCode.invalidNetworkConfig, problems.join('; '));
+  requireSupportedVersion(String(raw.cniVersion));
   return {
     cniVersion: String(raw.cniVersion),
     name,

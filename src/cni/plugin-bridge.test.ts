@@ -6,7 +6,6 @@ import { FakeSysctl } from '../os/sysctl.js';
 import { MemoryTextFiles } from '../os/text-files.js';
 import { addrAdd } from '../util/ip-ops.js';
 import { MemoryIpamStore } from './ipam-store.js';
-import { flannelDelegate, parseFlannelConfig } from './parse-flannel.js';
 import { attachNames } from './plan-link.js';
 import { runPlugin, type PluginDeps } from './plugin.js';
 import type { CniResult } from './types.js';
@@ -174,45 +173,6 @@ test('kubenet: cbr0 holds the podCIDR gateway, host-local over the podCIDR, hair
   assert.match(w.ip.dump(undefined), /link cbr0 bridge up 10\.244\.2\.1\/24/);
   assert.ok(w.ip.hairpin(undefined, attachNames('kubenet', 'c1', 'eth0').hostVeth));
   assert.match(w.ip.dump(POD1), /route 0\.0\.0\.0\/0 via 10\.244\.2\.1 dev eth0/);
-});
-
-test('flannel: delegate built from subnet.env, merged with delegate and ipam as flannel does', () => {
-  const f = parseFlannelConfig(
-    JSON.stringify({
-      cniVersion: '1.0.0',
-      name: 'cbr0',
-      type: 'flannel',
-      ipam: { routes: [{ dst: '10.96.0.0/12' }], dataDir: '/ipam' },
-      delegate: { bridge: 'flannel0', hairpinMode: true, ipMasq: true, ipam: { type: 'ignored' } },
-    }),
-  );
-  assert.equal(f.subnetFile, '/run/flannel/subnet.env');
-  assert.equal(f.dataDir, '/var/lib/cni/flannel');
-  assert.deepEqual(
-    flannelDelegate(f, {
-      network: '10.244.0.0/16',
-      subnet: '10.244.3.0/24',
-      gateway: '10.244.3.1',
-      mtu: 1450,
-      ipMasq: true,
-    }),
-    {
-      bridge: 'flannel0',
-      hairpinMode: true,
-      ipMasq: true,
-      name: 'cbr0',
-      cniVersion: '1.0.0',
-      type: 'bridge',
-      mtu: 1450,
-      isGateway: true,
-      ipam: {
-        routes: [{ dst: '10.96.0.0/12' }, { dst: '10.244.0.0/16' }],
-        dataDir: '/ipam',
-        type: 'host-local',
-        ranges: [[{ subnet: '10.244.3.0/24' }]],
-      },
-    },
-  );
 });
 
 const flannelConf = {
