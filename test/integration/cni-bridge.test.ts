@@ -1,7 +1,7 @@
 // svcnet-cni's `bridge` and `flannel` types against the kernel, through our runtime, with
 // the plugin bundled and installed under those names (as a node's /opt/cni/bin would hold
 // it). In a "node" namespace: two Pods on one bridge (cni0, and kubenet's cbr0) reach each
-// other and the gateway, CHECK passes, DEL leaves no veth and frees the addresses; the
+// other (ping and TCP, unmasqueraded) and the gateway, CHECK passes, DEL leaves no veth and frees the addresses; the
 // flannel type with a subnet.env written here gives a Pod an address in FLANNEL_SUBNET with
 // FLANNEL_MTU and a route to FLANNEL_NETWORK, and DEL still works after subnet.env changed;
 // and Debian's reference `bridge` plugin and ours share one cni0 and one host-local dataDir:
@@ -25,6 +25,7 @@ import {
   tempDir,
 } from './lib/cni-lab.js';
 import { skipOrFail } from './lib/prereq.js';
+import { Client, startServer, stopAgents } from './lib/trace-netns.js';
 
 const skip = skipOrFail(cniSkipReason({ reference: true, ping: true }));
 
@@ -52,6 +53,7 @@ describe('svcnet-cni bridge and flannel types in namespaces', { skip }, () => {
     work = await tempDir('brg');
   });
   after(async () => {
+    stopAgents();
     await lab.cleanup();
     await work.remove();
     await rm(bin, { recursive: true, force: true });
@@ -121,6 +123,17 @@ describe('svcnet-cni bridge and flannel types in namespaces', { skip }, () => {
       assert.ok(await lab.ping(p2!, addressOf(r1!)), 'Pod 2 reaches Pod 1');
       assert.ok(await lab.ping(p1!, gw), 'Pod 1 reaches the gateway on the bridge');
       assert.ok(await lab.ping(node, addressOf(r2!)), 'the node reaches Pod 2');
+      // TCP too, and Pod 2 sees Pod 1's own address: nothing is masqueraded on the bridge.
+      await startServer(p2!, addressOf(r2!), [8080], []);
+      const o = await new Client(p1!).send({
+        proto: 'tcp',
+        dst: addressOf(r2!),
+        port: 8080,
+        timeoutMs: 5000,
+      });
+      assert.ok(o.kind === 'reply', JSON.stringify(o));
+      assert.equal(o.server, `${addressOf(r2!)}:8080`);
+      assert.equal(o.client, addressOf(r1!), 'Pod 2 sees Pod 1 unmasqueraded');
       assert.match(
         await lab.ip(node, 'addr', 'show', 'dev', k.bridge ?? 'cni0'),
         new RegExp(`inet ${gw.replace(/\./g, '\\.')}/24`),
