@@ -2,7 +2,8 @@
 // stdout JSON and exit status out. Dispatches ADD, DEL, CHECK, VERSION, STATUS and GC over
 // the pure cores (parse-*, plan-*) and the edges (Ip, Sysctl, IpamStore, Execer), all
 // injected so the whole flow runs against Fakes in unit tests. Errors become CNI error JSON
-// on stdout with exit 1; nothing but the result or the error goes to stdout.
+// on stdout with exit 1; nothing but the result or the error goes to stdout. A `flannel`
+// type config goes to plugin-flannel.ts, which comes back here for its bridge delegate.
 
 import type { Ip } from '../os/ip.js';
 import type { Sysctl } from '../os/sysctl.js';
