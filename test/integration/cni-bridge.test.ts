@@ -3,7 +3,8 @@
 // it). In a "node" namespace: two Pods on one bridge (cni0, and kubenet's cbr0) reach each
 // other (ping and TCP, unmasqueraded) and the gateway, CHECK passes, DEL leaves no veth and frees the addresses; the
 // flannel type with a subnet.env written here gives a Pod an address in FLANNEL_SUBNET with
-// FLANNEL_MTU and a route to FLANNEL_NETWORK, and DEL still works after subnet.env changed;
+// FLANNEL_MTU and a route to FLANNEL_NETWORK, and DEL still works after subnet.env changed
+// (with FLANNEL_IPMASQ=false the bridge masquerades, in the node's namespace only);
 // and Debian's reference `bridge` plugin and ours share one cni0 and one host-local dataDir:
 // their Pods reach each other, each DEL leaves the other Pod working, no address twice.
 
@@ -27,7 +28,7 @@ import {
 import { skipOrFail } from './lib/prereq.js';
 import { Client, startServer, stopAgents } from './lib/trace-netns.js';
 
-const skip = skipOrFail(cniSkipReason({ reference: true, ping: true }));
+const skip = skipOrFail(cniSkipReason({ reference: true, ping: true, nft: true }));
 
 function addressOf(r: CniResult): string {
   return r.ips?.[0]?.address.split('/')[0] ?? '';
@@ -205,6 +206,57 @@ describe('svcnet-cni bridge and flannel types in namespaces', { skip }, () => {
     assert.deepEqual(await reserved(dataDir, 'cbr0'), []);
     assert.deepEqual(await readdir(stateDir), []);
     assert.doesNotMatch(await lab.ip(node, '-o', 'link', 'show'), /veth/);
+  });
+
+  test('flannel with FLANNEL_IPMASQ=false: the bridge masquerades, in the node namespace only', async () => {
+    const node = await lab.add('flm-node');
+    const pod = await lab.add('flm-p1');
+    const subnetFile = join(work.dir, 'subnet-masq.env');
+    await writeFile(
+      subnetFile,
+      'FLANNEL_NETWORK=10.248.0.0/16\nFLANNEL_SUBNET=10.248.4.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=false\n',
+    );
+    const conflist = parseConflist(
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'flm',
+        plugins: [
+          {
+            type: 'flannel',
+            subnetFile,
+            dataDir: join(work.dir, 'flannel-masq-state'),
+            ipam: { dataDir: join(work.dir, 'ipam-flm') },
+          },
+        ],
+      }),
+    );
+    const rt = runtime('flm', [bin]);
+    const att = {
+      containerId: 'c-flm',
+      netns: netnsPath(pod),
+      ifName: 'eth0',
+      conflist,
+      hostNetns: netnsPath(node),
+    };
+    const addr = addressOf(await rt.add(att));
+    const masqMap = async (ns: string | undefined): Promise<string> => {
+      const res = await new RealExecer().run({
+        cmd: ns ? 'ip' : 'nft',
+        args: [
+          ...(ns ? ['netns', 'exec', ns, 'nft'] : []),
+          'list',
+          'map',
+          'ip',
+          'svcnet_cni',
+          'pod_masq',
+        ],
+      });
+      return res.stdout;
+    };
+    assert.match(await masqMap(node), new RegExp(`${addr.replace(/\./g, '\\.')} : jump masq_`));
+    assert.equal(await masqMap(undefined), '', "nothing in the test process's own namespace");
+    await rt.del(att);
+    assert.doesNotMatch(await masqMap(node), /10\.248\.4\.\d+ : jump/);
   });
 
   test('interop: the reference bridge and ours on one cni0 and one host-local dataDir', async () => {
