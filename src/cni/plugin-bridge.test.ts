@@ -218,6 +218,32 @@ test('flannel: ADD in FLANNEL_SUBNET with FLANNEL_MTU; DEL uses the stored deleg
   assert.equal((await runPlugin(env('DEL'), JSON.stringify(flannelConf), w.deps)).exitCode, 0);
 });
 
+test('flannel: GC releases what is not valid and forgets those stored delegate configs', async () => {
+  const w = world(new MemoryTextFiles({ '/run/flannel/subnet.env': SUBNET_ENV }));
+  for (const [id, ns] of [
+    ['c1', POD1],
+    ['c2', POD2],
+  ] as const)
+    assert.equal(
+      (await runPlugin(env('ADD', id, ns), JSON.stringify(flannelConf), w.deps)).exitCode,
+      0,
+    );
+  assert.deepEqual(await w.files.list('/state'), ['c1', 'c2']);
+  const gc = {
+    ...flannelConf,
+    cniVersion: '1.1.0',
+    'cni.dev/valid-attachments': [{ containerID: 'c2', ifname: 'eth0' }],
+  };
+  const out = await runPlugin(
+    { CNI_COMMAND: 'GC', CNI_PATH: '/opt/cni/bin' },
+    JSON.stringify(gc),
+    w.deps,
+  );
+  assert.equal(out.exitCode, 0, out.stdout);
+  assert.deepEqual(w.store.dump('/ipam', 'cbr0'), ['10.244.3.3 c2 eth0']);
+  assert.deepEqual(await w.files.list('/state'), ['c2']);
+});
+
 test('flannel: missing or bad subnet.env and bad config are named; STATUS says not available', async () => {
   const w = world();
   const add = await runPlugin(env('ADD'), JSON.stringify(flannelConf), w.deps);

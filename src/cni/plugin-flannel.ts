@@ -3,7 +3,8 @@
 // used even after subnet.env changed, and runs the delegate — in this process when it is
 // ours (`bridge`, `svcnet-cni`), else the binary of that type from CNI_PATH, as flannel's
 // plugin does. DEL without a stored config falls back to subnet.env, and without either has
-// nothing to undo (flannel's plugin succeeds then too).
+// nothing to undo (flannel's plugin succeeds then too). GC delegates with the current
+// subnet.env and drops the stored configs of containers that are not among the valid ones.
 
 import type { Execer } from '../os/exec.js';
 import type { TextFiles } from '../os/text-files.js';
@@ -82,6 +83,18 @@ async function runDelegate(
   return out === undefined ? undefined : parseResult(out, `delegate ${type} result`);
 }
 
+/** Container IDs of a GC request's valid attachments (malformed entries skipped). */
+function validContainerIds(v: unknown): string[] {
+  if (!Array.isArray(v)) return [];
+  return v.flatMap((a: unknown) =>
+    typeof a === 'object' &&
+    a !== null &&
+    typeof (a as { containerID?: unknown }).containerID === 'string'
+      ? [(a as { containerID: string }).containerID]
+      : [],
+  );
+}
+
 /** One `type: "flannel"` invocation (not VERSION). Throws CniError. */
 export async function runFlannel(
   req: CniRequest,
@@ -131,10 +144,17 @@ export async function runFlannel(
       return runDelegate('STATUS', conf, env, deps, inProcess);
     }
     case 'GC': {
+      // Without subnet.env there is no delegate to ask; keep everything.
       if ((await deps.files.read(f.subnetFile)) === undefined) return undefined;
       const conf = flannelDelegate(f, await loadSubnetEnv(f, deps.files, CniErrorCode.internal));
       if (f.validAttachments !== undefined) conf['cni.dev/valid-attachments'] = f.validAttachments;
-      return runDelegate('GC', conf, env, deps, inProcess);
+      await runDelegate('GC', conf, env, deps, inProcess);
+      // The delegate released what it kept; forget the stored configs of the same containers.
+      if (f.validAttachments === undefined) return undefined;
+      const keep = new Set(validContainerIds(f.validAttachments));
+      for (const id of await deps.files.list(f.dataDir))
+        if (!keep.has(id)) await deps.files.remove(delegateStatePath(f, id));
+      return undefined;
     }
     default:
       return undefined;

@@ -13,6 +13,11 @@ async function behaves(files: TextFiles, dir: string): Promise<void> {
   await files.write(path, 'one\n');
   await files.write(path, 'two\n');
   assert.equal(await files.read(path), 'two\n');
+  await files.write(join(dir, 'a', 'b', 'c0'), '');
+  assert.deepEqual(await files.list(join(dir, 'a', 'b')), ['c0', 'c1']);
+  assert.deepEqual(await files.list(join(dir, 'a')), [], 'files only, not directories');
+  assert.deepEqual(await files.list(join(dir, 'nowhere')), []);
+  await files.remove(join(dir, 'a', 'b', 'c0'));
   await files.remove(path);
   await files.remove(path);
   assert.equal(await files.read(path), undefined);

@@ -3,7 +3,7 @@
 // configs it keeps per container. RealTextFiles is node:fs; MemoryTextFiles is the Fake (a
 // map from path to text) for unit tests and dry runs. Not for large or streamed files.
 
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 export interface TextFiles {
@@ -13,6 +13,8 @@ export interface TextFiles {
   write(path: string, text: string): Promise<void>;
   /** Removes the file; no error when it does not exist. */
   remove(path: string): Promise<void>;
+  /** Names of the plain files directly in `dir`, sorted; empty when `dir` does not exist. */
+  list(dir: string): Promise<string[]>;
 }
 
 function isNotFound(e: unknown): boolean {
@@ -39,6 +41,19 @@ export class RealTextFiles implements TextFiles {
   async remove(path: string): Promise<void> {
     await rm(path, { force: true });
   }
+
+  async list(dir: string): Promise<string[]> {
+    try {
+      const entries = await readdir(dir, { withFileTypes: true });
+      return entries
+        .filter((e) => e.isFile())
+        .map((e) => e.name)
+        .sort();
+    } catch (e) {
+      if (isNotFound(e)) return [];
+      throw e;
+    }
+  }
 }
 
 /** The Fake: files in a map, keyed by path. */
@@ -61,5 +76,15 @@ export class MemoryTextFiles implements TextFiles {
   remove(path: string): Promise<void> {
     this.files.delete(path);
     return Promise.resolve();
+  }
+
+  list(dir: string): Promise<string[]> {
+    const prefix = `${dir.replace(/\/+$/, '')}/`;
+    return Promise.resolve(
+      [...this.files.keys()]
+        .filter((p) => p.startsWith(prefix) && !p.slice(prefix.length).includes('/'))
+        .map((p) => p.slice(prefix.length))
+        .sort(),
+    );
   }
 }
