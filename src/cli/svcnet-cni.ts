@@ -9,6 +9,7 @@
 import { RealExecer } from '../os/exec.js';
 import { RealIp } from '../os/ip.js';
 import { RealSysctl } from '../os/sysctl.js';
+import { RealTextFiles } from '../os/text-files.js';
 import { findPluginBinary } from '../cni/invoke.js';
 import { FileIpamStore } from '../cni/ipam-store.js';
 import { runPlugin } from '../cni/plugin.js';
@@ -24,7 +25,7 @@ async function readStdin(): Promise<string> {
 async function main(): Promise<void> {
   if (process.env.CNI_COMMAND === undefined && process.stdin.isTTY) {
     process.stderr.write(
-      `svcnet-cni: CNI plugin (ptp and bridge modes, host-local style IPAM)\nsupported CNI versions: ${SUPPORTED_VERSIONS.join(', ')}\nrun by a container runtime with CNI_COMMAND and friends set and the network config on stdin\n`,
+      `svcnet-cni: CNI plugin (ptp and bridge modes, flannel type, host-local style IPAM)\nsupported CNI versions: ${SUPPORTED_VERSIONS.join(', ')}\nrun by a container runtime with CNI_COMMAND and friends set and the network config on stdin\n`,
     );
     process.exitCode = 1;
     return;
@@ -34,6 +35,7 @@ async function main(): Promise<void> {
   const out = await runPlugin(process.env, stdin, {
     ip: new RealIp(execer),
     sysctl: new RealSysctl(),
+    files: new RealTextFiles(),
     store: new FileIpamStore(),
     execer,
     findPlugin: findPluginBinary,

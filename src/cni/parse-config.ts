@@ -72,6 +72,10 @@ export interface PluginConfig {
   readonly isDefaultGateway: boolean;
   readonly ipMasq: boolean;
   readonly hairpinMode: boolean;
+  /** Bridge mode: put the bridge in promiscuous mode. */
+  readonly promiscMode: boolean;
+  /** Bridge mode: replace another address the bridge has instead of failing (isGateway). */
+  readonly forceAddress: boolean;
   readonly ipam: IpamConfig | undefined;
   readonly dns: CniDNS | undefined;
   readonly prevResult: CniResult | undefined;
@@ -81,6 +85,16 @@ export interface PluginConfig {
 
 export const DEFAULT_DATA_DIR = '/var/lib/cni/networks';
 export const DEFAULT_BRIDGE = 'cni0';
+
+/** Keys that only bridge mode takes. */
+const BRIDGE_ONLY = [
+  'isGateway',
+  'isDefaultGateway',
+  'hairpinMode',
+  'promiscMode',
+  'forceAddress',
+  'bridge',
+];
 
 type Json = Record<string, unknown>;
 
@@ -412,9 +426,12 @@ export function parsePluginConfig(text: string, command: CniCommand): PluginConf
   if (!NAME_RE.test(name))
     p.add('name', `must match ${NAME_RE.source}, got ${JSON.stringify(raw.name)}`);
   const type = optString(raw, 'type', p) ?? '';
-  const modeText = optString(raw, 'mode', p) ?? 'ptp';
+  // `type: "bridge"` (svcnet-cni installed as `bridge`, like the reference plugin) is bridge mode.
+  const modeText = optString(raw, 'mode', p) ?? (type === 'bridge' ? 'bridge' : 'ptp');
   if (modeText !== 'ptp' && modeText !== 'bridge')
     p.add('mode', `must be "ptp" or "bridge", got "${modeText}"`);
+  else if (type === 'bridge' && modeText !== 'bridge')
+    p.add('mode', `type "bridge" is always bridge mode, got "${modeText}"`);
   const mode: LinkMode = modeText === 'bridge' ? 'bridge' : 'ptp';
   let mtu: number | undefined;
   if (raw.mtu !== undefined) {
@@ -436,8 +453,10 @@ export function parsePluginConfig(text: string, command: CniCommand): PluginConf
   const isGateway = optBool(raw, 'isGateway', p) || isDefaultGateway;
   const ipMasq = optBool(raw, 'ipMasq', p);
   const hairpinMode = optBool(raw, 'hairpinMode', p);
+  const promiscMode = optBool(raw, 'promiscMode', p);
+  const forceAddress = optBool(raw, 'forceAddress', p);
   if (mode === 'ptp')
-    for (const key of ['isGateway', 'isDefaultGateway', 'hairpinMode', 'bridge'])
+    for (const key of BRIDGE_ONLY)
       if (raw[key] !== undefined && raw[key] !== false)
         p.add(key, 'only valid with "mode": "bridge"');
   const ipam = parseIpam(raw.ipam, p);
@@ -464,6 +483,8 @@ export function parsePluginConfig(text: string, command: CniCommand): PluginConf
     isDefaultGateway,
     ipMasq,
     hairpinMode,
+    promiscMode,
+    forceAddress,
     ipam,
     dns,
     prevResult,

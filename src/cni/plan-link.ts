@@ -6,9 +6,17 @@
 // ops through the Ip boundary.
 
 import { createHash } from 'node:crypto';
-import { formatCIDR, formatIP, parseCIDR, parseIP, type ParsedIP } from '../util/ip.js';
+import {
+  cidrContains,
+  formatCIDR,
+  formatIP,
+  parseCIDR,
+  parseIP,
+  type ParsedIP,
+} from '../util/ip.js';
 import {
   addrAdd,
+  addrDel,
   addrReplace,
   linkSet,
   linkUp,
@@ -153,6 +161,7 @@ export function planAttach(
   const pod: IpOp[] = [linkUp('lo'), linkUp(ifName)];
   if (cfg.mode === 'bridge') {
     host.push(linkUp(cfg.bridge));
+    if (cfg.promiscMode) host.push(linkSet(cfg.bridge, { promisc: true }));
     if (cfg.isGateway)
       for (const a of addrs)
         if (a.gateway) host.push(addrReplace(`${formatIP(a.gateway)}/${a.prefix}`, cfg.bridge));
@@ -204,6 +213,49 @@ export function planAttach(
   const families = [...new Set(addrs.map((a) => a.ip.family))];
   const forwarding = cfg.mode === 'ptp' || cfg.isGateway ? families : [];
   return { hostOps: host, podOps: pod, forwarding };
+}
+
+/**
+ * Bridge mode with isGateway: the ops that make room for the gateway addresses on the bridge,
+ * given the addresses it has now (planAttach then adds them). As the reference bridge
+ * plugin: an IPv4 bridge holds one address, an IPv6 bridge one per non-overlapping subnet;
+ * a different one is removed with `forceAddress`, otherwise ADD fails with code 999 naming
+ * the bridge, both addresses and the `forceAddress` field.
+ */
+export function planBridgeGateway(
+  cfg: PluginConfig,
+  have: readonly { readonly local: string; readonly prefixlen: number }[],
+  addrs: readonly PodAddress[],
+): IpOp[] {
+  if (cfg.mode !== 'bridge' || !cfg.isGateway) return [];
+  const ops: IpOp[] = [];
+  for (const a of addrs) {
+    if (!a.gateway) continue;
+    const want = `${formatIP(a.gateway)}/${a.prefix}`;
+    const wantNet = parseCIDR(want);
+    for (const h of have) {
+      const hip = parseIP(h.local);
+      if (!hip || hip.family !== a.gateway.family) continue;
+      const haveText = `${formatIP(hip)}/${h.prefixlen}`;
+      if (haveText === want) continue;
+      const haveNet = parseCIDR(haveText);
+      // IPv6 link-local (fe80::/10) addresses come with every up link; they never conflict.
+      if (hip.family === 'IPv6' && hip.value >> 118n === 0x3fan) continue;
+      const conflicts =
+        hip.family === 'IPv4' ||
+        (haveNet !== undefined &&
+          wantNet !== undefined &&
+          (cidrContains(haveNet, a.gateway) || cidrContains(wantNet, hip)));
+      if (!conflicts) continue;
+      if (!cfg.forceAddress)
+        throw new CniError(
+          CniErrorCode.internal,
+          `bridge ${cfg.bridge} already has address ${haveText}, different from the gateway ${want}; set "forceAddress": true to replace it`,
+        );
+      ops.push(addrDel(haveText, cfg.bridge));
+    }
+  }
+  return ops;
 }
 
 /**

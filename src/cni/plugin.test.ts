@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { FakeExecer } from '../os/exec.js';
 import { FakeIp } from '../os/ip.js';
 import { FakeSysctl } from '../os/sysctl.js';
+import { MemoryTextFiles } from '../os/text-files.js';
 import { bridge, routeDel } from '../util/ip-ops.js';
 import { MemoryIpamStore } from './ipam-store.js';
 import { runPlugin, type PluginDeps } from './plugin.js';
@@ -31,7 +32,14 @@ function world(execer = new FakeExecer()): {
   });
   const store = new MemoryIpamStore();
   return {
-    deps: { ip, sysctl, store, execer, findPlugin: (t) => Promise.resolve(`/opt/cni/bin/${t}`) },
+    deps: {
+      ip,
+      sysctl,
+      store,
+      execer,
+      files: new MemoryTextFiles(),
+      findPlugin: (t) => Promise.resolve(`/opt/cni/bin/${t}`),
+    },
     ip,
     sysctl,
     store,

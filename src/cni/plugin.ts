@@ -2,20 +2,24 @@
 // stdout JSON and exit status out. Dispatches ADD, DEL, CHECK, VERSION, STATUS and GC over
 // the pure cores (parse-*, plan-*) and the edges (Ip, Sysctl, IpamStore, Execer), all
 // injected so the whole flow runs against Fakes in unit tests. Errors become CNI error JSON
-// on stdout with exit 1; nothing but the result or the error goes to stdout.
+// on stdout with exit 1; nothing but the result or the error goes to stdout. A `flannel`
+// type config goes to plugin-flannel.ts, which comes back here for its bridge delegate.
 
 import type { Ip } from '../os/ip.js';
 import type { Sysctl } from '../os/sysctl.js';
+import type { TextFiles } from '../os/text-files.js';
 import { formatCIDR, formatIP, parseCIDR } from '../util/ip.js';
 import { addressOf, Ipam, type IpamContext, type IpamDeps } from './ipam.js';
 import { addMasq, removeMasq } from './masq.js';
 import { decodeJson, parsePluginConfig, type PluginConfig } from './parse-config.js';
 import { parseEnvironment, type CniRequest } from './parse-request.js';
+import { runFlannel } from './plugin-flannel.js';
 import {
   attachNames,
   attachResult,
   checkAttachment,
   planAttach,
+  planBridgeGateway,
   podAddresses,
   resultRoutes,
   type ObservedState,
@@ -26,6 +30,8 @@ import { LATEST_VERSION, SUPPORTED_VERSIONS, versionAtLeast } from './version.js
 export interface PluginDeps extends IpamDeps {
   readonly ip: Ip;
   readonly sysctl: Sysctl;
+  /** subnet.env and the flannel type's stored delegate configs. */
+  readonly files: TextFiles;
 }
 
 export interface PluginOutput {
@@ -97,9 +103,14 @@ async function cmdAdd(c: Ctx): Promise<CniResult> {
       );
     const routes = resultRoutes(cfg, addrs, ipamRes.routes ?? []);
     const plan = planAttach(cfg, names, ifName, netns, addrs, routes);
-    if (cfg.mode === 'bridge') await deps.ip.ensureBridge(undefined, cfg.bridge, cfg.mtu);
+    let gatewayOps: ReturnType<typeof planBridgeGateway> = [];
+    if (cfg.mode === 'bridge') {
+      await deps.ip.ensureBridge(undefined, cfg.bridge, cfg.mtu);
+      const br = (await deps.ip.links(undefined)).find((l) => l.name === cfg.bridge);
+      gatewayOps = planBridgeGateway(cfg, br?.addrs ?? [], addrs);
+    }
     try {
-      await deps.ip.batch(undefined, plan.hostOps);
+      await deps.ip.batch(undefined, [...gatewayOps, ...plan.hostOps]);
     } catch (e) {
       if (/File exists/.test(errorText(e)))
         throw new CniError(
@@ -245,6 +256,49 @@ function versionReply(stdin: string): string {
   return JSON.stringify({ cniVersion: asked, supportedVersions: SUPPORTED_VERSIONS });
 }
 
+function configType(stdin: string): string | undefined {
+  try {
+    const v = JSON.parse(stdin) as { type?: unknown } | null;
+    return typeof v?.type === 'string' ? v.type : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One operation other than VERSION: the result for ADD, else undefined. Throws CniError. */
+async function dispatch(
+  req: CniRequest,
+  env: Env,
+  stdin: string,
+  deps: PluginDeps,
+): Promise<CniResult | undefined> {
+  if (configType(stdin) === 'flannel')
+    return runFlannel(req, env, stdin, deps, (denv, dstdin) =>
+      dispatch(parseEnvironment(denv), denv, dstdin, deps),
+    );
+  const cfg = parsePluginConfig(stdin, req.command);
+  const c: Ctx = { req, cfg, env, stdin, deps, ipam: new Ipam(deps) };
+  switch (req.command) {
+    case 'ADD':
+      return cmdAdd(c);
+    case 'DEL':
+      await cmdDel(c);
+      break;
+    case 'CHECK':
+      await cmdCheck(c);
+      break;
+    case 'GC':
+      await cmdGc(c);
+      break;
+    case 'STATUS':
+      await c.ipam.status(ipamCtx(c));
+      break;
+    case 'VERSION':
+      break;
+  }
+  return undefined;
+}
+
 /**
  * Runs one plugin invocation. Never throws: failures come back as error JSON with exit 1
  * (tagged with the config's cniVersion when it was readable).
@@ -261,25 +315,8 @@ export async function runPlugin(env: Env, stdin: string, deps: PluginDeps): Prom
   try {
     const req = parseEnvironment(env);
     if (req.command === 'VERSION') return { stdout: versionReply(stdin), exitCode: 0 };
-    const cfg = parsePluginConfig(stdin, req.command);
-    const c: Ctx = { req, cfg, env, stdin, deps, ipam: new Ipam(deps) };
-    switch (req.command) {
-      case 'ADD':
-        return { stdout: JSON.stringify(await cmdAdd(c)), exitCode: 0 };
-      case 'DEL':
-        await cmdDel(c);
-        break;
-      case 'CHECK':
-        await cmdCheck(c);
-        break;
-      case 'GC':
-        await cmdGc(c);
-        break;
-      case 'STATUS':
-        await c.ipam.status(ipamCtx(c));
-        break;
-    }
-    return { stdout: '', exitCode: 0 };
+    const result = await dispatch(req, env, stdin, deps);
+    return { stdout: result === undefined ? '' : JSON.stringify(result), exitCode: 0 };
   } catch (e) {
     const err = e instanceof CniError ? e : new CniError(CniErrorCode.internal, errorText(e));
     // Every error result carries a cniVersion the runtime can read: the config's when we

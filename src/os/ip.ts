@@ -323,6 +323,7 @@ interface FakeLink {
   kind: string | undefined;
   master: string | undefined;
   hairpin: boolean;
+  promisc?: boolean;
   addrs: IpAddress[];
   /** veth peer: namespace key and name. */
   peer: { ns: string; name: string } | undefined;
@@ -564,6 +565,11 @@ export class FakeIp implements Ip {
     return this.spaces.get(netns ?? HOST)?.links.get(dev)?.hairpin ?? false;
   }
 
+  /** True when `dev` in namespace `netns` is in promiscuous mode. */
+  promisc(netns: NetnsPath, dev: string): boolean {
+    return this.spaces.get(netns ?? HOST)?.links.get(dev)?.promisc ?? false;
+  }
+
   /** Canonical dump of one namespace: links (with master, state, addrs) then routes. */
   dump(netns: NetnsPath): string {
     const ns = this.spaces.get(netns ?? HOST);
@@ -669,6 +675,7 @@ export class FakeIp implements Ip {
       l.master = m.name;
     }
     if (op.up !== undefined) l.up = op.up;
+    if (op.promisc !== undefined) l.promisc = op.promisc;
     if (op.hairpin !== undefined) {
       if (!l.master) throw new Error('RTNETLINK answers: Operation not supported');
       l.hairpin = op.hairpin;

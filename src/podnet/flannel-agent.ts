@@ -22,10 +22,10 @@ import {
   peersFromNodes,
   planOps,
   podMTU,
-  renderSubnetEnv,
   type Uplink,
 } from './plan-flannel.js';
 import type { FlannelNetConf } from './parse-net-conf.js';
+import { renderSubnetEnv } from './subnet-env.js';
 import {
   ANNOTATION_BACKEND_DATA,
   ANNOTATION_BACKEND_TYPE,

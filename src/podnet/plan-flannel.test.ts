@@ -8,7 +8,6 @@ import {
   desiredState,
   peersFromNodes,
   planOps,
-  renderSubnetEnv,
   type FlannelObserved,
   type Uplink,
 } from './plan-flannel.js';
@@ -185,11 +184,4 @@ test("host-gw: routes via the peers' public IPs on the uplink; a peer on another
     'route del 10.244.7.0/24 dev eth0\nroute replace 10.244.2.0/24 via 192.168.1.3 dev eth0\n',
   );
   assert.deepEqual(ops.fdb, []);
-});
-
-test('subnet.env: the gateway address of the node subnet, the MTU and IPMASQ', () => {
-  assert.equal(
-    renderSubnetEnv(VXLAN, '10.244.3.0/24', 1450, true),
-    'FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.3.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n',
-  );
 });

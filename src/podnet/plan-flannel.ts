@@ -360,21 +360,3 @@ export function planOps(
       fdb.push({ op: 'fdbReplace', mac, dev, dst });
   return { createsDevice: fresh, ip, fdb };
 }
-
-/** flannel's subnet.env: what its CNI plugin reads (FLANNEL_SUBNET is the gateway, .1). */
-export function renderSubnetEnv(
-  conf: FlannelNetConf,
-  selfPodCIDR: string,
-  mtu: number,
-  ipMasq: boolean,
-): string {
-  const c = parseCIDR(selfPodCIDR);
-  const gw = c ? formatIP({ family: c.family, value: c.base + 1n }) : '';
-  return [
-    `FLANNEL_NETWORK=${conf.network}`,
-    `FLANNEL_SUBNET=${gw}/${String(c?.prefix ?? 0)}`,
-    `FLANNEL_MTU=${String(mtu)}`,
-    `FLANNEL_IPMASQ=${String(ipMasq)}`,
-    '',
-  ].join('\n');
-}

@@ -55,6 +55,8 @@ export type IpOp =
       readonly up?: boolean | undefined;
       /** Bridge-port hairpin mode (`type bridge_slave hairpin on|off`). */
       readonly hairpin?: boolean | undefined;
+      /** Promiscuous mode (`promisc on|off`). */
+      readonly promisc?: boolean | undefined;
     }
   | { readonly op: 'linkDel'; readonly dev: string }
   | {
@@ -150,6 +152,10 @@ export function addrAdd(cidr: string, dev: string, opts: AddrOpts = {}): IpOp {
   return { op: 'addrAdd', cidr, dev, ...opts };
 }
 
+export function addrDel(cidr: string, dev: string): IpOp {
+  return { op: 'addrDel', cidr, dev };
+}
+
 export function addrReplace(cidr: string, dev: string, opts: AddrOpts = {}): IpOp {
   return { op: 'addrReplace', cidr, dev, ...opts };
 }
@@ -206,6 +212,7 @@ function renderLinkSet(o: LinkSetOp): string[] {
   if (o.master === null) w.push('nomaster');
   else if (o.master !== undefined) w.push('master', o.master);
   if (o.up !== undefined) w.push(o.up ? 'up' : 'down');
+  if (o.promisc !== undefined) w.push('promisc', o.promisc ? 'on' : 'off');
   if (o.hairpin !== undefined) w.push('type', 'bridge_slave', 'hairpin', o.hairpin ? 'on' : 'off');
   return w;
 }
