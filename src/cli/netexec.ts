@@ -27,6 +27,18 @@ function parseExtraPort(v: string): { port: number; protocol: 'tcp' | 'udp' } {
   return { port: n, protocol: (m[2] ?? 'tcp').toLowerCase() as 'tcp' | 'udp' };
 }
 
+/** A line on stderr as Go's log package prints it (`2006/01/02 15:04:05 msg`), as agnhost's are. */
+function log(line: string): void {
+  const d = new Date();
+  const p = (n: number): string => String(n).padStart(2, '0');
+  const stamp = `${String(d.getFullYear())}/${p(d.getMonth() + 1)}/${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  try {
+    process.stderr.write(`${stamp} ${line}\n`);
+  } catch {
+    // a log nobody reads is no reason to stop serving
+  }
+}
+
 export function registerNetexecCommand(program: Command): void {
   program
     .command('netexec')
@@ -74,7 +86,10 @@ export function registerNetexecCommand(program: Command): void {
         uploadDir?: string;
         extraPort?: { port: number; protocol: 'tcp' | 'udp' }[];
       }) => {
+        // stderr is the Pod's log; a reader gone away is no reason to stop serving.
+        process.stderr.on('error', () => undefined);
         const common = {
+          log,
           hostname: o.hostname ?? process.env.POD_NAME ?? hostname(),
           enableShell: o.enableShell,
           ...(o.uploadDir !== undefined ? { uploadDir: o.uploadDir } : {}),
@@ -97,6 +112,10 @@ export function registerNetexecCommand(program: Command): void {
         process.stderr.write(
           `netexec: serving HTTP on ${tcp.join(',') || '-'}, UDP on ${udp.join(',') || '-'}\n`,
         );
+        for (const s of servers) {
+          if (s.httpPort !== undefined) log(`Started HTTP server on port ${String(s.httpPort)}`);
+          if (s.udpPort !== undefined) log(`Started UDP server on port ${String(s.udpPort)}`);
+        }
         const stop = async (code: number): Promise<void> => {
           await Promise.all(servers.map((s) => s.close()));
           process.exit(code);

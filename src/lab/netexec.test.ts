@@ -218,3 +218,12 @@ test('/exit without a timeout and /shutdown exit at once, without an answer', as
     }
   }
 });
+
+test('one log line per request, as agnhost logs them; the probe paths stay quiet', async () => {
+  const lines: string[] = [];
+  await own({ log: (l) => lines.push(l) }, async (url) => {
+    for (const p of ['/hostname', '/healthz', '/readyz', '/echo?msg=hi'])
+      await (await fetch(`${url}${p}`)).text();
+  });
+  assert.deepEqual(lines, ['GET /hostname', 'GET /echo?msg=hi']);
+});

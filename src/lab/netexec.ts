@@ -68,7 +68,15 @@ export interface NetexecOptions {
   readonly uploadDir?: string;
   /** Runs /shell commands (default RealExecer). */
   readonly execer?: Execer;
+  /**
+   * Told one line per request (`GET /hostname`), as agnhost logs them; the probe paths
+   * /healthz and /readyz are left out, or a Pod's log would be mostly its kubelet's probes.
+   */
+  readonly log?: (line: string) => void;
 }
+
+/** Requests not worth a log line: the kubelet's probes. */
+const QUIET_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
 
 /** What /exit or /shutdown asked for. */
 export interface ExitRequest {
@@ -361,6 +369,8 @@ export async function startNetexec(opts: NetexecOptions): Promise<Netexec> {
       writeRedirect(req, res, clean + search, 301);
       return;
     }
+    if (opts.log !== undefined && !QUIET_PATHS.has(path))
+      opts.log(`${req.method ?? 'GET'} ${path}${search}`);
     const query = new URLSearchParams(search);
     const route = routes.get(path) ?? routes.get('/');
     const form = (key: string): string => query.get(key) ?? '';

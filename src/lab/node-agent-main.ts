@@ -26,6 +26,8 @@ import type { IptablesVariant } from '../netfilter/iptables/backend.js';
 import { kubeletSocketPath } from '../apiserver/kubelet-proxy.js';
 import { NodeAgent, type PodStatusWriter } from './agent.js';
 import { kubeletServer, listenKubelet, type KubeletHandlers } from './kubelet-server.js';
+import { ContainerLogs } from './container-log-capture.js';
+import { containerLogsHandler } from './container-logs.js';
 import { ensureKubeletChains, kubeletIptables } from './kubelet-chains.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { LabPodRuntime, type PodNetwork, type PodNetworkRequest } from './pod-runtime.js';
@@ -227,8 +229,10 @@ async function registerNode(
 }
 
 /** What this node's kubelet API serves (logs, exec, attach, port-forward). */
-function kubeletHandlers(): KubeletHandlers {
-  return {};
+function kubeletHandlers(logs: ContainerLogs): KubeletHandlers {
+  return {
+    containerLogs: containerLogsHandler(logs),
+  };
 }
 
 /** Runs the agent until `stop` resolves; Pods keep running, like containers over a kubelet restart. */
@@ -302,7 +306,7 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     opts.log.info({ pods: swept }, 'Removed sandboxes of Pods deleted meanwhile');
   opts.log.info({ node: opts.node }, 'Watching Pods');
   // The kubelet API the API server proxies Pod logs, exec and port-forward to.
-  const kubelet = kubeletServer(kubeletHandlers(), (e) => {
+  const kubelet = kubeletServer(kubeletHandlers(runtime.logs), (e) => {
     opts.log.warn(
       { err: e instanceof Error ? e.message : String(e) },
       'Kubelet API request failed',
@@ -312,7 +316,11 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   await listenKubelet(kubelet, socket);
   opts.log.info({ socket }, 'Serving the kubelet API');
   await stop;
+  // An open `kubectl logs -f` must not hold the stop up.
+  kubelet.closeAllConnections();
   await new Promise((r) => kubelet.close(r));
+  // Pods keep running and writing; the next agent reads their output on (reattach).
+  runtime.logs.detachAll();
   await pods.stop();
   opts.log.info({ node: opts.node, errors: agent.errors }, 'Agent stopped');
 }

@@ -10,7 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeExecer } from '../os/exec.js';
 import { RealIp } from '../os/ip.js';
-import { LabPodRuntime, podNetnsName, podResolvConfFor } from './pod-runtime.js';
+import {
+  LabPodRuntime,
+  podNetnsName,
+  podResolvConfFor,
+  serverContainerName,
+} from './pod-runtime.js';
 
 const NODE = 'nameserver 192.0.2.53\nsearch corp.example\noptions edns0\n';
 
@@ -176,4 +181,29 @@ test('a hostNetwork Pod needs the node IP; an exec probe runs in the Pod namespa
     false,
   );
   execer.verify();
+});
+
+test("the Pod's one process logs as the container it stands for", () => {
+  const pod = (containers: NonNullable<Pod['spec']>['containers']): Pod => ({
+    metadata: { name: 'p' },
+    spec: { containers },
+  });
+  assert.equal(serverContainerName(pod([{ name: 'only' }])), 'only');
+  assert.equal(
+    serverContainerName(pod([{ name: 'side' }, { name: 'web', args: ['netexec'] }])),
+    'web',
+  );
+  assert.equal(
+    serverContainerName(
+      pod([
+        { name: 'web', args: ['netexec'] },
+        { name: 'dns', command: ['svcnet', 'dns'] },
+      ]),
+    ),
+    'dns',
+  );
+  assert.equal(
+    serverContainerName(pod([{ name: 'a' }, { name: 'sh', command: ['sh', '-c', 'sleep 1'] }])),
+    'sh',
+  );
 });

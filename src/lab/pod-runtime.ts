@@ -5,13 +5,13 @@
 // svcnet subcommand, or a shell command) is started inside the namespace with POD_NAME,
 // HOSTNAME and the container's env set, and started again in the same sandbox when the agent
 // restarts the container (restartContainer; killContainer stops it for a failed liveness
-// probe). A hostNetwork Pod gets no namespace and no CNI: its server runs in the
+// probe). Its output goes to the container's log (container-log-capture.ts), removed with
+// the Pod. A hostNetwork Pod gets no namespace and no CNI: its server runs in the
 // node's namespace and its IP is the node's. Init containers and exec probes run their
 // commands in the Pod's namespace (pod-exec.ts). Runs inside the node's network namespace, so
 // readiness probes reach Pod IPs directly.
 
 import {
-  appendFileSync,
   existsSync,
   mkdirSync,
   readdirSync,
@@ -39,6 +39,7 @@ import type { Container, Pod, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 import type { PodRuntime, StartedPod } from './agent.js';
+import { ContainerLogs } from './container-log-capture.js';
 import {
   containerEnv,
   execProbe,
@@ -77,8 +78,10 @@ export interface PodRuntimeOptions {
   readonly network: PodNetwork;
   /** argv that runs the svcnet CLI (node + flags + script). */
   readonly self: readonly string[];
-  /** Where each Pod's server log goes. */
+  /** The node's container log root (container-log-files.ts: one directory per Pod). */
   readonly logDir: string;
+  /** Keeps the containers' output; default one over logDir. Shared with the kubelet API. */
+  readonly logs?: ContainerLogs;
   readonly clusterDNS: string;
   readonly clusterDomain: string;
   /** The node's resolv.conf (default /etc/resolv.conf), as the kubelet's --resolv-conf. */
@@ -186,6 +189,20 @@ export function probePort(pod: Pod, port: number | string): number | undefined {
   return Number.isInteger(n) ? n : undefined;
 }
 
+/**
+ * The container the Pod's one process stands for, whose log gets its output: the svcnet or
+ * shell-command container the process runs, else the netexec one, else the first.
+ */
+export function serverContainerName(pod: Pod): string {
+  const cs = pod.spec?.containers ?? [];
+  const c =
+    cs.find((x) => x.command?.[0] === 'svcnet') ??
+    cs.find((x) => isShellCommand(x.command)) ??
+    cs.find((x) => [...(x.command ?? []), ...(x.args ?? [])].includes('netexec')) ??
+    cs[0];
+  return c?.name ?? '';
+}
+
 /** What an agent leaves behind about a running Pod, for the next one. */
 export interface SandboxRecord {
   readonly key: string;
@@ -227,9 +244,12 @@ interface Running {
 export class LabPodRuntime implements PodRuntime {
   private readonly running = new Map<string, Running>();
   private readonly opts: PodRuntimeOptions;
+  /** The containers' output, per Pod and container (what `kubectl logs` reads). */
+  readonly logs: ContainerLogs;
 
   constructor(opts: PodRuntimeOptions) {
     this.opts = opts;
+    this.logs = opts.logs ?? new ContainerLogs(opts.logDir);
   }
 
   private request(pod: Pod, netns: string): PodNetworkRequest {
@@ -287,7 +307,8 @@ export class LabPodRuntime implements PodRuntime {
       await beforeServer?.(ip);
       return await this.launch(pod, netns, ip);
     } catch (e) {
-      await this.stop(key, 0, netns, pod);
+      // The sandbox goes; the logs stay, to tell why (the Pod's deletion removes them).
+      await this.teardown(key, 0, netns, pod);
       throw e;
     }
   }
@@ -324,15 +345,22 @@ export class LabPodRuntime implements PodRuntime {
       plan.command === undefined
         ? undefined
         : pod.spec?.containers.find((c) => isShellCommand(c.command));
-    const proc = startProcess(cmd, args, join(this.opts.logDir, `${netns}.log`), {
-      ...(container === undefined ? {} : containerEnv(pod, container, this.opts.nodeName ?? '')),
-      POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',
-      POD_NAMESPACE: pod.metadata?.namespace ?? 'default',
-    });
+    const capture = this.logs.capture(pod, serverContainerName(pod));
+    let proc: ManagedProcess;
+    try {
+      proc = startProcess(cmd, args, capture.output, {
+        ...(container === undefined ? {} : containerEnv(pod, container, this.opts.nodeName ?? '')),
+        POD_NAME: pod.spec?.hostname ?? pod.metadata?.name ?? '',
+        POD_NAMESPACE: pod.metadata?.namespace ?? 'default',
+      });
+    } finally {
+      capture.spawned();
+    }
     this.running.set(key, { pod, netns, ip, proc });
     const ended = { yes: false };
     void proc.exited.then(() => {
       ended.yes = true;
+      this.logs.exited(capture.path);
     });
     const port = plan.command === undefined ? plan.tcpPorts[0] : undefined;
     const deadline = clock.now() + (this.opts.startTimeoutMs ?? 20_000);
@@ -395,6 +423,11 @@ export class LabPodRuntime implements PodRuntime {
       return undefined;
     }
     const proc = adoptProcess(rec.pid);
+    const log = this.logs.reattach(pod, serverContainerName(pod));
+    if (log !== undefined)
+      void proc.exited.then(() => {
+        this.logs.exited(log);
+      });
     this.running.set(key, { pod, netns, ip: rec.ip, proc });
     return { ip: rec.ip, startedAt: rec.startedAt, pid: rec.pid, exited: proc.exited };
   }
@@ -428,7 +461,22 @@ export class LabPodRuntime implements PodRuntime {
     return swept;
   }
 
+  /** Stops the Pod's process, removes its sandbox and then its logs. */
   async stop(key: string, graceSeconds: number, netnsHint?: string, podHint?: Pod): Promise<void> {
+    const pod = this.running.get(key)?.pod ?? podHint;
+    try {
+      await this.teardown(key, graceSeconds, netnsHint, podHint);
+    } finally {
+      if (pod !== undefined) this.logs.remove(pod);
+    }
+  }
+
+  private async teardown(
+    key: string,
+    graceSeconds: number,
+    netnsHint?: string,
+    podHint?: Pod,
+  ): Promise<void> {
     const r = this.running.get(key);
     const netns = r?.netns ?? netnsHint;
     const pod = r?.pod ?? podHint;
@@ -503,7 +551,7 @@ export class LabPodRuntime implements PodRuntime {
     return podCommandExecer(this.opts.execer ?? new RealExecer(), pod, podNetnsName(pod));
   }
 
-  /** Runs one init container to completion in the Pod's sandbox; its output goes to the Pod's log. */
+  /** Runs one init container to completion in the Pod's sandbox; its output is its log's next run. */
   async runInit(pod: Pod, container: Container): Promise<ContainerRun> {
     const run = await runInitContainer(
       this.commands(pod),
@@ -511,12 +559,8 @@ export class LabPodRuntime implements PodRuntime {
       container,
       this.opts.nodeName ?? '',
     );
-    const log = join(this.opts.logDir, `${podNetnsName(pod)}.log`);
     try {
-      appendFileSync(
-        log,
-        `init container ${container.name}: exit ${String(run.exitCode ?? 'none')}\n${run.output}`,
-      );
+      this.logs.writeInit(pod, container.name, run.output);
     } catch {
       // the log is for people; a Pod runs without it
     }

@@ -56,20 +56,29 @@ export interface ManagedProcess {
   signal(sig: NodeJS.Signals): void;
 }
 
+/** Where a started process's output goes: descriptors this process holds (it may close them after). */
+export interface ProcessOutput {
+  readonly stdout: number;
+  readonly stderr: number;
+  /** More descriptors the child inherits (as fd 3, 4, …), e.g. to keep a pipe's read end open. */
+  readonly keep?: readonly number[];
+}
+
 /**
- * Starts a long-running child whose stdout and stderr are appended to logFile. The caller
- * owns it: only `signal` on this handle ends it (never by name).
+ * Starts a long-running child whose stdout and stderr are appended to logFile (or go to the
+ * given descriptors). The caller owns it: only `signal` on this handle ends it (never by name).
  */
 export function startProcess(
   cmd: string,
   args: readonly string[],
-  logFile: string,
+  output: string | ProcessOutput,
   env?: Readonly<Record<string, string>>,
 ): ManagedProcess {
-  const fd = openSync(logFile, 'a');
+  const fd = typeof output === 'string' ? openSync(output, 'a') : undefined;
   try {
+    const out = typeof output === 'string' ? { stdout: fd, stderr: fd, keep: [] } : output;
     const child = spawn(cmd, [...args], {
-      stdio: ['ignore', fd, fd],
+      stdio: ['ignore', out.stdout, out.stderr, ...(out.keep ?? [])],
       env: env ? { ...process.env, ...env } : process.env,
     });
     const pid = child.pid;
@@ -87,7 +96,7 @@ export function startProcess(
       },
     };
   } finally {
-    closeSync(fd);
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
