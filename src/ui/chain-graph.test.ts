@@ -70,9 +70,13 @@ test('the search scopes the graph; chains carry their Services and endpoints', (
   assert.ok(!chains.includes('KUBE-SVC-DNS'), chains.join(' '));
   assert.ok(!chains.includes('PREROUTING'), chains.join(' '));
   const svc = g.nodes.find((n) => n.chain === 'KUBE-SVC-WEB');
-  assert.deepEqual(svc?.services, [SVC]);
-  assert.equal(svc?.endpoints.length, 3);
-  assert.deepEqual(g.nodes.find((n) => n.chain === 'KUBE-SEP-1')?.services, [SVC]);
+  const sep = g.nodes.find((n) => n.chain === 'KUBE-SEP-1');
+  assert.ok(svc && sep);
+  assert.deepEqual(svc.services, [SVC]);
+  assert.equal(svc.endpoints.length, 3);
+  assert.deepEqual(sep.services, [SVC]);
+  // Its endpoint from the KUBE-SVC rule that jumps to it.
+  assert.deepEqual(sep.endpoints, [`${EPS[1] ?? ''}:8080`]);
   // A chain name is a search too.
   const dns = buildChainGraph(nat(), 'kube-svc-dns');
   assert.deepEqual(

@@ -14,7 +14,11 @@ export interface ChainNode {
   readonly policy: string;
   /** Service ports (`ns/name:port`) the chain's rules name. */
   readonly services: readonly string[];
-  /** Endpoints (`ip:port`) the chain's rules name. */
+  /**
+   * Endpoints (`ip:port`) the chain's rules name, else those the rules jumping to it name
+   * (kube-proxy comments a KUBE-SEP chain with its Service only; the KUBE-SVC rule names the
+   * endpoint).
+   */
   readonly endpoints: readonly string[];
 }
 
@@ -99,6 +103,7 @@ export function buildChainGraph(table: RulesTable, query: string, maxEdges = 60)
   const q = query.trim().toLowerCase();
   const names = new Set(table.chains.map((c) => c.name));
   const edges: ChainEdge[] = [];
+  const inbound = new Map<string, string[]>();
   let omitted = 0;
   for (const c of table.chains) {
     let remaining = 1;
@@ -112,6 +117,7 @@ export function buildChainGraph(table: RulesTable, query: string, maxEdges = 60)
         raw.some((e) => e.to.toLowerCase().includes(q));
       const numgen = NFT_NUMGEN.test(r.text);
       for (const [i, e] of raw.entries()) {
+        if (r.endpoint !== undefined) inbound.set(e.to, [...(inbound.get(e.to) ?? []), r.endpoint]);
         let share: number | undefined;
         if (numgen) share = e.probability;
         else if (e.probability !== undefined || branching) {
@@ -145,7 +151,11 @@ export function buildChainGraph(table: RulesTable, query: string, maxEdges = 60)
       chain: c.name,
       policy: c.policy,
       services: uniq(c.rules.map((r) => r.servicePort)),
-      endpoints: uniq(c.rules.map((r) => r.endpoint)),
+      endpoints: uniq(
+        c.rules.some((r) => r.endpoint !== undefined)
+          ? c.rules.map((r) => r.endpoint)
+          : (inbound.get(c.name) ?? []),
+      ),
     }));
   return { nodes, edges, omitted };
 }
