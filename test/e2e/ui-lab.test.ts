@@ -2,10 +2,12 @@
 // applied to a 3-node lab, `svcnet lab ui --name LAB` runs as a child process and reads each
 // node's live ruleset through the lab, and Debian's chromium (playwright-core) checks what a
 // user would: the map shows nginx-svc with its 3 endpoints; the rules view shows the client's
-// node's kernel rules annotated with nginx-svc's endpoints; a trace from the client Pod to
-// nginx-svc:3000 walks those live rules to 3 outcomes of 1/3 each; `kubectl scale deploy nginx
-// --replicas 2` updates the open map without a reload (and the scale is put back). Screenshots
-// go to test-results/ui/lab-*.png. The plain-API-server twin is test/integration/ui-browser.
+// node's kernel rules annotated with nginx-svc's endpoints, and their chain graph the Service
+// chain's 3 branches of 1/3; a trace from the client Pod to nginx-svc:3000 walks those live
+// rules to 3 outcomes of 1/3 each, with the hop to each endpoint's node; `kubectl scale
+// deploy nginx --replicas 2` updates the open map without a reload (and the scale is put
+// back). Screenshots go to test-results/ui/lab-*.png. The plain-API-server twin is
+// test/integration/ui-browser.test.ts.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -108,7 +110,13 @@ describe('svcnet lab ui in chromium against a live lab', { skip }, () => {
         eps.some((t) => t.includes(`${ip}:80`)),
         `${ip}: ${eps.join(', ')}`,
       );
+    // The chain graph of those live rules: the Service chain's 3 branches of 1/3 (KUBE-SEP-…
+    // chains in iptables mode, endpoint-… chains in nftables mode).
+    await page.waitForSelector('[data-testid="chain-graph"] svg');
+    const branch = page.locator('g.cedge[data-to^="KUBE-SEP-"], g.cedge[data-to^="endpoint-"]');
+    assert.deepEqual(await branch.locator('text.elabel').allTextContents(), ['1/3', '1/3', '1/3']);
     await shot(page, 'lab-rules');
+    assert.deepEqual(await axeViolations(page), []);
   });
 
   test('a trace from the client Pod to nginx-svc:3000 walks the live rules to 3 outcomes of 1/3', async () => {
@@ -123,6 +131,13 @@ describe('svcnet lab ui in chromium against a live lab', { skip }, () => {
     const text = (await page.getByTestId('trace-result').textContent()) ?? '';
     assert.match(text, new RegExp(`through the lab rules of node ${clientNode}`));
     for (const ip of nginxIPs) assert.ok(text.includes(`${ip}:80`), `${ip}: ${text}`);
+    // Each outcome says where its endpoint Pod is: on the client's node, or a hop away.
+    const hops = await page.getByTestId('hop').allTextContents();
+    assert.equal(hops.length, 3);
+    const other = new RegExp(
+      `^Node-to-node hop: ${clientNode} routes the packet to node \\S+ \\(\\d+\\.\\d+\\.\\d+\\.\\d+\\)(, whose podCIDR \\S+ holds|, to) the Pod IP`,
+    );
+    for (const h of hops) assert.ok(h.startsWith('No node-to-node hop') || other.test(h), h);
     await shot(page, 'lab-trace');
     assert.deepEqual(await axeViolations(page), []);
   });
