@@ -229,6 +229,7 @@ describe('svcnet ui in chromium', { skip }, () => {
         eps.some((t) => t.includes(`${p.ip}:80`)),
         `${p.ip}: ${eps.join(', ')}`,
       );
+    await page.waitForSelector('[data-testid="chain-graph"] svg');
     await shot(page, 'rules');
     assert.deepEqual(await axeViolations(page), []);
     await page.getByRole('button', { name: 'Raw dump' }).click();

@@ -8,8 +8,8 @@ import type { ChainEdge, ChainGraph, ChainNode } from '../chain-graph.js';
 import { engine } from './graph.js';
 import { fraction } from './url.js';
 
-/** Widths of a character of the box's bold name (12px) and monospace subtitle (11px). */
-const NAME_W = 8.4;
+/** A character's width in a box's bold name (12px, mostly capitals) and subtitle (11px). */
+const NAME_W = 9.2;
 const SUB_W = 6.9;
 const LABEL_H = 14;
 
