@@ -1,7 +1,8 @@
 // The chain graph over kube-proxy-shaped dumps: a Service with 3 endpoints gives KUBE-SERVICES
 // → KUBE-SVC → 3 KUBE-SEP edges with shares of 1/3 each (from probabilities 1/3, 1/2, rest),
 // chains carry the Service and endpoints their comments name, a search scopes the graph, the
-// cap counts what it leaves out, and nft's numgen vmap gives each endpoint chain 1/N.
+// cap counts what it leaves out, and nft's numgen vmap (or inline dnat map) gives each
+// endpoint chain (or address) 1/N.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -126,4 +127,26 @@ test('nft: a numgen vmap gives each endpoint chain 1/N', () => {
     assert.equal(e.kind, 'goto');
     assert.ok(Math.abs((e.share ?? 0) - 1 / 3) < 1e-9);
   }
+});
+
+test('nft: an inline numgen dnat map gives each address a DNAT node of 1/N', () => {
+  const nft = [
+    'table ip kube-proxy {',
+    '\tchain service-WEB-default/web/tcp/http {',
+    `\t\tmeta l4proto tcp dnat ip to numgen random mod 3 map { ${EPS.map((ip, i) => `${String(i)} : ${ip} . 8080`).join(', ')} }`,
+    '\t}',
+    '}',
+    '',
+  ].join('\n');
+  const t = buildRulesView('node-a', 'file', 'test', nft).tables[0];
+  assert.ok(t);
+  const g = buildChainGraph(t, 'default/web');
+  assert.deepEqual(
+    g.edges.map((e) => [e.to, e.kind, Math.round((e.share ?? 0) * 1000)]),
+    EPS.map((ip) => [`DNAT ${ip}:8080`, 'dnat', 333]),
+  );
+  assert.deepEqual(
+    g.nodes.filter((n) => n.kind === 'dnat').map((n) => n.endpoints),
+    EPS.map((ip) => [`${ip}:8080`]),
+  );
 });

@@ -9,7 +9,10 @@
 import type { RuleInfo, RulesTable } from './api-types.js';
 
 export interface ChainNode {
+  /** A chain's name, or `DNAT ip:port` for a dnat target (see ChainEdge.kind). */
   readonly chain: string;
+  /** `dnat`: not a chain but an address an nft rule's numgen map DNATs to. */
+  readonly kind: 'chain' | 'dnat';
   /** Built-in chain policy or nft hook line; '' for a user chain. */
   readonly policy: string;
   /** Service ports (`ns/name:port`) the chain's rules name. */
@@ -28,7 +31,12 @@ export interface ChainEdge {
   readonly to: string;
   /** 1-based index of the rule in `from`. */
   readonly rule: number;
-  readonly kind: 'jump' | 'goto';
+  /**
+   * `dnat`: kube-proxy's nft mode picks a Service's endpoint inline, `dnat to numgen random
+   * mod N map { 0 : IP . PORT, … }`, with no endpoint chain; each map element is an edge to a
+   * `DNAT IP:PORT` node.
+   */
+  readonly kind: 'jump' | 'goto' | 'dnat';
   /** The rule's own statistic probability (`--probability`, or 1/N of `numgen random mod N`). */
   readonly probability?: number;
   /** The share of the packets entering `from`'s random branch that take this edge. */
@@ -52,9 +60,12 @@ const IPT_PROBABILITY = /--probability (\S+)/;
 const NFT_TARGETS = new RegExp(String.raw`\b(jump|goto) (${NFT_CHAIN_NAME})`, 'g');
 const NFT_NUMGEN = /\bnumgen random mod (\d+)/;
 
+const NFT_DNAT_MAP =
+  /\bdnat (?:ip6? )?(?:addr \. port )?to numgen random mod (\d+) map \{([^}]*)\}/;
+
 interface RawEdge {
   readonly to: string;
-  readonly kind: 'jump' | 'goto';
+  readonly kind: 'jump' | 'goto' | 'dnat';
   readonly probability?: number;
 }
 
@@ -67,6 +78,22 @@ function ruleEdges(r: RuleInfo, chains: ReadonlySet<string>): RawEdge[] {
     const p = Number(IPT_PROBABILITY.exec(r.text)?.[1]);
     const kind = ipt[1] === '-g' || ipt[1] === '--goto' ? 'goto' : 'jump';
     return [{ to, kind, ...(Number.isFinite(p) ? { probability: p } : {}) }];
+  }
+  const dnat = NFT_DNAT_MAP.exec(r.text);
+  if (dnat) {
+    const n = Number(dnat[1]);
+    return (dnat[2] ?? '')
+      .split(',')
+      .map((el) => /:\s*(\S+)\s*\.\s*(\d+)\s*$/.exec(el))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => {
+        const ip = m[1] ?? '';
+        return {
+          to: `DNAT ${ip.includes(':') ? `[${ip}]` : ip}:${m[2] ?? ''}`,
+          kind: 'dnat' as const,
+          probability: 1 / n,
+        };
+      });
   }
   const mod = Number(NFT_NUMGEN.exec(r.text)?.[1]);
   const out: RawEdge[] = [];
@@ -96,8 +123,8 @@ const uniq = (xs: readonly (string | undefined)[]): string[] =>
  *
  * Shares: in a chain with statistic rules (kube-proxy's KUBE-SVC-…), the rules from the first
  * statistic one on are a random branch: each takes `p` of what the earlier ones left, and a
- * jump without a probability takes the rest. An nft `numgen random mod N` vmap gives each of
- * its N targets 1/N.
+ * jump without a probability takes the rest. An nft `numgen random mod N` vmap or dnat map
+ * gives each of its N targets 1/N.
  */
 export function buildChainGraph(table: RulesTable, query: string, maxEdges = 60): ChainGraph {
   const q = query.trim().toLowerCase();
@@ -145,10 +172,14 @@ export function buildChainGraph(table: RulesTable, query: string, maxEdges = 60)
     }
   }
   const used = new Set(edges.flatMap((e) => [e.from, e.to]));
+  const targets: ChainNode[] = [
+    ...new Set(edges.filter((e) => e.kind === 'dnat').map((e) => e.to)),
+  ].map((to) => ({ chain: to, kind: 'dnat', policy: '', services: [], endpoints: [to.slice(5)] }));
   const nodes: ChainNode[] = table.chains
     .filter((c) => used.has(c.name))
     .map((c) => ({
       chain: c.name,
+      kind: 'chain' as const,
       policy: c.policy,
       services: uniq(c.rules.map((r) => r.servicePort)),
       endpoints: uniq(
@@ -157,5 +188,5 @@ export function buildChainGraph(table: RulesTable, query: string, maxEdges = 60)
           : (inbound.get(c.name) ?? []),
       ),
     }));
-  return { nodes, edges, omitted };
+  return { nodes: [...nodes, ...targets], edges, omitted };
 }

@@ -1,7 +1,8 @@
 // One table's chain graph in the rules view: chains as boxes (with the Service or endpoint
 // behind them), jumps as arrows labelled with the branch's share of packets (the statistic
 // probability in the tooltip), laid out by chain-layout.ts. Every chain is a button (Tab, then
-// Enter or Space) that opens that chain's rules in the list below.
+// Enter or Space) that opens that chain's rules in the list below; nft's inline DNAT targets
+// are plain boxes.
 
 import { useEffect, useState } from 'preact/hooks';
 import type { ChainGraph } from '../chain-graph.js';
@@ -82,21 +83,28 @@ export function ChainGraphView(props: ChainGraphViewProps) {
           const open = (): void => {
             props.onOpen(b.chain);
           };
+          // A DNAT target is no chain: nothing to open.
+          const button =
+            b.kind === 'chain'
+              ? {
+                  role: 'button' as const,
+                  tabIndex: 0,
+                  onClick: open,
+                  onKeyDown: (ev: KeyboardEvent) => {
+                    if (ev.key === 'Enter' || ev.key === ' ') {
+                      ev.preventDefault();
+                      open();
+                    }
+                  },
+                }
+              : {};
           return (
             <g
               key={b.chain}
-              class="box chainbox"
+              class={`box ${b.kind === 'chain' ? 'chainbox' : 'dnatbox'}`}
               data-chain={b.chain}
               transform={`translate(${b.x},${b.y})`}
-              role="button"
-              tabIndex={0}
-              onClick={open}
-              onKeyDown={(ev: KeyboardEvent) => {
-                if (ev.key === 'Enter' || ev.key === ' ') {
-                  ev.preventDefault();
-                  open();
-                }
-              }}
+              {...button}
             >
               <title>{b.title}</title>
               <rect width={b.w} height={b.h} rx={5} />

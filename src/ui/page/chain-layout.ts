@@ -15,6 +15,7 @@ const LABEL_H = 14;
 
 export interface ChainBox {
   readonly chain: string;
+  readonly kind: ChainNode['kind'];
   readonly sub: string;
   /** Every Service and endpoint the chain is for (the box's tooltip). */
   readonly title: string;
@@ -42,6 +43,7 @@ export interface ChainLayout {
 
 /** What a chain box says under its name: the Service or endpoint its rules are for. */
 export function chainSubtitle(n: ChainNode): string {
+  if (n.kind === 'dnat') return 'picked by an nft numgen map';
   const eps = n.endpoints.length;
   if (eps === 1) return `endpoint ${n.endpoints[0] ?? ''}`;
   if (n.services.length === 1) {
@@ -113,8 +115,10 @@ export async function layoutChains(g: ChainGraph): Promise<ChainLayout> {
     edges,
   };
   const out = await engine().layout(root);
+  const kinds = new Map(g.nodes.map((n) => [n.chain, n.kind]));
   const boxes: ChainBox[] = (out.children ?? []).map((c) => ({
     chain: c.id,
+    kind: kinds.get(c.id) ?? 'chain',
     sub: subs.get(c.id) ?? '',
     title: titles.get(c.id) ?? c.id,
     x: c.x ?? 0,
