@@ -238,7 +238,11 @@ describe('svcnet ui in chromium', { skip }, () => {
   });
 
   test('the rules view draws the chain graph: KUBE-SVC → 3 KUBE-SEP edges of 1/3 for nginx-svc', async () => {
-    await open(`view=rules&node=${WORKER}&rq=nginx-svc`);
+    // The map's Service details link to the rules view searched for the Service.
+    await open('view=map&service=default/nginx-svc');
+    const href = (await page.getByTestId('service-rules').getAttribute('href')) ?? '';
+    assert.equal(href, '?view=rules&rq=default%2Fnginx-svc');
+    await open(`${href.slice(1)}&node=${WORKER}`);
     await page.waitForSelector('[data-testid="chain-graph"] svg');
     const branch = page.locator('g.cedge[data-from^="KUBE-SVC-"][data-to^="KUBE-SEP-"]');
     assert.equal(await branch.count(), 3);

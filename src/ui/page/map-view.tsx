@@ -123,6 +123,14 @@ function ServiceDetails({ svc }: { svc: ServiceInfo }) {
             .join('; ')}
         </dd>
       </dl>
+      <p>
+        <a
+          href={`?${new URLSearchParams({ view: 'rules', rq: keyOf(svc) }).toString()}`}
+          data-testid="service-rules"
+        >
+          Its rules and chain graph
+        </a>
+      </p>
       <h3>
         Endpoints (<span data-testid="endpoint-count">{svc.endpoints.length}</span>)
       </h3>
