@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { E2eLab, e2eSkipReason } from './lib/lab.js';
+import { E2E_PROXY_MODE, E2eLab, e2eSkipReason } from './lib/lab.js';
 import { kubectlOk } from './lib/kubectl.js';
 import { hasTool, missingToolsReason, skipOrFail } from '../integration/lib/prereq.js';
 import {
@@ -101,20 +101,30 @@ describe('svcnet lab ui in chromium against a live lab', { skip }, () => {
 
   test("the rules view shows the client's node's live rules for nginx-svc's endpoints", async () => {
     await open(`view=rules&node=${clientNode}&rq=nginx-svc`);
-    await page.waitForSelector('.tag.ep');
+    // The chain graph of those live rules: the Service chain's 3 branches of 1/3, to KUBE-SEP-…
+    // chains in iptables mode, to the addresses of nft's inline `dnat to numgen … map` (or
+    // endpoint-… chains, with session affinity) in nftables mode.
+    await page.waitForSelector('[data-testid="chain-graph"] svg');
     const hint = (await page.locator('.rules-view p.hint').first().textContent()) ?? '';
     assert.match(hint, new RegExp(`rules of ${clientNode}`));
-    const eps = await page.locator('.tag.ep').allTextContents();
+    const branch = page.locator(
+      'g.cedge[data-to^="KUBE-SEP-"], g.cedge[data-to^="endpoint-"], g.cedge[data-to^="DNAT "]',
+    );
+    assert.deepEqual(await branch.locator('text.elabel').allTextContents(), ['1/3', '1/3', '1/3']);
+    // Each endpoint named: by the kube-proxy comments (iptables) or as the DNAT target (nft).
+    const named =
+      E2E_PROXY_MODE === 'nftables'
+        ? await Promise.all(
+            (await page.locator('g.dnatbox').all()).map(
+              async (g) => (await g.getAttribute('data-chain')) ?? '',
+            ),
+          )
+        : await page.locator('.tag.ep').allTextContents();
     for (const ip of nginxIPs)
       assert.ok(
-        eps.some((t) => t.includes(`${ip}:80`)),
-        `${ip}: ${eps.join(', ')}`,
+        named.some((t) => t.includes(`${ip}:80`)),
+        `${ip}: ${named.join(', ')}`,
       );
-    // The chain graph of those live rules: the Service chain's 3 branches of 1/3 (KUBE-SEP-…
-    // chains in iptables mode, endpoint-… chains in nftables mode).
-    await page.waitForSelector('[data-testid="chain-graph"] svg');
-    const branch = page.locator('g.cedge[data-to^="KUBE-SEP-"], g.cedge[data-to^="endpoint-"]');
-    assert.deepEqual(await branch.locator('text.elabel').allTextContents(), ['1/3', '1/3', '1/3']);
     await shot(page, 'lab-rules');
     assert.deepEqual(await axeViolations(page), []);
   });
