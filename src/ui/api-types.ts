@@ -161,7 +161,25 @@ export interface TraceOutcomeInfo {
   readonly endpointObject?: string;
   /** The node the DNATed packet leaves for (when the endpoint is a Pod on another node). */
   readonly nextNode?: string;
+  /** Where the endpoint Pod is, from the cluster objects (the tracer walks one node's rules). */
+  readonly hop?: TraceHopInfo;
   readonly path: readonly TraceStepInfo[];
+}
+
+/**
+ * The endpoint Pod's place as the cluster objects tell it: the node whose rules were walked,
+ * the Pod's node (the same one: no hop), that node's first InternalIP (the next hop of a
+ * host-gw or VXLAN route to its podCIDR) and the podCIDR holding the Pod IP. Not read from
+ * any node's routing table.
+ */
+export interface TraceHopInfo {
+  readonly fromNode: string;
+  readonly toNode: string;
+  readonly podIP: string;
+  /** `toNode`'s first address, '' when it has none. */
+  readonly toNodeIP: string;
+  /** The podCIDR of `toNode` that holds `podIP`, when one does. */
+  readonly podCIDR?: string;
 }
 
 export interface TraceResponse {

@@ -10,6 +10,7 @@ import { renderRule } from '../netfilter/iptables/render.js';
 import { objectsFromComment } from '../trace/explain.js';
 import { detectRulesFormat } from '../trace/nft/input.js';
 import type { RuleInfo, RulesChain, RulesTable, RulesView } from './api-types.js';
+import { NFT_CHAIN_NAME } from './chain-graph.js';
 
 function annotate(index: number, text: string, comment: string | undefined, target?: string) {
   const o = objectsFromComment(comment);
@@ -55,7 +56,7 @@ function iptablesTables(text: string): RulesTable[] {
 }
 
 const NFT_COMMENT = /\bcomment "((?:[^"\\]|\\.)*)"/;
-const NFT_TARGET = /\b(?:jump|goto) ([\w.-]+)/;
+const NFT_TARGET = new RegExp(String.raw`\b(?:jump|goto) (${NFT_CHAIN_NAME})`);
 const NFT_BASE = /^type \w+ hook \w+/;
 
 /** `table FAMILY NAME {` … `chain NAME {` … rules … `}`: chains and rule lines, in order. */
@@ -72,13 +73,13 @@ function nftTables(text: string): RulesTable[] {
       if (line === '}') skipDepth--;
       continue;
     }
-    const t = /^table (\w+) ([\w.-]+) \{$/.exec(line);
+    const t = /^table (\w+) ([\w.-]+) \{(?:\s*#.*)?$/.exec(line);
     if (t) {
       table = { name: `${t[1] ?? ''} ${t[2] ?? ''}`, chains: [] };
       tables.push(table);
       continue;
     }
-    const c = /^chain ([\w.-]+) \{$/.exec(line);
+    const c = new RegExp(String.raw`^chain (${NFT_CHAIN_NAME}) \{(?:\s*#.*)?$`).exec(line);
     if (c && table) {
       chain = { name: c[1] ?? '', policy: '', rules: [] };
       table.chains.push(chain);

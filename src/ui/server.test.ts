@@ -1,8 +1,9 @@
 // svcnet ui's API end to end in memory: FakeInformers behind InformerCluster, the hono app
 // answering Request objects. The snapshot joins Services with their slices and lists their
 // DNS names; rules are annotated from kube-proxy's comments; a trace of a Pod to a Service
-// with 3 endpoints gives 3 outcomes of 1/3; bad trace queries get 400 naming the field; a
-// token locks every route; a change reaches SSE subscribers.
+// with 3 endpoints gives 3 outcomes of 1/3, each with the hop to its endpoint's node; bad
+// trace queries get 400 naming the field; a token locks every route; a change reaches SSE
+// subscribers.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -147,6 +148,15 @@ test('trace: a Pod to a Service port with 3 endpoints gives 3 outcomes of 1/3', 
     WEB.map((ip, i) => [0.333, `${ip}:8080`, `Pod default/web-${i}`]),
   );
   assert.equal(t.outcomes.find((o) => o.dnat === '10.244.2.13:8080')?.nextNode, 'node-b');
+  // The hop, from the objects: node-b's InternalIP and the podCIDR holding the Pod IP.
+  assert.deepEqual(t.outcomes.find((o) => o.dnat === '10.244.2.13:8080')?.hop, {
+    fromNode: 'node-a',
+    toNode: 'node-b',
+    podIP: '10.244.2.13',
+    toNodeIP: '172.18.0.4',
+    podCIDR: '10.244.2.0/24',
+  });
+  assert.equal(t.outcomes.find((o) => o.dnat === '10.244.1.11:8080')?.hop?.toNode, 'node-a');
   // The port by name, and the NodePort-less Service refused for nodeport/.
   const byName = await app.request('/api/trace?src=node/node-b&dst=service/default/web/http');
   assert.equal((await json<TraceResponse>(byName)).outcomes.length, 3);

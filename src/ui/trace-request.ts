@@ -8,7 +8,7 @@
 
 import { ValidationError, type FieldError } from '../errors.js';
 import { parseDocument } from '../netfilter/iptables/parse.js';
-import { formatIP } from '../util/ip.js';
+import { cidrContains, formatIP, parseCIDR, parseIP } from '../util/ip.js';
 import { describeOutcome } from '../trace/format.js';
 import { selectFamily } from '../trace/hooks.js';
 import { loadNftRules, detectRulesFormat } from '../trace/nft/input.js';
@@ -26,6 +26,7 @@ import type {
   ClusterSnapshot,
   NodeInfo,
   RulesOrigin,
+  TraceHopInfo,
   TraceQuery,
   TraceResponse,
 } from './api-types.js';
@@ -186,6 +187,31 @@ export function hashText(text: string): string {
   return (h >>> 0).toString(16).padStart(8, '0');
 }
 
+/** The hop from `from` to the node of the Pod at `podIP` (see TraceHopInfo). */
+export function hopTo(
+  snap: ClusterSnapshot,
+  from: string,
+  podIP: string,
+  podNode: string,
+): TraceHopInfo {
+  const to = snap.nodes.find((n) => n.name === podNode);
+  const ip = parseIP(podIP);
+  const podCIDR =
+    ip === undefined
+      ? undefined
+      : to?.podCIDRs.find((c) => {
+          const parsed = parseCIDR(c);
+          return parsed !== undefined && cidrContains(parsed, ip);
+        });
+  return {
+    fromNode: from,
+    toNode: podNode,
+    podIP,
+    toNodeIP: to?.addresses[0] ?? '',
+    ...(podCIDR !== undefined ? { podCIDR } : {}),
+  };
+}
+
 /** Walks the resolved packet through `rules` (iptables or nft text, detected). */
 export function traceResolved(
   snap: ClusterSnapshot,
@@ -200,9 +226,9 @@ export function traceResolved(
       : tracePacket(selectFamily(parseDocument(rules.text), r.packet.src.family), r.packet, ctx, {
           assumeKubeProxyHooks: true,
         });
-  const podByIP = new Map<string, { name: string; node: string }>();
+  const podByIP = new Map<string, { name: string; node: string; ip: string }>();
   for (const p of snap.pods)
-    for (const ip of p.ips) podByIP.set(ip, { name: `${p.namespace}/${p.name}`, node: p.node });
+    for (const ip of p.ips) podByIP.set(ip, { name: `${p.namespace}/${p.name}`, node: p.node, ip });
   const names = new Map([...podByIP].map(([ip, p]) => [ip, `Pod ${p.name}`]));
   const named = nameEndpoints(result, names);
   return {
@@ -231,6 +257,9 @@ export function traceResolved(
         ...(o.endpointObject !== undefined ? { endpointObject: o.endpointObject } : {}),
         ...(pod !== undefined && pod.node !== '' && pod.node !== r.node.name
           ? { nextNode: pod.node }
+          : {}),
+        ...(pod !== undefined && pod.node !== ''
+          ? { hop: hopTo(snap, r.node.name, pod.ip, pod.node) }
           : {}),
         path: o.path.map((s) => ({
           hook: s.hook,

@@ -3,7 +3,8 @@
 // nginx-svc:3000 and their EndpointSlice, written directly: no controllers, no lab) and a
 // rules file made by `svcnet render` for the client's node. Checks what a user would: the map
 // shows nginx-svc with 3 endpoints and its DNS names; the rules view annotates rules with the
-// Service; a trace from the client Pod gives 3 outcomes of 1/3; removing an endpoint from the
+// Service and draws KUBE-SVC → 3 KUBE-SEP edges of 1/3; a trace from the client Pod gives 3
+// outcomes of 1/3 and the hop to the other node's endpoint; removing an endpoint from the
 // slice updates the page without a reload; an unknown Service in a trace URL says so (and the
 // API answers 400 naming the field); axe-core finds no serious or critical violation; and the
 // page's first paint with data for a 300-Service/1000-Pod cluster is measured and printed.
@@ -172,11 +173,51 @@ describe('svcnet ui in chromium', { skip }, () => {
         eps.some((t) => t.includes(`${p.ip}:80`)),
         `${p.ip}: ${eps.join(', ')}`,
       );
+    await page.waitForSelector('[data-testid="chain-graph"] svg');
     await shot(page, 'rules');
     assert.deepEqual(await axeViolations(page), []);
     await page.getByRole('button', { name: 'Raw dump' }).click();
     assert.match((await page.getByTestId('raw-rules').textContent()) ?? '', /^\*nat$/m);
     await shot(page, 'rules-raw');
+  });
+
+  test('the rules view draws the chain graph: KUBE-SVC → 3 KUBE-SEP edges of 1/3 for nginx-svc', async () => {
+    // The map's Service details link to the rules view searched for the Service.
+    await open('view=map&service=default/nginx-svc');
+    const href = (await page.getByTestId('service-rules').getAttribute('href')) ?? '';
+    assert.equal(href, '?view=rules&rq=default%2Fnginx-svc');
+    await open(`${href.slice(1)}&node=${WORKER}`);
+    await page.waitForSelector('[data-testid="chain-graph"] svg');
+    const branch = page.locator('g.cedge[data-from^="KUBE-SVC-"][data-to^="KUBE-SEP-"]');
+    assert.equal(await branch.count(), 3);
+    assert.deepEqual(await branch.locator('text.elabel').allTextContents(), ['1/3', '1/3', '1/3']);
+    const titles = await branch.locator('title').allTextContents();
+    assert.ok(
+      titles.some((t) => t.includes('statistic probability 0.333')),
+      titles.join(' | '),
+    );
+    assert.ok(
+      await page.locator('g.cedge[data-from="KUBE-SERVICES"][data-to^="KUBE-SVC-"]').count(),
+    );
+    // The KUBE-SVC chain names its Service; each KUBE-SEP its endpoint.
+    const svcBox = page.locator('g.chainbox[data-chain^="KUBE-SVC-"]');
+    assert.match(
+      (await svcBox.textContent()) ?? '',
+      /Service default\/nginx-svc:http · 3 endpoints/,
+    );
+    // Keyboard: a chain box opens that chain's rules in the list and focuses them.
+    const sep = page.locator('g.chainbox[data-chain^="KUBE-SEP-"]').first();
+    const chain = (await sep.getAttribute('data-chain')) ?? '';
+    await sep.focus();
+    await page.keyboard.press('Enter');
+    const focused = await page.evaluate(
+      () =>
+        (globalThis as unknown as { document: { activeElement: { textContent: string } | null } })
+          .document.activeElement?.textContent ?? '',
+    );
+    assert.ok(focused.includes(chain), `${chain}: ${focused}`);
+    await shot(page, 'rules-graph');
+    assert.deepEqual(await axeViolations(page), []);
   });
 
   test('a trace from the client Pod to nginx-svc:3000 shows 3 outcomes of 1/3 each', async () => {
@@ -191,6 +232,19 @@ describe('svcnet ui in chromium', { skip }, () => {
     const text = (await page.getByTestId('trace-result').textContent()) ?? '';
     for (const p of NGINX) assert.ok(text.includes(`Pod default/${p.name}`), p.name);
     assert.match(text, /next node svcnet-control-plane/);
+    // The hop to the endpoint on the other node, and none for those on the client's node.
+    const hops = await page.getByTestId('hop').allTextContents();
+    assert.equal(hops.length, 3);
+    assert.ok(
+      hops.some((h) =>
+        /Node-to-node hop: svcnet-worker routes the packet to node svcnet-control-plane \(172\.18\.0\.2\), whose podCIDR 10\.244\.0\.0\/24 holds the Pod IP 10\.244\.0\.12/.test(
+          h,
+        ),
+      ),
+      hops.join(' | '),
+    );
+    assert.equal(hops.filter((h) => h.includes('No node-to-node hop')).length, 2);
+    assert.ok(hops.every((h) => h.includes("not from the nodes' routing tables")));
     await shot(page, 'trace');
     assert.deepEqual(await axeViolations(page), []);
   });

@@ -42,7 +42,8 @@ export interface Layout {
 }
 
 let elk: InstanceType<typeof ELK> | undefined;
-function engine(): InstanceType<typeof ELK> {
+/** The page's one ELK instance (its worker is shared by the map and the chain graph). */
+export function engine(): InstanceType<typeof ELK> {
   elk ??= new ELK({ workerFactory: () => new Worker(workerUrl) });
   return elk;
 }

@@ -123,6 +123,14 @@ function ServiceDetails({ svc }: { svc: ServiceInfo }) {
             .join('; ')}
         </dd>
       </dl>
+      <p>
+        <a
+          href={`?${new URLSearchParams({ view: 'rules', rq: keyOf(svc) }).toString()}`}
+          data-testid="service-rules"
+        >
+          Its rules and chain graph
+        </a>
+      </p>
       <h3>
         Endpoints (<span data-testid="endpoint-count">{svc.endpoints.length}</span>)
       </h3>
@@ -232,7 +240,15 @@ export function MapView(props: MapViewProps) {
         ) : (
           <p class="hint">Select a Service to see its endpoints and DNS names.</p>
         )}
-        <div class="graph-wrap" data-testid="graph">
+        {/* Focusable: a map wider than the screen scrolls with the arrow keys too (axe
+            scrollable-region-focusable, seen on the lab's 3-node map). */}
+        <div
+          class="graph-wrap"
+          data-testid="graph"
+          tabIndex={0}
+          role="region"
+          aria-label="Cluster map"
+        >
           {layoutError !== '' ? (
             <p role="alert">Map layout failed: {layoutError}</p>
           ) : layout ? (

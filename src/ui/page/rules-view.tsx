@@ -1,10 +1,13 @@
-// A node's programmed ruleset: tables of chains (collapsible), each rule with the Service
-// port, endpoint and role its kube-proxy comment names, jumps as links to their chain, a
-// search over rule text and annotations, and the raw dump one click away.
+// A node's programmed ruleset: per table, a graph of its chains and their jumps scoped by the
+// search (chain-graph-view.tsx: KUBE-SERVICES → KUBE-SVC-… → KUBE-SEP-… with each branch's
+// share), then the chains (collapsible), each rule with the Service port, endpoint and role
+// its kube-proxy comment names, jumps as links to their chain; the raw dump one click away.
 
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { ClusterSnapshot, RuleInfo, RulesChain, RulesView as Rules } from '../api-types.js';
+import { buildChainGraph } from '../chain-graph.js';
 import { fetchRules } from './api.js';
+import { ChainGraphView } from './chain-graph-view.js';
 
 export interface RulesViewProps {
   readonly snap: ClusterSnapshot;
@@ -21,6 +24,15 @@ function ruleMatches(r: RuleInfo, q: string): boolean {
 
 const chainAnchor = (table: string, chain: string): string =>
   `chain-${table}-${chain}`.replaceAll(/[^\w-]/g, '_');
+
+/** Opens a chain's rules in the list and moves the focus there. */
+function openChain(table: string, chain: string): void {
+  const el = document.getElementById(chainAnchor(table, chain));
+  if (!(el instanceof HTMLDetailsElement)) return;
+  el.open = true;
+  el.scrollIntoView({ block: 'start' });
+  el.querySelector('summary')?.focus();
+}
 
 function Chain(props: {
   table: string;
@@ -94,16 +106,28 @@ export function RulesView(props: RulesViewProps) {
   const q = query.trim().toLowerCase();
   const tables = useMemo(
     () =>
-      (rules?.tables ?? []).map((t) => ({
-        name: t.name,
-        names: new Set(t.chains.map((c) => c.name)),
-        chains: t.chains
-          .map((c) => ({
-            chain: c,
-            rules: q === '' ? c.rules : c.rules.filter((r) => ruleMatches(r, q)),
-          }))
-          .filter((c) => q === '' || c.rules.length > 0 || c.chain.name.toLowerCase().includes(q)),
-      })),
+      (rules?.tables ?? []).map((t) => {
+        const graph = buildChainGraph(t, q);
+        // A chain the graph shows is in the list too (its matching rules, else all of them).
+        const drawn = new Set(graph.nodes.map((n) => n.chain));
+        return {
+          name: t.name,
+          graph,
+          names: new Set(t.chains.map((c) => c.name)),
+          chains: t.chains
+            .map((c) => {
+              const hits = q === '' ? c.rules : c.rules.filter((r) => ruleMatches(r, q));
+              return { chain: c, rules: hits.length === 0 && drawn.has(c.name) ? c.rules : hits };
+            })
+            .filter(
+              (c) =>
+                q === '' ||
+                c.rules.length > 0 ||
+                drawn.has(c.chain.name) ||
+                c.chain.name.toLowerCase().includes(q),
+            ),
+        };
+      }),
     [rules, q],
   );
   if (nodes.length === 0) return <p class="hint">No node has rules to show.</p>;
@@ -165,6 +189,24 @@ export function RulesView(props: RulesViewProps) {
         tables.map((t) => (
           <section key={t.name} class="table" aria-label={`table ${t.name}`}>
             <h2>table {t.name}</h2>
+            {t.graph.edges.length > 0 && (
+              <>
+                <ChainGraphView
+                  table={t.name}
+                  graph={t.graph}
+                  onOpen={(chain) => {
+                    openChain(t.name, chain);
+                  }}
+                />
+                {t.graph.omitted > 0 && (
+                  <p class="hint">
+                    The graph shows {t.graph.edges.length} of{' '}
+                    {t.graph.edges.length + t.graph.omitted} jumps: search for a Service, endpoint
+                    or chain to see the others.
+                  </p>
+                )}
+              </>
+            )}
             {t.chains.length === 0 && <p class="hint">No rule matches.</p>}
             {t.chains.map((c) => (
               <Chain

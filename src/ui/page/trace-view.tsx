@@ -1,11 +1,17 @@
 // Packet traces: pick a source (Pod, node or outside address), a destination (Service port,
 // NodePort, address:port) and a protocol; the page shows every outcome with its probability
-// and the path step by step (hook, table, chain, rule, DNAT/masquerade, next node, verdict).
+// and the path step by step (hook, table, chain, rule, DNAT/masquerade, verdict), then the
+// node-to-node hop to the endpoint Pod as the cluster objects place it.
 // The query lives in the URL, so a trace is shareable; it re-runs on every cluster change and
 // says when its result changed.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { ClusterSnapshot, TraceOutcomeInfo, TraceResponse } from '../api-types.js';
+import type {
+  ClusterSnapshot,
+  TraceHopInfo,
+  TraceOutcomeInfo,
+  TraceResponse,
+} from '../api-types.js';
 import { ApiFailure, fetchTrace } from './api.js';
 import { fraction } from './url.js';
 
@@ -22,6 +28,37 @@ export interface TraceViewProps {
   readonly onRun: (p: TraceParams) => void;
 }
 
+/** The hop after the walked node's rules; the tracer walks one node, so this is from the objects. */
+function Hop({ hop }: { hop: TraceHopInfo }) {
+  const cidr = hop.podCIDR !== undefined ? `, whose podCIDR ${hop.podCIDR} holds` : ', to';
+  return (
+    <p class="hop" data-testid="hop">
+      {hop.fromNode === hop.toNode ? (
+        <>
+          <strong>No node-to-node hop:</strong> the Pod IP <code>{hop.podIP}</code> is on{' '}
+          {hop.fromNode} itself, delivered to the Pod's interface there.
+        </>
+      ) : (
+        <>
+          <strong>Node-to-node hop:</strong> {hop.fromNode} routes the packet to node{' '}
+          <strong>{hop.toNode}</strong>
+          {hop.toNodeIP !== '' && (
+            <>
+              {' '}
+              (<code>{hop.toNodeIP}</code>)
+            </>
+          )}
+          {cidr} the Pod IP <code>{hop.podIP}</code>; {hop.toNode} delivers it to the Pod.
+        </>
+      )}{' '}
+      <span class="meta">
+        (From the cluster objects — the Pod's node and the nodes' addresses and podCIDRs — not from
+        the nodes' routing tables.)
+      </span>
+    </p>
+  );
+}
+
 function Outcome({ o, n }: { o: TraceOutcomeInfo; n: number }) {
   return (
     <li class={`outcome ${o.verdict}`} data-testid="outcome">
@@ -35,6 +72,7 @@ function Outcome({ o, n }: { o: TraceOutcomeInfo; n: number }) {
         {o.nextNode !== undefined && <span class="tag">next node {o.nextNode}</span>}
       </h3>
       <p class="summary">{o.summary}</p>
+      {o.hop && <Hop hop={o.hop} />}
       <details open={n < 3}>
         <summary>Path: {o.path.length} steps</summary>
         <ol class="path">
