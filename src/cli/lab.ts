@@ -11,7 +11,7 @@ import { SvcnetError } from '../errors.js';
 import { parseManifests } from '../kube/manifest.js';
 import type { KubeObject } from '../kube/types.js';
 import { waitForTermination } from '../os/process.js';
-import { planLab } from '../lab/topology.js';
+import { IP_FAMILIES, planLab, type LabIpFamily } from '../lab/topology.js';
 import { DEFAULT_LB_POOL } from '../lab/lb-pool.js';
 import { action, collect, readSources } from './run.js';
 import { daemonAction } from './daemon.js';
@@ -43,6 +43,16 @@ function lbPoolOption(): Option {
   ).default(DEFAULT_LB_POOL);
 }
 
+/** `--ip-family`, for `up` and the supervisor. */
+function ipFamilyOption(): Option {
+  return new Option(
+    '--ip-family <family>',
+    'ipv4, or dual: IPv4 and IPv6 node, Pod and Service addresses (IPv4 first, as kind)',
+  )
+    .choices(IP_FAMILIES)
+    .default('ipv4');
+}
+
 /** How this process was started, to start more svcnet processes the same way. */
 function selfArgv(): string[] {
   return [process.execPath, ...process.execArgv, process.argv[1] ?? ''];
@@ -67,7 +77,11 @@ function positiveInt(v: string): number {
 
 function describeNodes(plan: ReturnType<typeof planLab>): string {
   const rows = plan.nodes.map(
-    (n) => `  ${n.name.padEnd(28)} ${n.role.padEnd(14)} ${n.ip.padEnd(12)} ${n.podCIDR}`,
+    (n) =>
+      `  ${n.name.padEnd(28)} ${n.role.padEnd(14)} ${[n.ip, n.ip6]
+        .filter((a) => a !== undefined)
+        .join(',')
+        .padEnd(12)} ${[n.podCIDR, n.podCIDR6].filter((a) => a !== undefined).join(',')}`,
   );
   return [`  ${'NODE'.padEnd(28)} ${'ROLE'.padEnd(14)} ${'IP'.padEnd(12)} POD CIDR`, ...rows].join(
     '\n',
@@ -125,6 +139,7 @@ function addUp(lab: Command): void {
     )
     .addOption(proxyModeOption())
     .addOption(lbPoolOption())
+    .addOption(ipFamilyOption())
     .option('--timeout <seconds>', 'give up after this long', positiveInt, 180)
     .action(
       action(
@@ -136,10 +151,11 @@ function addUp(lab: Command): void {
           cni: CniChoice;
           proxyMode: ProxyModeChoice;
           lbPool: string;
+          ipFamily: LabIpFamily;
           timeout: number;
         }) => {
           // validate before starting anything
-          planLab({ name: o.name, nodes: o.nodes, lbPool: o.lbPool });
+          planLab({ name: o.name, nodes: o.nodes, lbPool: o.lbPool, ipFamily: o.ipFamily });
           const objects = await loadObjects(o.filename);
           const up = await (
             await labModule()
@@ -149,6 +165,7 @@ function addUp(lab: Command): void {
             cni: o.cni,
             proxyMode: o.proxyMode,
             lbPool: o.lbPool,
+            ipFamily: o.ipFamily,
             objects,
             timeoutMs: o.timeout * 1000,
             progress: (m) => process.stderr.write(`${m}\n`),
@@ -331,8 +348,8 @@ function addAgent(lab: Command): void {
     .description("internal: a lab node's agent (its kubelet), run inside the node namespace")
     .requiredOption('--kubeconfig <file>')
     .requiredOption('--node <name>')
-    .requiredOption('--node-ip <ip>')
-    .requiredOption('--pod-cidr <cidr>')
+    .requiredOption('--node-ip <ips>', 'the node address, or IPv4,IPv6 for dual-stack')
+    .requiredOption('--pod-cidr <cidrs>', "the node's pod range, or IPv4,IPv6 for dual-stack")
     .addOption(new Option('--role <role>').choices(['control-plane', 'worker']).default('worker'))
     .addOption(new Option('--cni <plugin>').choices(CNI_CHOICES).default('svcnet'))
     .requiredOption('--cni-bin-dir <dir>')
@@ -366,8 +383,8 @@ function addAgent(lab: Command): void {
             {
               kubeconfig: o.kubeconfig,
               node: o.node,
-              nodeIP: o.nodeIp,
-              podCIDR: o.podCidr,
+              nodeIPs: o.nodeIp.split(','),
+              podCIDRs: o.podCidr.split(','),
               role: o.role,
               cni: o.cni,
               cniBinDir: o.cniBinDir,
@@ -421,6 +438,7 @@ function addSupervise(lab: Command): void {
     .addOption(new Option('--cni <plugin>').choices(CNI_CHOICES).default('svcnet'))
     .addOption(proxyModeOption())
     .addOption(lbPoolOption())
+    .addOption(ipFamilyOption())
     .requiredOption('--cni-bin-dir <dir>')
     .requiredOption('--state-dir <dir>')
     .option('--lifeline', 'tear down when stdin closes')
@@ -434,6 +452,7 @@ function addSupervise(lab: Command): void {
           cni: CniChoice;
           proxyMode: ProxyModeChoice;
           lbPool: string;
+          ipFamily: LabIpFamily;
           cniBinDir: string;
           stateDir: string;
           lifeline?: boolean;
@@ -448,7 +467,12 @@ function addSupervise(lab: Command): void {
           await superviseLab({
             runId: o.runId,
             lifeline: o.lifeline === true,
-            plan: planLab({ name: o.name, nodes: o.nodes, lbPool: o.lbPool }),
+            plan: planLab({
+              name: o.name,
+              nodes: o.nodes,
+              lbPool: o.lbPool,
+              ipFamily: o.ipFamily,
+            }),
             stateDir: o.stateDir,
             execer,
             ip: new RealIp(execer),

@@ -43,6 +43,8 @@ import {
 
 export interface StartedPod {
   readonly ip: string;
+  /** Dual-stack: every Pod IP, IPv4 first (status.podIPs); absent: [ip]. */
+  readonly ips?: readonly string[];
   readonly startedAt: string;
   /** The container process (in the lab's PID namespace): its containerID is svcnet://PID. */
   readonly pid?: number;
@@ -162,7 +164,7 @@ export function runningStatus(
 ): NonNullable<Pod['status']> {
   const status = runningPodStatus({
     containers: pod.spec?.containers ?? [],
-    podIPs: [started.ip],
+    podIPs: [...(started.ips ?? [started.ip])],
     hostIP,
     startTime: started.startedAt,
     now: now.toISOString(),

@@ -9,7 +9,7 @@
 
 import { join } from 'node:path';
 import type { IptablesVariant } from '../netfilter/iptables/backend.js';
-import type { LabPlan } from './topology.js';
+import { clusterCIDRs, nodeIPs, nodePodCIDRs, serviceCIDRs, type LabPlan } from './topology.js';
 
 export type Readiness =
   { readonly kind: 'file'; readonly path: string } | { readonly kind: 'none' };
@@ -80,7 +80,7 @@ export function planComponents(
         '--advertise-address',
         cp.ip,
         '--service-cluster-ip-range',
-        plan.serviceCIDR,
+        serviceCIDRs(plan).join(','),
         '--write-kubeconfig',
         kc,
         '--data-dir',
@@ -123,9 +123,9 @@ export function planComponents(
         '--node',
         n.name,
         '--node-ip',
-        n.ip,
+        nodeIPs(n).join(','),
         '--pod-cidr',
-        n.podCIDR,
+        nodePodCIDRs(n).join(','),
         '--role',
         n.role,
         '--cni',
@@ -155,7 +155,7 @@ export function planComponents(
         '--hostname-override',
         n.name,
         '--cluster-cidr',
-        plan.clusterCIDR,
+        clusterCIDRs(plan).join(','),
         ...((opts.proxyMode ?? 'iptables') === 'iptables' && opts.iptablesVariant !== undefined
           ? ['--iptables-variant', opts.iptablesVariant]
           : []),

@@ -42,7 +42,7 @@ import {
   type RunRecord,
 } from './run.js';
 import { sandboxCommand, sandboxInitPid } from './sandbox.js';
-import type { LabPlan } from './topology.js';
+import type { LabIpFamily, LabPlan } from './topology.js';
 import { natSaveCommand } from './iptables-variant.js';
 import {
   COMPONENTS_FILE,
@@ -282,6 +282,8 @@ export interface UpOptions {
   readonly proxyMode?: LabProxyMode;
   /** The LoadBalancer address pool (`--lb-pool`; default lb-pool.ts DEFAULT_LB_POOL). */
   readonly lbPool?: string;
+  /** `--ip-family`: ipv4 (default) or dual (IPv4 and IPv6 addresses everywhere). */
+  readonly ipFamily?: LabIpFamily;
   /** Manifests applied once the cluster is up, in order (Namespaces first). */
   readonly objects?: readonly KubeObject[];
   readonly timeoutMs?: number;
@@ -356,6 +358,7 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
     '--proxy-mode',
     opts.proxyMode ?? 'iptables',
     ...(opts.lbPool === undefined ? [] : ['--lb-pool', opts.lbPool]),
+    ...(opts.ipFamily === undefined ? [] : ['--ip-family', opts.ipFamily]),
     '--cni-bin-dir',
     bins.cniBinDir,
     '--state-dir',

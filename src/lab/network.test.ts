@@ -64,3 +64,47 @@ test('the 3-node lab network on FakeIp: each namespace gets its links, addresses
   for (const ns of script.namespaces) assert.equal(await ip.netnsExists(netnsPath(ns)), false);
   assert.equal(ip.dump(undefined), 'link lo', 'nothing leaks into the namespace we run in');
 });
+
+test('--ip-family dual: IPv6 addresses, default routes and pod routes beside the IPv4 ones', async () => {
+  const ip = new FakeIp();
+  const plan = planLab({ nodes: 2, ipFamily: 'dual' });
+  const script = networkScript(plan);
+  await buildNetwork(ip, script);
+  const hub = ip.dump(netnsPath('hub')).split('\n');
+  assert.ok(
+    hub.includes('link br0 bridge up 172.18.0.1/16 fc00:f853:ccd:e793::1/64'),
+    hub.join('\n'),
+  );
+  assert.ok(hub.includes('route ::/0 dev nowhere scope link'), hub.join('\n'));
+  assert.ok(hub.includes('route fd00:10:244:1::/64 via fc00:f853:ccd:e793::3 dev br0'));
+  const node0 = ip.dump(netnsPath('node-0')).split('\n');
+  assert.ok(
+    node0.includes('link eth0 veth up 172.18.0.2/16 fc00:f853:ccd:e793::2/64'),
+    node0.join('\n'),
+  );
+  assert.ok(node0.includes('route ::/0 via fc00:f853:ccd:e793::1 dev eth0'), node0.join('\n'));
+  assert.ok(node0.includes('route fd00:10:244:1::/64 via fc00:f853:ccd:e793::3 dev eth0'));
+  const out = ip.dump(netnsPath('outside')).split('\n');
+  assert.ok(out.includes('route ::/0 via fc00:f853:ccd:e793::1 dev eth0'), out.join('\n'));
+  // IPv6 forwarding in the hub and the nodes; the hub rejects IPv6 leaving the lab too.
+  for (const ns of ['hub', 'node-0', 'node-1'])
+    assert.ok(
+      script.sysctls
+        .find((s) => s.netns === ns)
+        ?.settings.includes('net.ipv6.conf.all.forwarding=1'),
+      ns,
+    );
+  assert.deepEqual(
+    script.firewall.map((f) => [f.netns, f.family ?? 'IPv4', f.restore[1]?.split(' -j ')[1]]),
+    [
+      ['hub', 'IPv4', 'REJECT --reject-with icmp-admin-prohibited'],
+      ['hub', 'IPv6', 'REJECT --reject-with icmp6-adm-prohibited'],
+    ],
+  );
+  assert.equal(planLab().ipFamily, 'ipv4');
+  assert.equal(planLab().nodes[0]?.ip6, undefined);
+  assert.throws(
+    () => planLab({ ipFamily: 'ipv5' as 'dual' }),
+    /--ip-family: must be one of ipv4, dual, got "ipv5"/,
+  );
+});

@@ -24,7 +24,7 @@ export async function applyNetworkScript(
   await buildNetwork(ip, script);
   for (const f of script.firewall)
     await runChecked(netnsExecer(execer, f.netns), {
-      cmd: 'iptables-restore',
+      cmd: f.family === 'IPv6' ? 'ip6tables-restore' : 'iptables-restore',
       // -w: the xtables lock file is shared with every namespace's iptables, proxies included.
       args: ['-w', '5', '--noflush'],
       stdin: `${f.restore.join('\n')}\n`,

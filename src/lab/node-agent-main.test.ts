@@ -7,7 +7,7 @@ import { parseConflist } from '../cni/runtime/parse-conflist.js';
 
 test("the node's CNI network is kindnet's shape for both plugin sets", () => {
   for (const cni of ['svcnet', 'reference'] as const) {
-    const list = parseConflist(labConflist(cni, '10.244.1.0/24', '/s/ipam'));
+    const list = parseConflist(labConflist(cni, ['10.244.1.0/24'], '/s/ipam'));
     assert.equal(list.name, 'kindnet');
     const plugin = list.plugins[0] as Record<string, unknown>;
     assert.equal(plugin.type, cni === 'svcnet' ? 'svcnet-cni' : 'ptp');
@@ -18,13 +18,20 @@ test("the node's CNI network is kindnet's shape for both plugin sets", () => {
       routes: [{ dst: '0.0.0.0/0' }],
     });
   }
+  const dual = parseConflist(labConflist('svcnet', ['10.244.1.0/24', 'fd00:10:244:1::/64'], '/i'));
+  assert.deepEqual((dual.plugins[0] as { ipam: unknown }).ipam, {
+    type: 'host-local',
+    dataDir: '/i',
+    ranges: [[{ subnet: '10.244.1.0/24' }], [{ subnet: 'fd00:10:244:1::/64' }]],
+    routes: [{ dst: '0.0.0.0/0' }, { dst: '::/0' }],
+  });
 });
 
 test('a lab node registers like a kind node: podCIDR, InternalIP, role label, Ready', () => {
   const n = labNode({
     node: 'lab-control-plane',
-    nodeIP: '172.18.0.2',
-    podCIDR: '10.244.0.0/24',
+    nodeIPs: ['172.18.0.2'],
+    podCIDRs: ['10.244.0.0/24'],
     role: 'control-plane',
     now: new Date('2026-01-01T00:00:00Z'),
   });
@@ -43,12 +50,21 @@ test('a lab node registers like a kind node: podCIDR, InternalIP, role label, Re
   assert.equal(n.status.conditions?.[0]?.status, 'True');
   const w = labNode({
     node: 'w',
-    nodeIP: '172.18.0.3',
-    podCIDR: '10.244.1.0/24',
+    nodeIPs: ['172.18.0.3', 'fc00:f853:ccd:e793::3'],
+    podCIDRs: ['10.244.1.0/24', 'fd00:10:244:1::/64'],
     role: 'worker',
     now: new Date(),
   });
   assert.equal(w.metadata?.labels?.['node-role.kubernetes.io/control-plane'], undefined);
+  // Dual-stack: both pod ranges (IPv4 first, spec.podCIDR the first) and both InternalIPs.
+  assert.deepEqual(w.spec, {
+    podCIDR: '10.244.1.0/24',
+    podCIDRs: ['10.244.1.0/24', 'fd00:10:244:1::/64'],
+  });
+  assert.deepEqual(
+    w.status.addresses?.filter((a) => a.type === 'InternalIP').map((a) => a.address),
+    ['172.18.0.3', 'fc00:f853:ccd:e793::3'],
+  );
 });
 
 test('status writes go to the live Pod; a replaced Pod (new uid) is left alone', async () => {

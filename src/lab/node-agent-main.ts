@@ -37,8 +37,9 @@ export const REFERENCE_CNI_DIR = '/usr/lib/cni';
 export interface LabAgentOptions {
   readonly kubeconfig: string;
   readonly node: string;
-  readonly nodeIP: string;
-  readonly podCIDR: string;
+  /** The node's addresses and pod ranges, IPv4 first (two for dual-stack). */
+  readonly nodeIPs: readonly string[];
+  readonly podCIDRs: readonly string[];
   readonly role: 'control-plane' | 'worker';
   readonly cni: 'svcnet' | 'reference';
   readonly cniBinDir: string;
@@ -52,13 +53,20 @@ export interface LabAgentOptions {
   readonly log: pino.Logger;
 }
 
-/** The node's CNI network: kindnet's shape (ptp + host-local over the podCIDR). */
-export function labConflist(cni: 'svcnet' | 'reference', podCIDR: string, ipamDir: string): string {
+/**
+ * The node's CNI network: kindnet's shape (ptp + host-local over the podCIDR); dual-stack
+ * gives one range set per family and a default route of each.
+ */
+export function labConflist(
+  cni: 'svcnet' | 'reference',
+  podCIDRs: readonly string[],
+  ipamDir: string,
+): string {
   const ipam = {
     type: 'host-local',
     dataDir: ipamDir,
-    ranges: [[{ subnet: podCIDR }]],
-    routes: [{ dst: '0.0.0.0/0' }],
+    ranges: podCIDRs.map((subnet) => [{ subnet }]),
+    routes: podCIDRs.map((c) => ({ dst: c.includes(':') ? '::/0' : '0.0.0.0/0' })),
   };
   const plugins =
     cni === 'svcnet'
@@ -93,11 +101,17 @@ export class CniPodNetwork implements PodNetwork {
     };
   }
 
-  async add(req: PodNetworkRequest): Promise<{ ip: string }> {
+  async add(req: PodNetworkRequest): Promise<{ ip: string; ips: string[] }> {
     const result = await this.rt.add(this.attachment(req));
-    const addr = result.ips?.find((i) => !i.address.includes(':')) ?? result.ips?.[0];
-    if (!addr) throw new Error(`CNI ADD for ${req.podNamespace}/${req.podName} returned no IP`);
-    return { ip: addr.address.split('/')[0] ?? '' };
+    // IPv4 first, as the kubelet orders a dual-stack Pod's podIPs.
+    const ips = (result.ips ?? [])
+      .map((i) => i.address.split('/')[0] ?? '')
+      .filter((a) => a !== '')
+      .sort((a, b) => Number(a.includes(':')) - Number(b.includes(':')));
+    const ip = ips[0];
+    if (ip === undefined)
+      throw new Error(`CNI ADD for ${req.podNamespace}/${req.podName} returned no IP`);
+    return { ip, ips };
   }
 
   async del(req: PodNetworkRequest): Promise<void> {
@@ -150,8 +164,8 @@ export class KubePodStatusWriter implements PodStatusWriter {
 /** The Node object a lab node registers, as kind's kubelet would. */
 export function labNode(opts: {
   node: string;
-  nodeIP: string;
-  podCIDR: string;
+  nodeIPs: readonly string[];
+  podCIDRs: readonly string[];
   role: 'control-plane' | 'worker';
   now: Date;
 }): Node & { status: NonNullable<Node['status']> } {
@@ -167,10 +181,10 @@ export function labNode(opts: {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: { name: opts.node, labels },
-    spec: { podCIDR: opts.podCIDR, podCIDRs: [opts.podCIDR] },
+    spec: { podCIDR: opts.podCIDRs[0] ?? '', podCIDRs: [...opts.podCIDRs] },
     status: {
       addresses: [
-        { type: 'InternalIP', address: opts.nodeIP },
+        ...opts.nodeIPs.map((address) => ({ type: 'InternalIP' as const, address })),
         { type: 'Hostname', address: opts.node },
       ],
       nodeInfo: {
@@ -246,7 +260,7 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   mkdirSync(logDir, { recursive: true });
   mkdirSync(sandboxes, { recursive: true });
   const conflist = parseConflist(
-    labConflist(opts.cni, opts.podCIDR, join(nodeDir, 'ipam')),
+    labConflist(opts.cni, opts.podCIDRs, join(nodeDir, 'ipam')),
     `${opts.node} CNI network`,
   );
   const rt = new CniRuntime({
@@ -258,13 +272,13 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     client,
     labNode({
       node: opts.node,
-      nodeIP: opts.nodeIP,
-      podCIDR: opts.podCIDR,
+      nodeIPs: opts.nodeIPs,
+      podCIDRs: opts.podCIDRs,
       role: opts.role,
       now: new Date(),
     }),
   );
-  opts.log.info({ node: opts.node, podCIDR: opts.podCIDR, cni: opts.cni }, 'Node registered');
+  opts.log.info({ node: opts.node, podCIDRs: opts.podCIDRs, cni: opts.cni }, 'Node registered');
   const families = await ensureKubeletChains(
     kubeletIptables(execer, opts.iptablesVariant),
     (fields, msg) => {
@@ -286,12 +300,13 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     kubeconfig: opts.kubeconfig,
     recordDir: sandboxes,
     execer,
-    nodeIP: opts.nodeIP,
+    nodeIP: opts.nodeIPs[0] ?? '',
+    nodeIPs: opts.nodeIPs,
     nodeName: opts.node,
   });
   const agent = new NodeAgent({
     nodeName: opts.node,
-    hostIP: opts.nodeIP,
+    hostIP: opts.nodeIPs[0] ?? '',
     pods,
     runtime,
     status: new KubePodStatusWriter(client),

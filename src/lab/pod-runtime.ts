@@ -57,7 +57,8 @@ import {
 
 /** CNI, as the agent needs it: attach a Pod's namespace and report its address; detach. */
 export interface PodNetwork {
-  add(req: PodNetworkRequest): Promise<{ ip: string }>;
+  /** The Pod's address (IPv4 first) and, dual-stack, all of them. */
+  add(req: PodNetworkRequest): Promise<{ ip: string; ips?: readonly string[] }>;
   /** Idempotent: a second DEL, or one for a namespace already gone, succeeds. */
   del(req: PodNetworkRequest): Promise<void>;
 }
@@ -101,6 +102,8 @@ export interface PodRuntimeOptions {
   readonly execer?: Execer;
   /** The node's InternalIP: a hostNetwork Pod's IP. */
   readonly nodeIP?: string;
+  /** Dual-stack: both node addresses, a hostNetwork Pod's podIPs (default [nodeIP]). */
+  readonly nodeIPs?: readonly string[];
   /** The node's name: a hostNetwork Pod's HOSTNAME. */
   readonly nodeName?: string;
 }
@@ -148,11 +151,19 @@ export function podResolvConfFor(
   );
 }
 
-export function podHosts(pod: Pod, ip: string, domain: string): string {
+/** A Pod's addresses: the first (IPv4 when it has one) and all of them. */
+interface PodAddresses {
+  readonly ip: string;
+  readonly ips: readonly string[];
+}
+
+export function podHosts(pod: Pod, ips: readonly string[], domain: string): string {
   const name = pod.spec?.hostname ?? pod.metadata?.name ?? '';
   const sub = pod.spec?.subdomain;
   const fqdn = sub ? `${name}.${sub}.${pod.metadata?.namespace ?? 'default'}.svc.${domain} ` : '';
-  return `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${ip}\t${fqdn}${name}\n`;
+  // One line per Pod IP, as the kubelet writes a dual-stack Pod's hosts file.
+  const own = ips.map((ip) => `${ip}\t${fqdn}${name}\n`).join('');
+  return `127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n${own}`;
 }
 
 function readTextOr(path: string, fallback: string): string {
@@ -209,6 +220,8 @@ export interface SandboxRecord {
   readonly uid: string;
   readonly netns: string;
   readonly ip: string;
+  /** Every address of the Pod, IPv4 first (absent in records of older agents: [ip]). */
+  readonly ips?: readonly string[];
   readonly pid: number;
   readonly startedAt: string;
   /** A hostNetwork Pod: no namespace or CNI attachment of its own. */
@@ -238,6 +251,7 @@ interface Running {
   readonly pod: Pod;
   readonly netns: string;
   readonly ip: string;
+  readonly ips: readonly string[];
   proc: ManagedProcess;
 }
 
@@ -263,12 +277,14 @@ export class LabPodRuntime implements PodRuntime {
     };
   }
 
-  /** The Pod's namespace with CNI attached and its /etc files; returns its IP. */
-  private async createSandbox(pod: Pod, netns: string): Promise<string> {
+  /** The Pod's namespace with CNI attached and its /etc files; returns its IPs. */
+  private async createSandbox(pod: Pod, netns: string): Promise<PodAddresses> {
     const { ip: iproute, network } = this.opts;
     await iproute.addNetns(netns);
     await iproute.batch(netnsPath(netns), [linkUp('lo')]);
-    const { ip } = await network.add(this.request(pod, netns));
+    const added = await network.add(this.request(pod, netns));
+    const { ip } = added;
+    const ips = added.ips ?? [ip];
     const etc = join('/etc/netns', netns);
     mkdirSync(etc, { recursive: true });
     // As the kubelet: from dnsPolicy and dnsConfig (the cluster DNS's own Pods use Default,
@@ -282,16 +298,16 @@ export class LabPodRuntime implements PodRuntime {
         this.opts.clusterDomain,
       ),
     );
-    writeFileSync(join(etc, 'hosts'), podHosts(pod, ip, this.opts.clusterDomain));
-    return ip;
+    writeFileSync(join(etc, 'hosts'), podHosts(pod, ips, this.opts.clusterDomain));
+    return { ip, ips };
   }
 
   /** The node's IP for a hostNetwork Pod (nothing to create), else a fresh sandbox's. */
-  private async sandboxIP(pod: Pod, netns: string): Promise<string> {
+  private async sandboxIP(pod: Pod, netns: string): Promise<PodAddresses> {
     if (pod.spec?.hostNetwork !== true) return this.createSandbox(pod, netns);
     if (this.opts.nodeIP === undefined)
       throw new Error(`pod ${objectKey(pod)}: spec.hostNetwork: the agent was given no node IP`);
-    return this.opts.nodeIP;
+    return { ip: this.opts.nodeIP, ips: this.opts.nodeIPs ?? [this.opts.nodeIP] };
   }
 
   /**
@@ -303,9 +319,9 @@ export class LabPodRuntime implements PodRuntime {
     const key = objectKey(pod);
     const netns = podNetnsName(pod);
     try {
-      const ip = await this.sandboxIP(pod, netns);
-      await beforeServer?.(ip);
-      return await this.launch(pod, netns, ip);
+      const addrs = await this.sandboxIP(pod, netns);
+      await beforeServer?.(addrs.ip);
+      return await this.launch(pod, netns, addrs);
     } catch (e) {
       // The sandbox goes; the logs stay, to tell why (the Pod's deletion removes them).
       await this.teardown(key, 0, netns, pod);
@@ -318,7 +334,7 @@ export class LabPodRuntime implements PodRuntime {
     const key = objectKey(pod);
     const r = this.running.get(key);
     if (r === undefined) throw new Error(`pod ${key}: no sandbox to restart its container in`);
-    return this.launch(pod, r.netns, r.ip);
+    return this.launch(pod, r.netns, r);
   }
 
   /** Stops the container process (SIGTERM, SIGKILL after the grace period); keeps the sandbox. */
@@ -328,7 +344,8 @@ export class LabPodRuntime implements PodRuntime {
   }
 
   /** Starts the process, waits until it listens or exits, records it. */
-  private async launch(pod: Pod, netns: string, ip: string): Promise<StartedPod> {
+  private async launch(pod: Pod, netns: string, addrs: PodAddresses): Promise<StartedPod> {
+    const { ip, ips } = addrs;
     const key = objectKey(pod);
     const hostNetwork = pod.spec?.hostNetwork === true;
     const plan = planPodServer(
@@ -356,7 +373,7 @@ export class LabPodRuntime implements PodRuntime {
     } finally {
       capture.spawned();
     }
-    this.running.set(key, { pod, netns, ip, proc });
+    this.running.set(key, { pod, netns, ip, ips, proc });
     const ended = { yes: false };
     void proc.exited.then(() => {
       ended.yes = true;
@@ -373,7 +390,7 @@ export class LabPodRuntime implements PodRuntime {
       }
       await clock.sleep(50);
     }
-    const started = { ip, startedAt };
+    const started = { ip, ips, startedAt };
     const path = this.recordPath(netns);
     if (path !== undefined) {
       const rec: SandboxRecord = {
@@ -428,8 +445,9 @@ export class LabPodRuntime implements PodRuntime {
       void proc.exited.then(() => {
         this.logs.exited(log);
       });
-    this.running.set(key, { pod, netns, ip: rec.ip, proc });
-    return { ip: rec.ip, startedAt: rec.startedAt, pid: rec.pid, exited: proc.exited };
+    const ips = rec.ips ?? [rec.ip];
+    this.running.set(key, { pod, netns, ip: rec.ip, ips, proc });
+    return { ip: rec.ip, ips, startedAt: rec.startedAt, pid: rec.pid, exited: proc.exited };
   }
 
   /**

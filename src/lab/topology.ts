@@ -9,6 +9,7 @@
 // script through the Ip seam (RealIp in the lab, FakeIp in unit tests).
 
 import { SvcnetError } from '../errors.js';
+import { canonicalIP } from '../util/ip.js';
 import { addrAdd, bridge, linkSet, linkUp, routeAdd, vethPair, type IpOp } from '../util/ip-ops.js';
 import { DEFAULT_LB_POOL, inLbPool, lbPoolCIDRs, parseLbPool } from './lb-pool.js';
 
@@ -20,6 +21,9 @@ export interface LabNodePlan {
   readonly netns: string;
   readonly ip: string;
   readonly podCIDR: string;
+  /** Dual-stack: the node's IPv6 address on the lab network and its IPv6 pod range. */
+  readonly ip6?: string;
+  readonly podCIDR6?: string;
   /** The node's bridge port in the hub namespace (≤ 15 chars). */
   readonly hubInterface: string;
 }
@@ -28,6 +32,7 @@ export interface LabNodePlan {
 export interface LabOutsidePlan {
   readonly netns: string;
   readonly ip: string;
+  readonly ip6?: string;
   /** Its bridge port in the hub namespace. */
   readonly hubInterface: string;
 }
@@ -36,10 +41,23 @@ export interface LabOutsidePlan {
 export const OUTSIDE_IP = '172.18.254.1';
 export const OUTSIDE_NETNS = 'outside';
 
+/** `lab up --ip-family`: IPv4 only (the default) or dual-stack with IPv4 first, as kind's. */
+export const IP_FAMILIES = ['ipv4', 'dual'] as const;
+export type LabIpFamily = (typeof IP_FAMILIES)[number];
+
+/** kind's dual-stack ranges: the docker network's IPv6 half, pods, Services. */
+const NODE_NET6 = 'fc00:f853:ccd:e793::';
+const NODE_PREFIX6 = 64;
+const CLUSTER_CIDR6 = 'fd00:10:244::/56';
+const SERVICE_CIDR6 = 'fd00:10:96::/112';
+
 export interface LabPlan {
   readonly name: string;
   readonly hubNetns: string;
   readonly hubIP: string;
+  /** Dual-stack: the hub's IPv6 address on the lab bridge (the nodes' IPv6 gateway). */
+  readonly hubIP6?: string;
+  readonly ipFamily: LabIpFamily;
   readonly outside: LabOutsidePlan;
   /** The LoadBalancer address pool, CIDR or START-END (lb-pool.ts). */
   readonly lbPool: string;
@@ -57,6 +75,8 @@ export interface LabPlanOptions {
   readonly nodes?: number;
   /** `--lb-pool` (default DEFAULT_LB_POOL). */
   readonly lbPool?: string;
+  /** `--ip-family` (default ipv4). */
+  readonly ipFamily?: LabIpFamily;
 }
 
 const NAME_RE = /^[a-z]([-a-z0-9]{0,18}[a-z0-9])?$/;
@@ -75,6 +95,13 @@ export function planLab(opts: LabPlanOptions = {}): LabPlan {
       'INVALID_INPUT',
       `--nodes: must be 1-${MAX_NODES}, got ${JSON.stringify(count)}`,
     );
+  const ipFamily = opts.ipFamily ?? 'ipv4';
+  if (!(IP_FAMILIES as readonly string[]).includes(ipFamily))
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `--ip-family: must be one of ${IP_FAMILIES.join(', ')}, got ${JSON.stringify(ipFamily)}`,
+    );
+  const dual = ipFamily === 'dual';
   const nodes: LabNodePlan[] = [];
   for (let i = 0; i < count; i++) {
     const role = i === 0 ? 'control-plane' : 'worker';
@@ -86,6 +113,12 @@ export function planLab(opts: LabPlanOptions = {}): LabPlan {
       netns: `node-${i}`,
       ip: `172.18.${Math.floor((i + 2) / 256)}.${(i + 2) % 256}`,
       podCIDR: `10.244.${i}.0/24`,
+      ...(dual
+        ? {
+            ip6: `${NODE_NET6}${(i + 2).toString(16)}`,
+            podCIDR6: `${canonicalIP(`fd00:10:244:${i.toString(16)}::`) ?? ''}/64`,
+          }
+        : {}),
       hubInterface: `n${i}`,
     });
   }
@@ -103,7 +136,14 @@ export function planLab(opts: LabPlanOptions = {}): LabPlan {
     name,
     hubNetns: 'hub',
     hubIP: '172.18.0.1',
-    outside: { netns: OUTSIDE_NETNS, ip: OUTSIDE_IP, hubInterface: 'out' },
+    ...(dual ? { hubIP6: `${NODE_NET6}1` } : {}),
+    ipFamily,
+    outside: {
+      netns: OUTSIDE_NETNS,
+      ip: OUTSIDE_IP,
+      ...(dual ? { ip6: `${NODE_NET6}fe:1` } : {}),
+      hubInterface: 'out',
+    },
     lbPool,
     nodeNetworkPrefix: 16,
     serviceCIDR: '10.96.0.0/12',
@@ -112,6 +152,26 @@ export function planLab(opts: LabPlanOptions = {}): LabPlan {
     apiServerPort: 6443,
     nodes,
   };
+}
+
+/** The Service ranges, IPv4 first (the API server's --service-cluster-ip-range). */
+export function serviceCIDRs(plan: LabPlan): string[] {
+  return plan.ipFamily === 'dual' ? [plan.serviceCIDR, SERVICE_CIDR6] : [plan.serviceCIDR];
+}
+
+/** The pod ranges of the cluster, IPv4 first (the proxies' --cluster-cidr). */
+export function clusterCIDRs(plan: LabPlan): string[] {
+  return plan.ipFamily === 'dual' ? [plan.clusterCIDR, CLUSTER_CIDR6] : [plan.clusterCIDR];
+}
+
+/** A node's addresses on the lab network, IPv4 first. */
+export function nodeIPs(n: LabNodePlan): string[] {
+  return n.ip6 === undefined ? [n.ip] : [n.ip, n.ip6];
+}
+
+/** A node's pod ranges (its Node's spec.podCIDRs), IPv4 first. */
+export function nodePodCIDRs(n: LabNodePlan): string[] {
+  return n.podCIDR6 === undefined ? [n.podCIDR] : [n.podCIDR, n.podCIDR6];
 }
 
 /** The gateway of a node's pod network: the first address of its podCIDR. */
@@ -129,8 +189,12 @@ export interface NetworkScript {
   readonly batches: readonly { readonly netns: string; readonly ops: readonly IpOp[] }[];
   /** sysctls per namespace, `key=value`. */
   readonly sysctls: readonly { readonly netns: string; readonly settings: readonly string[] }[];
-  /** iptables-restore input (filter table) per namespace, applied with --noflush. */
-  readonly firewall: readonly { readonly netns: string; readonly restore: readonly string[] }[];
+  /** iptables-restore (ip6tables-restore for IPv6) input per namespace, applied with --noflush. */
+  readonly firewall: readonly {
+    readonly netns: string;
+    readonly family?: 'IPv6';
+    readonly restore: readonly string[];
+  }[];
 }
 
 /**
@@ -155,6 +219,12 @@ export function networkScript(plan: LabPlan): NetworkScript {
     linkUp(NOWHERE),
     routeAdd('default', { dev: NOWHERE }),
   ];
+  const dual = plan.hubIP6 !== undefined;
+  // IPv6 addresses without duplicate address detection: the lab assigns them, and a tentative
+  // address would refuse traffic for a second or two after `lab up` returns.
+  const v6 = (addr: string | undefined, dev: string): IpOp[] =>
+    addr === undefined ? [] : [addrAdd(`${addr}/${NODE_PREFIX6}`, dev, { nodad: true })];
+  if (dual) hubOps.push(...v6(plan.hubIP6, 'br0'), routeAdd('::/0', { dev: NOWHERE }));
   const batches: { netns: string; ops: IpOp[] }[] = [{ netns: hub, ops: hubOps }];
   const sysctls: { netns: string; settings: string[] }[] = [
     {
@@ -169,6 +239,7 @@ export function networkScript(plan: LabPlan): NetworkScript {
         'net.ipv4.conf.br0.send_redirects=0',
         // Spread an LB IP's connections over its nodes by ports too, not by addresses only.
         'net.ipv4.fib_multipath_hash_policy=1',
+        ...(dual ? ['net.ipv6.conf.all.forwarding=1'] : []),
       ],
     },
   ];
@@ -184,16 +255,28 @@ export function networkScript(plan: LabPlan): NetworkScript {
     linkSet(out.hubInterface, { master: 'br0', up: true }),
   );
   // Routes back to the Pods, so the hub's rejections find their way to them.
-  for (const n of plan.nodes) hubOps.push(routeAdd(n.podCIDR, { via: n.ip, dev: 'br0' }));
+  for (const n of plan.nodes) {
+    hubOps.push(routeAdd(n.podCIDR, { via: n.ip, dev: 'br0' }));
+    if (n.podCIDR6 !== undefined && n.ip6 !== undefined)
+      hubOps.push(routeAdd(n.podCIDR6, { via: n.ip6, dev: 'br0' }));
+  }
   for (const n of plan.nodes) {
     const ops = [
       linkUp('lo'),
       addrAdd(`${n.ip}/${plan.nodeNetworkPrefix}`, 'eth0'),
       linkUp('eth0'),
       routeAdd('default', { via: plan.hubIP, dev: 'eth0' }),
+      ...v6(n.ip6, 'eth0'),
+      ...(dual && plan.hubIP6 !== undefined
+        ? [routeAdd('::/0', { via: plan.hubIP6, dev: 'eth0' })]
+        : []),
     ];
-    for (const other of plan.nodes)
-      if (other !== n) ops.push(routeAdd(other.podCIDR, { via: other.ip, dev: 'eth0' }));
+    for (const other of plan.nodes) {
+      if (other === n) continue;
+      ops.push(routeAdd(other.podCIDR, { via: other.ip, dev: 'eth0' }));
+      if (other.podCIDR6 !== undefined && other.ip6 !== undefined)
+        ops.push(routeAdd(other.podCIDR6, { via: other.ip6, dev: 'eth0' }));
+    }
     batches.push({ netns: n.netns, ops });
     sysctls.push({
       netns: n.netns,
@@ -202,6 +285,7 @@ export function networkScript(plan: LabPlan): NetworkScript {
         'net.ipv4.conf.all.rp_filter=0',
         'net.ipv4.conf.default.rp_filter=0',
         'net.ipv4.conf.eth0.rp_filter=0',
+        ...(dual ? ['net.ipv6.conf.all.forwarding=1'] : []),
       ],
     });
   }
@@ -214,6 +298,10 @@ export function networkScript(plan: LabPlan): NetworkScript {
       addrAdd(`${out.ip}/${plan.nodeNetworkPrefix}`, 'eth0'),
       linkUp('eth0'),
       routeAdd('default', { via: plan.hubIP, dev: 'eth0' }),
+      ...v6(out.ip6, 'eth0'),
+      ...(dual && plan.hubIP6 !== undefined
+        ? [routeAdd('::/0', { via: plan.hubIP6, dev: 'eth0' })]
+        : []),
       ...lbPoolCIDRs(parseLbPool(plan.lbPool)).map((c) =>
         routeAdd(c, { via: plan.hubIP, dev: 'eth0' }),
       ),
@@ -223,15 +311,16 @@ export function networkScript(plan: LabPlan): NetworkScript {
   // host-wide setting (net.ipv4.route.error_cost, 1/s after a burst of 5), while REJECT obeys
   // the hub's own icmp_ratelimit. "Administratively prohibited" is an error connected UDP
   // sockets report (EHOSTUNREACH), and TCP connects fail with it too.
+  const noWayOut = (reject: string): string[] => [
+    '*filter',
+    `-A FORWARD -o ${NOWHERE} -m comment --comment "svcnet lab: no way out" -j REJECT --reject-with ${reject}`,
+    'COMMIT',
+  ];
   const firewall = [
-    {
-      netns: hub,
-      restore: [
-        '*filter',
-        `-A FORWARD -o ${NOWHERE} -m comment --comment "svcnet lab: no way out" -j REJECT --reject-with icmp-admin-prohibited`,
-        'COMMIT',
-      ],
-    },
+    { netns: hub, restore: noWayOut('icmp-admin-prohibited') },
+    ...(dual
+      ? [{ netns: hub, family: 'IPv6' as const, restore: noWayOut('icmp6-adm-prohibited') }]
+      : []),
   ];
   return {
     namespaces: [hub, ...plan.nodes.map((n) => n.netns), out.netns],

@@ -65,11 +65,16 @@ export function clusterProblems(view: ClusterView, nodeNames: readonly string[])
     if (!selector || Object.keys(selector).length === 0 || svc.spec?.type === 'ExternalName')
       continue;
     const ns = svc.metadata?.namespace ?? 'default';
+    // A single-stack Service of a dual-stack cluster has slices of its own family only.
+    const families = svc.spec?.ipFamilies ?? [
+      (svc.spec?.clusterIP ?? '').includes(':') ? 'IPv6' : 'IPv4',
+    ];
     const want = new Set(
       live
         .filter((p) => (p.metadata?.namespace ?? 'default') === ns && selects(selector, p))
         .filter((p) => isPodReady(p))
-        .flatMap(podIPs),
+        .flatMap(podIPs)
+        .filter((ip) => families.includes(ip.includes(':') ? 'IPv6' : 'IPv4')),
     );
     const have = new Set(
       view.endpointSlices

@@ -29,6 +29,7 @@ import { missingToolsReason } from '../../integration/lib/prereq.js';
 import { proxySettled } from '../../../src/lab/wait.js';
 import type { ExecResult } from '../../../src/os/exec.js';
 import type { ComponentStatus } from '../../../src/lab/keeper.js';
+import type { LabIpFamily } from '../../../src/lab/topology.js';
 
 export const E2E_CNI: 'svcnet' | 'reference' =
   process.env.SVCNET_E2E_CNI === 'reference' ? 'reference' : 'svcnet';
@@ -97,7 +98,12 @@ export class E2eLab {
    * A 3-node lab (1 control plane + 2 workers) over E2E_CNI with its proxies in
    * E2E_PROXY_MODE, torn down with this process.
    */
-  static async up(tag: string, nodes = 3, timeoutMs = 180_000): Promise<E2eLab> {
+  static async up(
+    tag: string,
+    nodes = 3,
+    timeoutMs = 180_000,
+    opts: { ipFamily?: LabIpFamily } = {},
+  ): Promise<E2eLab> {
     const name = `e2e${tag}${String(process.pid)}`.slice(0, 20);
     // A lab of this very name still up is a leftover of an earlier run whose pid was the same:
     // clear it. Labs of other names (other suites, a user's) are never touched. If labUp fails,
@@ -110,6 +116,7 @@ export class E2eLab {
       proxyMode: E2E_PROXY_MODE,
       lifeline: true,
       timeoutMs,
+      ...(opts.ipFamily === undefined ? {} : { ipFamily: opts.ipFamily }),
     });
     return new E2eLab(name, up);
   }
