@@ -5,18 +5,19 @@
 // mark); first contentful paint and the snapshot's arrival are printed beside it.
 
 import { readFileSync } from 'node:fs';
-import { chromium } from 'playwright-core';
 import { startApiServerChild } from '../test/integration/lib/apiserver-child.js';
 import { hasTool } from '../test/integration/lib/prereq.js';
 import { apiOf, createLargeCluster } from '../test/integration/lib/ui-cluster.js';
 import {
+  CHROMIUM,
   ensurePageBuilt,
   firstPaintRuns,
+  launchChromium,
   startUiChild,
   stopChild,
-} from '../test/integration/lib/ui-child.js';
+  type UiChild,
+} from '../test/integration/lib/ui-page.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const JSON_OUT = process.argv.includes('--json');
 const SERVICES = 300;
 const PODS = 1000;
@@ -38,16 +39,12 @@ export async function run(): Promise<void> {
   }
   ensurePageBuilt();
   const server = await startApiServerChild();
-  let ui: Awaited<ReturnType<typeof startUiChild>> | undefined;
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox'],
-  });
+  let ui: UiChild | undefined;
+  const browser = await launchChromium();
   try {
     const api = apiOf(server, readFileSync(server.caFile, 'utf8'));
     await createLargeCluster(api, 'big', SERVICES, PODS);
-    ui = await startUiChild(server.kubeconfig);
+    ui = await startUiChild(['ui', '--kubeconfig', server.kubeconfig, '--listen', '127.0.0.1:0']);
     // The UI's informers first catch up with the writes: the figure is the page's load.
     for (;;) {
       const snap = (await (await fetch(`${ui.url}api/snapshot`)).json()) as {

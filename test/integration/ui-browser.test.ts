@@ -12,19 +12,24 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { runRender } from '../../src/cli/render.js';
 import { startApiServerChild, type ApiServerChild } from './lib/apiserver-child.js';
 import { hasTool, skipOrFail } from './lib/prereq.js';
 import {
+  ARTEFACTS,
+  axeViolations,
+  CHROMIUM,
   ensurePageBuilt,
   firstPaintRuns,
+  launchChromium,
+  shot,
   startUiChild,
   stopChild,
   type UiChild,
-} from './lib/ui-child.js';
+} from './lib/ui-page.js';
 import {
   apiOf,
   CLIENT,
@@ -44,40 +49,7 @@ declare const document: {
   documentElement: { scrollWidth: number };
 };
 
-const REPO = new URL('../../', import.meta.url).pathname;
-const CHROMIUM = '/usr/bin/chromium';
-const ARTEFACTS = join(REPO, 'test-results/ui');
 const WORKER = 'svcnet-worker';
-
-/** axe-core's serious and critical violations on the page as it is now. */
-async function axeViolations(page: Page): Promise<string[]> {
-  const source = readFileSync(join(REPO, 'node_modules/axe-core/axe.min.js'), 'utf8');
-  await page.addScriptTag({ content: source });
-  const found = await page.evaluate(async () => {
-    const axe = (
-      window as unknown as {
-        axe: {
-          run(): Promise<{
-            violations: { id: string; impact: string | null; nodes: { target: unknown }[] }[];
-          }>;
-        };
-      }
-    ).axe;
-    const r = await axe.run();
-    return r.violations.map((v) => ({
-      id: v.id,
-      impact: v.impact,
-      targets: v.nodes.map((n) => JSON.stringify(n.target)).slice(0, 3),
-    }));
-  });
-  return found
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.impact} ${v.id}: ${v.targets.join(' ')}`);
-}
-
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(ARTEFACTS, `${name}.png`), fullPage: true });
-}
 
 const skip = skipOrFail(
   hasTool(CHROMIUM)
@@ -94,7 +66,6 @@ describe('svcnet ui in chromium', { skip }, () => {
   let rulesFile = '';
 
   before(async () => {
-    mkdirSync(ARTEFACTS, { recursive: true });
     ensurePageBuilt();
     server = await startApiServerChild();
     api = apiOf(server, readFileSync(server.caFile, 'utf8'));
@@ -114,12 +85,16 @@ describe('svcnet ui in chromium', { skip }, () => {
     );
     rulesFile = join(server.dir, `${WORKER}.rules`);
     writeFileSync(rulesFile, await runRender({ file: [manifests], node: WORKER }, []));
-    ui = await startUiChild(server.kubeconfig, [`${WORKER}=${rulesFile}`]);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox'],
-    });
+    ui = await startUiChild([
+      'ui',
+      '--kubeconfig',
+      server.kubeconfig,
+      '--listen',
+      '127.0.0.1:0',
+      '--rules',
+      `${WORKER}=${rulesFile}`,
+    ]);
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   });
 

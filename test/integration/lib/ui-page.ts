@@ -1,7 +1,7 @@
 // The browser side of the UI tests: `svcnet ui`/`svcnet lab ui` started as a child process
 // (resolving to the URL it prints), Debian's chromium driven headless by playwright-core, axe's
-// serious and critical violations, and screenshots under test-results/ui/. Shared by the e2e
-// test against a live lab; it starts nothing in the machine's network namespace beyond a
+// serious and critical violations, screenshots under test-results/ui/, and the page's own
+// timings of a load (first paint with data). Shared by the browser tests and the ui bench; it starts nothing in the machine's network namespace beyond a
 // loopback listener.
 
 import assert from 'node:assert/strict';
@@ -111,4 +111,34 @@ export async function axeViolations(page: Page): Promise<string[]> {
 /** A full-page screenshot to test-results/ui/NAME.png. */
 export async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(ARTEFACTS, `${name}.png`), fullPage: true });
+}
+
+/** One load of the map: when the data was shown, first contentful paint, snapshot received. */
+export interface PaintRun {
+  readonly data: number;
+  readonly fcp: number;
+  readonly snapshotMs: number;
+}
+
+/** Loads `url?view=map` `times` times in `page`; the browser's own timings of each load. */
+export async function firstPaintRuns(page: Page, url: string, times = 3): Promise<PaintRun[]> {
+  const runs: PaintRun[] = [];
+  for (let i = 0; i < times; i++) {
+    await page.goto(`${url}?view=map`);
+    await page.waitForSelector('body[data-loaded="1"]');
+    runs.push(
+      await page.evaluate(() => ({
+        data: performance.getEntriesByName('svcnet-data')[0]?.startTime ?? -1,
+        fcp: performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1,
+        snapshotMs:
+          (
+            performance
+              .getEntriesByType('resource')
+              .find((e) => e.name.endsWith('/api/snapshot'))
+              ?.toJSON() as { responseEnd: number } | undefined
+          )?.responseEnd ?? -1,
+      })),
+    );
+  }
+  return runs;
 }
