@@ -9,8 +9,8 @@
 // Header compression is one zlib stream per direction for the whole connection. Inbound, the
 // header bytes seen so far are re-inflated with a sync flush (inflateSync keeps this
 // synchronous; a port-forward connection carries a few hundred header bytes per stream
-// pair). Outbound blocks are zlib "stored" blocks: valid deflate that every inflater reads,
-// and no compressor state to keep.
+// pair). Outbound blocks are zlib "stored" blocks, each ended by a sync-flush marker: valid
+// deflate that every inflater reads, and no compressor state to keep.
 
 import { inflateSync, constants as zc } from 'node:zlib';
 
@@ -152,6 +152,8 @@ function readU32(b: Buffer, off: number): number {
   return b.readUInt32BE(off);
 }
 
+const SYNC_MARKER = Buffer.from([0x00, 0x00, 0x00, 0xff, 0xff]);
+
 /** The sending half of a connection's header compression (see the file header). */
 export class HeaderDeflater {
   private started = false;
@@ -162,15 +164,18 @@ export class HeaderDeflater {
       parts.push(Buffer.from([0x78, 0x01])); // zlib header: deflate, 32K window, no preset dict
       this.started = true;
     }
-    for (let off = 0; off < block.length || off === 0; off += 0xffff) {
+    for (let off = 0; off < block.length; off += 0xffff) {
       const piece = block.subarray(off, off + 0xffff);
       const h = Buffer.alloc(5);
       h[0] = 0; // BFINAL=0, BTYPE=00 (stored), padded to the byte
       h.writeUInt16LE(piece.length, 1);
       h.writeUInt16LE(~piece.length & 0xffff, 3);
       parts.push(h, piece);
-      if (block.length === 0) break;
     }
+    // The empty stored block a sync flush ends with: an inflater that reads on past the data
+    // (Go's compress/flate does) stops here and hands the data over, instead of waiting for
+    // the next block and failing at the end of this frame.
+    parts.push(SYNC_MARKER);
     return Buffer.concat(parts);
   }
 }
