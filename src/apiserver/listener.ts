@@ -16,6 +16,7 @@ import {
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { realClock, type Clock } from '../util/clock.js';
 import type { ConnectionTracker } from './connections.js';
 import { requestEntityTooLarge } from './limits.js';
@@ -125,6 +126,15 @@ export function serverFactory(opts: ListenerOptions): typeof createHttpServer {
           sock.once('close', () => {
             tracker.forget(key, sock);
           });
+      });
+      // An upgraded connection (exec, attach, port-forward) is a request in flight for as long
+      // as it streams; untracked, it stayed "fresh" and the first-request deadline closed it.
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+        const key = keyOf(req.socket);
+        tracker.begin(key, opts.authenticate?.(req.headers.authorization) ?? false);
+        socket.once('close', () => {
+          tracker.end(key);
+        });
       });
       const sweeper = clock.setInterval(() => tracker.sweep(), 1000);
       server.once('close', () => {

@@ -16,6 +16,7 @@ import {
   type KubeClient,
 } from '../kube/api-client.js';
 import { createInformer, loadKubeConfig, PODS } from '../kube/client.js';
+import type { Informer } from '../kube/informer.js';
 import type { Node, Pod } from '../kube/types.js';
 import { RealExecer } from '../os/exec.js';
 import { RealIp } from '../os/ip.js';
@@ -26,8 +27,10 @@ import type { IptablesVariant } from '../netfilter/iptables/backend.js';
 import { kubeletSocketPath } from '../apiserver/kubelet-proxy.js';
 import { NodeAgent, type PodStatusWriter } from './agent.js';
 import { kubeletServer, listenKubelet, type KubeletHandlers } from './kubelet-server.js';
-import { ContainerLogs } from './container-log-capture.js';
+import type { ContainerLogs } from './container-log-capture.js';
 import { containerLogsHandler } from './container-logs.js';
+import { kubeletStream } from './kubelet-stream.js';
+import { startPiped } from '../os/piped-process.js';
 import { ensureKubeletChains, kubeletIptables } from './kubelet-chains.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { LabPodRuntime, type PodNetwork, type PodNetworkRequest } from './pod-runtime.js';
@@ -243,9 +246,18 @@ async function registerNode(
 }
 
 /** What this node's kubelet API serves (logs, exec, attach, port-forward). */
-function kubeletHandlers(logs: ContainerLogs): KubeletHandlers {
+function kubeletHandlers(
+  logs: ContainerLogs,
+  pods: Informer<Pod>,
+  opts: LabAgentOptions,
+): KubeletHandlers {
   return {
     containerLogs: containerLogsHandler(logs),
+    stream: kubeletStream({
+      nodeName: opts.node,
+      podOf: (ns, name) => pods.get(`${ns}/${name}`),
+      start: startPiped,
+    }),
   };
 }
 
@@ -321,7 +333,7 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     opts.log.info({ pods: swept }, 'Removed sandboxes of Pods deleted meanwhile');
   opts.log.info({ node: opts.node }, 'Watching Pods');
   // The kubelet API the API server proxies Pod logs, exec and port-forward to.
-  const kubelet = kubeletServer(kubeletHandlers(runtime.logs), (e) => {
+  const kubelet = kubeletServer(kubeletHandlers(runtime.logs, pods, opts), (e) => {
     opts.log.warn(
       { err: e instanceof Error ? e.message : String(e) },
       'Kubelet API request failed',
