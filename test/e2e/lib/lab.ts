@@ -5,7 +5,9 @@
 // own namespace so scenarios do not see each other's Services.
 //
 // SVCNET_E2E_CNI=reference runs the same suite over Debian's reference CNI plugins;
-// SVCNET_E2E_PROXY_MODE=nftables runs it with every node's proxy in nftables mode.
+// SVCNET_E2E_PROXY_MODE=nftables runs it with every node's proxy in nftables mode;
+// SVCNET_E2E_IP_FAMILY=dual runs it in dual-stack labs (IPv4 first, so the suites' IPv4
+// checks hold; dual-stack.test.ts checks the IPv6 paths).
 
 import assert from 'node:assert/strict';
 import { parseAllDocuments } from 'yaml';
@@ -36,6 +38,9 @@ export const E2E_CNI: 'svcnet' | 'reference' =
 
 export const E2E_PROXY_MODE: 'iptables' | 'nftables' =
   process.env.SVCNET_E2E_PROXY_MODE === 'nftables' ? 'nftables' : 'iptables';
+
+export const E2E_IP_FAMILY: LabIpFamily =
+  process.env.SVCNET_E2E_IP_FAMILY === 'dual' ? 'dual' : 'ipv4';
 
 /** Why the e2e suite cannot run here, or false. */
 export function e2eSkipReason(): string | false {
@@ -116,7 +121,7 @@ export class E2eLab {
       proxyMode: E2E_PROXY_MODE,
       lifeline: true,
       timeoutMs,
-      ...(opts.ipFamily === undefined ? {} : { ipFamily: opts.ipFamily }),
+      ipFamily: opts.ipFamily ?? E2E_IP_FAMILY,
     });
     return new E2eLab(name, up);
   }

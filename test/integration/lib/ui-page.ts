@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
@@ -22,10 +22,23 @@ export interface UiChild {
   readonly child: ChildProcess;
 }
 
-/** Builds dist/ui when it is missing (a fresh checkout before `npm run build`). */
+/** The newest modification time of the files under `dir` (0 when there are none). */
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true }))
+    if (e.isFile()) newest = Math.max(newest, statSync(join(e.parentPath, e.name)).mtimeMs);
+  return newest;
+}
+
+/**
+ * Builds dist/ui when it is missing (a fresh checkout before `npm run build`) or older than
+ * the page's sources (a checkout that moved on since the last build), so a test never drives a
+ * stale page.
+ */
 export function ensurePageBuilt(): void {
   mkdirSync(ARTEFACTS, { recursive: true });
-  if (existsSync(join(REPO, 'dist/ui/index.html'))) return;
+  const built = join(REPO, 'dist/ui/index.html');
+  if (existsSync(built) && statSync(built).mtimeMs >= newestMtime(join(REPO, 'src/ui'))) return;
   const r = spawnSync('npm', ['run', 'build:ui'], { cwd: REPO, stdio: 'inherit' });
   assert.equal(r.status, 0, 'npm run build:ui failed');
 }
