@@ -366,12 +366,17 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
     await digIs(from, [`dns-querier-2.dns-test-service-2.${ns}`], [ip], true);
     // From another namespace, the full name works too.
     await digIs(client(NS.cluster), [fqdn], [ip]);
-    // The Pod knows its own FQDN (/etc/hosts, as the kubelet writes it).
+    // The Pod knows its own FQDN (/etc/hosts, as the kubelet writes it: a line per Pod IP,
+    // and getent prefers the IPv6 one in a dual-stack lab).
+    const own = ((await lab.pod(ns, 'querier'))?.status?.podIPs ?? []).map((p) => p.ip);
     const hosts = await lab.exec(from, ['getent', 'hosts', fqdn]);
-    assert.equal(hosts.stdout.trim().split(/\s+/)[0], ip, `getent hosts ${fqdn}: ${hosts.stdout}`);
-    assert.equal(await getent(from, 'dns-querier-2.dns-test-service-2'), ip);
+    assert.ok(
+      own.includes(hosts.stdout.trim().split(/\s+/)[0] ?? ''),
+      `getent hosts ${fqdn}: ${hosts.stdout} (Pod IPs ${own.join(', ')})`,
+    );
+    assert.ok(own.includes((await getent(from, 'dns-querier-2.dns-test-service-2')) ?? ''));
     // ... and its hostname (upstream checks both entries from the Pod itself).
-    assert.equal(await getent(from, 'dns-querier-2'), ip);
+    assert.ok(own.includes((await getent(from, 'dns-querier-2')) ?? ''));
     await digIs(from, ['-x', ip], [`${fqdn}.`]);
     await digIs(from, [podRecord(ip, ns)], [ip]);
   });
