@@ -267,9 +267,7 @@ export function networkScript(plan: LabPlan): NetworkScript {
       linkUp('eth0'),
       routeAdd('default', { via: plan.hubIP, dev: 'eth0' }),
       ...v6(n.ip6, 'eth0'),
-      ...(dual && plan.hubIP6 !== undefined
-        ? [routeAdd('::/0', { via: plan.hubIP6, dev: 'eth0' })]
-        : []),
+      ...(plan.hubIP6 !== undefined ? [routeAdd('::/0', { via: plan.hubIP6, dev: 'eth0' })] : []),
     ];
     for (const other of plan.nodes) {
       if (other === n) continue;
@@ -299,9 +297,7 @@ export function networkScript(plan: LabPlan): NetworkScript {
       linkUp('eth0'),
       routeAdd('default', { via: plan.hubIP, dev: 'eth0' }),
       ...v6(out.ip6, 'eth0'),
-      ...(dual && plan.hubIP6 !== undefined
-        ? [routeAdd('::/0', { via: plan.hubIP6, dev: 'eth0' })]
-        : []),
+      ...(plan.hubIP6 !== undefined ? [routeAdd('::/0', { via: plan.hubIP6, dev: 'eth0' })] : []),
       ...lbPoolCIDRs(parseLbPool(plan.lbPool)).map((c) =>
         routeAdd(c, { via: plan.hubIP, dev: 'eth0' }),
       ),
