@@ -178,6 +178,9 @@ export const DAEMONSETS = r('apps', 'DaemonSet', 'daemonsets', {
   hasStatus: true,
 });
 
+/** The DaemonSet controller's template history (`kubectl rollout history/undo ds/NAME`). */
+export const CONTROLLERREVISIONS = r('apps', 'ControllerRevision', 'controllerrevisions');
+
 /** rbac.authorization.k8s.io/v1: stored and served for kubectl; nothing enforces them. */
 const RBAC = 'rbac.authorization.k8s.io';
 export const CLUSTERROLES = r(RBAC, 'ClusterRole', 'clusterroles', { namespaced: false });
@@ -209,6 +212,7 @@ export const RESOURCES: readonly ResourceType[] = [
   REPLICASETS,
   STATEFULSETS,
   DAEMONSETS,
+  CONTROLLERREVISIONS,
   SERVICECIDRS,
   CLUSTERROLES,
   CLUSTERROLEBINDINGS,

@@ -10,6 +10,7 @@ import {
   CLUSTERROLEBINDINGS,
   CLUSTERROLES,
   CONFIGMAPS,
+  CONTROLLERREVISIONS,
   DAEMONSETS,
   DEPLOYMENTS,
   ENDPOINTS,
@@ -277,6 +278,7 @@ const KINDS = new Map<ResourceType, Record<string, FieldType>>([
   [REPLICASETS, { spec: REPLICASET_SPEC, status: STATUS }],
   [STATEFULSETS, { spec: STATEFULSET_SPEC, status: STATUS }],
   [DAEMONSETS, { spec: DAEMONSET_SPEC, status: STATUS }],
+  [CONTROLLERREVISIONS, { data: 'any', revision: I }],
   [
     SERVICEACCOUNTS,
     {

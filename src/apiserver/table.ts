@@ -424,6 +424,21 @@ const PRINTERS: Record<string, Printer> = {
       ];
     },
   },
+  ControllerRevision: {
+    columns: [NAME, col('Controller'), col('Revision', 0, 'integer'), AGE],
+    cells: (cr, now) => {
+      const owner = arr(o(cr.metadata).ownerReferences)
+        .map(o)
+        .find((ref) => ref.controller === true);
+      const group = s(owner?.apiVersion).split('/');
+      const kind = s(owner?.kind).toLowerCase();
+      const controller =
+        owner === undefined
+          ? '<none>'
+          : `${kind}${group.length === 2 ? `.${group[0] ?? ''}` : ''}/${s(owner.name)}`;
+      return [name(cr), controller, n(cr.revision), age(cr, now)];
+    },
+  },
   ServiceAccount: {
     columns: [NAME, col('Secrets', 0, 'integer'), AGE],
     cells: (sa, now) => [name(sa), arr(sa.secrets).length, age(sa, now)],

@@ -79,6 +79,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
   const kc = await daemonKubeConfig(opts.kubeconfig);
   const { ClientNodeKubeClient } = await import('../kube/api-client.js');
   const {
+    CONTROLLER_REVISIONS,
     createInformer,
     DAEMON_SETS,
     DEPLOYMENTS,
@@ -101,6 +102,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
     ReplicaSet: REPLICA_SETS,
     StatefulSet: STATEFUL_SETS,
     DaemonSet: DAEMON_SETS,
+    ControllerRevision: CONTROLLER_REVISIONS,
   };
   const manager = new ControllerManager({
     client: new ClientNodeKubeClient(kc),

@@ -30,6 +30,7 @@ export const INFORMER_KINDS = {
   replicaSets: 'ReplicaSet',
   statefulSets: 'StatefulSet',
   daemonSets: 'DaemonSet',
+  controllerRevisions: 'ControllerRevision',
 } as const satisfies Record<string, ApiKind>;
 
 export type InformerField = keyof typeof INFORMER_KINDS;

@@ -223,6 +223,11 @@ export class ControllerManager {
     onObj(inf.daemonSets, (d) => {
       this.enqueue('daemonset', objectKey(d));
     });
+    // A revision deleted or renumbered by hand is put back by its DaemonSet.
+    onObj(inf.controllerRevisions, (r) => {
+      const ref = controllerRef(r);
+      if (ref?.kind === 'DaemonSet') this.enqueue('daemonset', `${namespaceOf(r)}/${ref.name}`);
+    });
   }
 
   private onPod(p: Pod): void {
@@ -504,6 +509,7 @@ export class ControllerManager {
         daemonSet,
         nodes: this.inf.nodes.list(),
         pods: this.podsIn(ns),
+        revisions: this.inf.controllerRevisions.list().filter((r) => namespaceOf(r) === ns),
         now: this.clock.now(),
       }),
     );

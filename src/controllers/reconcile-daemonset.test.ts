@@ -281,6 +281,7 @@ describe('DaemonSet controller on the in-memory cluster', () => {
 
     const before = new Set(pods.map((p) => p.metadata?.name));
     const cur = (await client.get('DaemonSet', 'kube-system', 'kube-proxy'))!;
+    const original = structuredClone(cur);
     cur.spec!.template!.metadata!.annotations = { 'kubectl.kubernetes.io/restartedAt': 'now' };
     await client.update('DaemonSet', cur);
     await settle();
@@ -294,6 +295,23 @@ describe('DaemonSet controller on the in-memory cluster', () => {
     assert.equal(got?.status?.observedGeneration, 2);
     assert.equal(got.status.updatedNumberScheduled, 3);
     assert.equal(got.status.numberAvailable, 3);
+
+    // The history `kubectl rollout history` lists: one revision per template, the current one
+    // last, named after the hash its Pods wear.
+    const history = async (): Promise<string[]> =>
+      (await client.list('ControllerRevision', { namespace: 'kube-system' }))
+        .sort((a, b) => a.revision - b.revision)
+        .map((r) => `${String(r.revision)} ${r.metadata?.name ?? ''}`);
+    const [first, second] = [daemonSetRevision(original), daemonSetRevision(cur)];
+    assert.deepEqual(await history(), [`1 kube-proxy-${first}`, `2 kube-proxy-${second}`]);
+    // `rollout undo` puts the first template back: its revision becomes number 3.
+    const back = (await client.get('DaemonSet', 'kube-system', 'kube-proxy'))!;
+    back.spec!.template = original.spec!.template!;
+    await client.update('DaemonSet', back);
+    await settle();
+    assert.deepEqual(await history(), [`2 kube-proxy-${second}`, `3 kube-proxy-${first}`]);
+    pods = await podsNow();
+    assert.ok(pods.every((p) => p.metadata?.labels?.['controller-revision-hash'] === first));
     await manager.stop();
   });
 });

@@ -8,15 +8,25 @@
 // template at most maxUnavailable Nodes at a time (old unavailable pods go first, at no cost);
 // OnDelete waits for the user to delete them. A Node whose pod is terminating gets its new pod
 // only once the old one is gone (hostNetwork pods would fight over their ports). Status holds
-// the counts `kubectl get ds` and `kubectl rollout status` read. Node affinity is not
-// evaluated and maxSurge is not honoured (pods are replaced in place). Pure.
+// the counts `kubectl get ds` and `kubectl rollout status` read. The template history
+// (ControllerRevisions, for `rollout history` and `rollout undo`) is kept by
+// reconcile-daemonset-history.ts. Node affinity is not evaluated and maxSurge is not honoured
+// (pods are replaced in place). Pure.
 
 import { matchesSelectorMap } from '../kube/selectors.js';
-import type { DaemonSet, DaemonSetStatus, Node, Pod, Toleration } from '../kube/types.js';
+import type {
+  ControllerRevision,
+  DaemonSet,
+  DaemonSetStatus,
+  Node,
+  Pod,
+  Toleration,
+} from '../kube/types.js';
 import { deepEqual } from '../util/json.js';
 import { LABEL_CONTROLLER_REVISION_HASH } from './names.js';
 import type { Operation } from './operations.js';
 import { deleteObject } from './operations.js';
+import { reconcileDaemonSetHistory } from './reconcile-daemonset-history.js';
 import { podTemplateHash, resolveIntOrPercent } from './reconcile-deployment.js';
 import { BURST_REPLICAS, isPodAvailable } from './reconcile-replicaset.js';
 import { tolerates } from './reconcile-scheduler.js';
@@ -37,6 +47,8 @@ export interface DaemonSetInput {
   readonly nodes: readonly Node[];
   /** Pods of the namespace; only those controlled by the DaemonSet count. */
   readonly pods: readonly Pod[];
+  /** ControllerRevisions of the namespace; only those controlled by the DaemonSet count. */
+  readonly revisions?: readonly ControllerRevision[];
   /** Now, ms since epoch (for minReadySeconds). */
   readonly now: number;
 }
@@ -176,7 +188,14 @@ export function reconcileDaemonSet(input: DaemonSetInput): Operation[] {
     if ((ds.spec?.updateStrategy?.type ?? 'RollingUpdate') === 'RollingUpdate')
       deletes.push(...rollingUpdateDeletes(ds, states, isNew, available));
   }
-  const ops = [...deletes.slice(0, BURST_REPLICAS), ...creates.slice(0, BURST_REPLICAS)];
+  // The history first, as upstream: the current template's revision exists before its Pods.
+  const ops = [
+    ...(input.revisions === undefined
+      ? []
+      : reconcileDaemonSetHistory(ds, revision, input.revisions, input.pods)),
+    ...deletes.slice(0, BURST_REPLICAS),
+    ...creates.slice(0, BURST_REPLICAS),
+  ];
   const status = daemonSetStatus(ds, states, isNew, available);
   if (!deepEqual(ds.status ?? {}, status)) {
     const next: DaemonSet = { ...ds, status };

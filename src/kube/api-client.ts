@@ -10,6 +10,7 @@ import * as k8s from '@kubernetes/client-node';
 import { SvcnetError } from '../errors.js';
 import { toWire } from './wire.js';
 import type {
+  ControllerRevision,
   DaemonSet,
   Deployment,
   EndpointSlice,
@@ -32,7 +33,8 @@ export type ApiKind =
   | 'Deployment'
   | 'ReplicaSet'
   | 'StatefulSet'
-  | 'DaemonSet';
+  | 'DaemonSet'
+  | 'ControllerRevision';
 
 export interface ApiKindMap {
   Pod: Pod;
@@ -44,6 +46,7 @@ export interface ApiKindMap {
   ReplicaSet: ReplicaSet;
   StatefulSet: StatefulSet;
   DaemonSet: DaemonSet;
+  ControllerRevision: ControllerRevision;
 }
 
 export interface ListOptions {
@@ -156,6 +159,15 @@ export const KIND_INFO: Readonly<Record<ApiKind, KindInfo>> = {
     true,
   ),
   DaemonSet: info('apps', 'apps/v1', 'V1DaemonSet', 'daemonsets.apps', 'DaemonSet', true, true),
+  ControllerRevision: info(
+    'apps',
+    'apps/v1',
+    'V1ControllerRevision',
+    'controllerrevisions.apps',
+    'ControllerRevision',
+    true,
+    false,
+  ),
 };
 
 function info(

@@ -242,6 +242,12 @@ export const DEPLOYMENTS = resource(APPS, 'deployments', 'Deployment', 'Namespac
 export const REPLICA_SETS = resource(APPS, 'replicasets', 'ReplicaSet', 'Namespaced');
 export const STATEFUL_SETS = resource(APPS, 'statefulsets', 'StatefulSet', 'Namespaced');
 export const DAEMON_SETS = resource(APPS, 'daemonsets', 'DaemonSet', 'Namespaced');
+export const CONTROLLER_REVISIONS = resource(
+  APPS,
+  'controllerrevisions',
+  'ControllerRevision',
+  'Namespaced',
+);
 export const NAMESPACES = resource(CORE, 'namespaces', 'Namespace', 'Cluster');
 /** networking.k8s.io/v1 (Kubernetes 1.33+); older servers answer 404 (see service-cidr.ts). */
 export const SERVICE_CIDRS = resource(NETWORKING, 'servicecidrs', 'ServiceCIDR', 'Cluster');

@@ -450,6 +450,16 @@ export interface DaemonSet extends KubeObject {
   status?: DaemonSetStatus;
 }
 
+/**
+ * apps/v1 ControllerRevision: one revision of a DaemonSet's (or StatefulSet's) template, as
+ * the patch that restores it (`kubectl rollout history` and `rollout undo` read them).
+ */
+export interface ControllerRevision extends KubeObject {
+  kind?: 'ControllerRevision';
+  data?: unknown;
+  revision: number;
+}
+
 /** `namespace/name` key of a namespaced object (or just `name` when cluster-scoped). */
 export function objectKey(obj: KubeObject): string {
   const ns = obj.metadata?.namespace;

@@ -3,8 +3,9 @@
 // with the control-plane taint), deploy/kube-proxy.yaml and deploy/coredns.yaml applied with
 // the real kubectl. kube-proxy gets one pod per node (`kube-proxy-xxxxx`), `kubectl get ds`
 // reports 3 everywhere, a deleted pod comes back, and `rollout restart` + `rollout status`
-// replace every pod of the DaemonSet and of the coredns Deployment. The children are killed
-// by PID in after().
+// replace every pod of the DaemonSet and of the coredns Deployment, and `rollout history` /
+// `rollout undo --to-revision` list and restore the DaemonSet's templates (ControllerRevisions).
+// The children are killed by PID in after().
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -161,5 +162,44 @@ describe(
         if (kind === 'ds')
           for (const p of pods) assert.equal(p.metadata.labels?.['pod-template-generation'], '2');
       });
+
+    it('rollout history lists the templates and rollout undo goes back to one', async () => {
+      const history = await kc.ok(['rollout', 'history', ...NS, 'ds/kube-proxy']);
+      assert.match(history, /daemonset\.apps\/kube-proxy/);
+      assert.deepEqual(
+        tableRows(history.slice(history.indexOf('REVISION')))
+          .slice(1)
+          .map((r) => r[0]),
+        ['1', '2'],
+      );
+      const rev1 = await kc.ok(['rollout', 'history', ...NS, 'ds/kube-proxy', '--revision=1']);
+      assert.doesNotMatch(rev1, /restartedAt/, 'revision 1 is the template before the restart');
+      const revs = tableRows(await kc.ok(['get', ...NS, 'controllerrevisions']));
+      assert.deepEqual(revs[0]?.slice(0, 3), ['NAME', 'CONTROLLER', 'REVISION']);
+      assert.ok(revs.slice(1).some((r) => r[1] === 'daemonset.apps/kube-proxy' && r[2] === '2'));
+
+      const firstHash = (await livePods('k8s-app=kube-proxy'))[0]?.metadata.labels?.[
+        'controller-revision-hash'
+      ];
+      assert.match(
+        await kc.ok(['rollout', 'undo', ...NS, 'ds/kube-proxy', '--to-revision=1']),
+        /kube-proxy rolled back/,
+      );
+      await kc.ok(['rollout', 'status', ...NS, 'ds/kube-proxy', '--timeout=60s']);
+      const pods = await waitFor('kube-proxy pods on the first template', async () => {
+        const now = await livePods('k8s-app=kube-proxy');
+        const hashes = new Set(now.map((p) => p.metadata.labels?.['controller-revision-hash']));
+        return now.length === 3 && hashes.size === 1 && !hashes.has(firstHash) ? now : undefined;
+      });
+      assert.equal(pods.length, 3);
+      const after = await kc.ok(['rollout', 'history', ...NS, 'ds/kube-proxy']);
+      assert.deepEqual(
+        tableRows(after.slice(after.indexOf('REVISION')))
+          .slice(1)
+          .map((r) => r[0]),
+        ['2', '3'],
+        'the restored template is renumbered as the newest revision',
+      );
+    });
   },
 );
