@@ -26,13 +26,14 @@ export function badLine(line: DumpLine, dump: string, message: string): SvcnetEr
 
 /** Reads the words of a line one at a time, failing with the line named. */
 export class Words {
+  readonly line: DumpLine;
+  readonly dump: string;
   private readonly words: readonly string[];
   private at = 0;
 
-  constructor(
-    readonly line: DumpLine,
-    readonly dump: string,
-  ) {
+  constructor(line: DumpLine, dump: string) {
+    this.line = line;
+    this.dump = dump;
     this.words = line.text.trim().split(/\s+/);
   }
 
