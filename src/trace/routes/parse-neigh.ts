@@ -44,7 +44,7 @@ function neighbourOf(line: DumpLine): Neighbour {
       if (!MAC_RE.test(mac)) throw w.fail(`lladdr: not a MAC address: ${JSON.stringify(mac)}`);
       lladdr = mac.toLowerCase();
     } else if (STATES.has(word)) states.push(word);
-    else if (word === 'used' || word === 'probes' || word === 'protocol') w.valueOf(word);
+    else if (word === 'used' || word === 'probes' || word === 'proto') w.valueOf(word);
     else if (!FLAGS.has(word)) throw w.fail(`unknown word ${JSON.stringify(word)}`);
   }
   return {
