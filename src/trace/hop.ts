@@ -97,7 +97,8 @@ export function withHops(
 
 /** The hop in the text tree: the source, the summary, the route and the notes. */
 export function formatHopLines(h: OutcomeHop): string[] {
-  if (h.source === 'objects') return [`hop (from the cluster objects, not a node's routes): ${h.summary}`];
+  if (h.source === 'objects')
+    return [`hop (from the cluster objects, not a node's routes): ${h.summary}`];
   const lines = [`hop (from ${h.node}'s routes): ${h.summary}`];
   if (h.route !== undefined)
     lines.push(
