@@ -337,7 +337,15 @@ function addUi(lab: Command): void {
           throw new SvcnetError('EXEC_FAILED', `${argv.join(' ')} on ${node}: ${r.stderr.trim()}`);
         return r.stdout;
       };
-      await runUi({ ...flags, kubeconfig }, live);
+      // And its routes, neighbours, FDB and links, for the route each trace hop takes.
+      const { collectRoutingDump } = await import('../trace/routes/collect.js');
+      const liveRoutes = async (node: string): Promise<string | undefined> => {
+        const lab = m.findLab(flags.name);
+        const n = lab?.state.plan.nodes.find((x) => x.name === node);
+        if (lab === undefined || n === undefined) return undefined;
+        return collectRoutingDump((argv) => m.inLab(lab, n.netns, argv), node);
+      };
+      await runUi({ ...flags, kubeconfig }, live, liveRoutes);
     }),
   );
 }

@@ -3,7 +3,10 @@
 // objects behind them. Rules come from a file (`--rules`: our render output, any
 // `iptables-save`, an `nft list ruleset` dump or `nft -f` input, `-` for stdin; the format is
 // detected unless `--rules-format` says) or from manifests rendered by our iptables or
-// nftables planner (`-f`, `--proxy-mode`). Bad input exits 2 naming the line or option.
+// nftables planner (`-f`, `--proxy-mode`). Each outcome that sends the packet on to an
+// endpoint gets its hop: from the node's routing dumps (`--routes`: `ip route`, `ip neigh`,
+// `bridge fdb show`, `ip -d link show`), else from the manifests' Nodes and EndpointSlices.
+// Bad input exits 2 naming the file, line or option.
 
 import type { Command } from 'commander';
 import { Option } from 'commander';
@@ -12,6 +15,13 @@ import { parseManifests, type ManifestSet } from '../kube/manifest.js';
 import type { IptablesDocument } from '../netfilter/iptables/model.js';
 import { parseDocument } from '../netfilter/iptables/parse.js';
 import { formatTraceText, traceToJSON } from '../trace/format.js';
+import { objectHop, routesHop, withHops, type HopNode, type OutcomeHop } from '../trace/hop.js';
+import {
+  DUMP_COMMANDS,
+  mergeRoutingStates,
+  parseRoutingDump,
+  type RoutingState,
+} from '../trace/routes/dump.js';
 import { rulesFromManifests } from '../trace/from-manifests.js';
 import { selectFamily } from '../trace/hooks.js';
 import {
@@ -38,6 +48,7 @@ import {
   DEFAULT_NODE_IP,
   DEFAULT_NODE_NAME,
   describeNode,
+  nodeHostIPs,
   nodeIPOf,
   resolveNode,
   type ResolvedNode,
@@ -48,6 +59,8 @@ import { action, collect, readInput, readSources } from './run.js';
 
 export interface TraceFlags {
   rules?: string;
+  /** Routing dumps of the node whose rules are walked (`--routes`, repeatable). */
+  routes?: string[];
   filename?: string[];
   /** Required unless `from` is outside (then the lab's outside host by default). */
   src?: string;
@@ -166,6 +179,53 @@ function rulesOfText(
     doc: selectFamily(b.iptables, family),
     names: new Map(),
     ipvs: { ipsets: b.ipsets, ipvs: b.ipvs, serviceNames: serviceNamesOf(b.ipsets) },
+  };
+}
+
+/** The routing state of the `--routes` files; INVALID_INPUT names the file and line. */
+async function loadRoutes(paths: readonly string[]): Promise<RoutingState> {
+  const states: RoutingState[] = [];
+  for (const path of paths) {
+    const text = await readInput(path);
+    try {
+      states.push(parseRoutingDump(text));
+    } catch (e) {
+      if (e instanceof SvcnetError)
+        throw new SvcnetError(e.code, `--routes ${path}: ${e.message}`, { cause: e });
+      throw e;
+    }
+  }
+  return mergeRoutingStates(states);
+}
+
+/**
+ * Each endpoint's hop: from the routing dumps when given, else from the manifests (the
+ * EndpointSlice endpoint's nodeName and that Node), else none.
+ */
+async function hopSource(
+  flags: TraceFlags,
+  manifests: ManifestInput | undefined,
+): Promise<((address: string) => OutcomeHop | undefined) | undefined> {
+  const node = manifests?.node.name ?? flags.node ?? 'the node';
+  if (flags.routes !== undefined && flags.routes.length > 0) {
+    const state = await loadRoutes(flags.routes);
+    return (address) => routesHop(state, node, address);
+  }
+  if (manifests === undefined) return undefined;
+  const nodeOf = new Map<string, string>();
+  for (const slice of manifests.set.endpointSlices)
+    for (const ep of slice.endpoints ?? [])
+      if (ep.nodeName !== undefined) for (const a of ep.addresses) nodeOf.set(a, ep.nodeName);
+  const nodes: HopNode[] = manifests.set.nodes.map((n) => ({
+    name: n.metadata?.name ?? '',
+    addresses: nodeHostIPs(n),
+    podCIDRs: n.spec?.podCIDRs ?? (n.spec?.podCIDR !== undefined ? [n.spec.podCIDR] : []),
+  }));
+  return (address) => {
+    const to = nodeOf.get(address);
+    return to === undefined
+      ? undefined
+      : { source: 'objects', ...objectHop(nodes, node, address, to) };
   };
 }
 
@@ -326,7 +386,8 @@ export async function runTrace(flags: TraceFlags): Promise<string> {
     ...(flags.inIface !== undefined ? { inInterface: flags.inIface } : {}),
     ...(flags.outIface !== undefined ? { outInterface: flags.outIface } : {}),
   });
-  const result = nameEndpoints(
+  const hopFor = await hopSource(flags, manifests);
+  const walked = nameEndpoints(
     rules.format === 'nft'
       ? traceNftPacket(rules.ruleset, packet, ctx)
       : tracePacket(rules.doc, packet, ctx, {
@@ -335,6 +396,7 @@ export async function runTrace(flags: TraceFlags): Promise<string> {
         }),
     rules.names,
   );
+  const result = hopFor === undefined ? walked : withHops(walked, hopFor);
   const notes = [...(manifests ? [describeNode(manifests.node)] : []), ...result.notes];
   if (flags.from === 'outside')
     notes.push(
@@ -364,6 +426,11 @@ export function registerTraceCommand(program: Command): void {
     .option(
       '--rules <file>',
       'iptables-save output, iptables-restore input, `nft list ruleset` output, `nft -f` input, or an IPVS bundle (`ipvsadm -S -n`, `ipset save` and `iptables-save` text in one file) (- for stdin)',
+    )
+    .option(
+      '--routes <file>',
+      `the node's routing state, for the hop to each endpoint (via flannel.1 and VXLAN to the peer, via a node IP, a local bridge, or dropped): the output of ${DUMP_COMMANDS}, in one file with a line \`# COMMAND\` before each dump, or one dump per file (repeatable; - for stdin; see docs/config.md). Without it the hop comes from the manifests' Nodes and EndpointSlices`,
+      collect,
     )
     .addOption(
       new Option('--rules-format <format>', 'how to read --rules (auto: detected from the text)')

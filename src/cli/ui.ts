@@ -42,8 +42,15 @@ export function parseRulesFlags(values: readonly string[]): Map<string, string> 
   return out;
 }
 
-/** Runs the UI until SIGINT/SIGTERM; `live` reads lab nodes' rules (`svcnet lab ui`). */
-export async function runUi(flags: UiFlags, live?: LiveRulesReader): Promise<void> {
+/**
+ * Runs the UI until SIGINT/SIGTERM; `live` reads lab nodes' rules and `liveRoutes` their
+ * routing dumps (`svcnet lab ui`).
+ */
+export async function runUi(
+  flags: UiFlags,
+  live?: LiveRulesReader,
+  liveRoutes?: LiveRulesReader,
+): Promise<void> {
   const log = daemonLogger('ui', flags);
   const files = parseRulesFlags(flags.rules ?? []);
   const { parseListen, isLoopback, startUi, DEFAULT_ASSETS_DIR } = await import('../ui/daemon.js');
@@ -74,6 +81,7 @@ export async function runUi(flags: UiFlags, live?: LiveRulesReader): Promise<voi
   const ui = await startUi(flags.listen, {
     cluster,
     rules: cluster,
+    ...(liveRoutes !== undefined ? { routes: liveRoutes } : {}),
     assetsDir: DEFAULT_ASSETS_DIR,
     ...(token !== undefined ? { token } : {}),
   }).catch((e: unknown) => {

@@ -5,6 +5,7 @@
 
 import { formatIP } from '../util/ip.js';
 import { chainPurpose } from './explain.js';
+import { formatHopLines } from './hop.js';
 import type { TraceContext } from './packet.js';
 import { formatHostPort } from './packet.js';
 import type { Outcome, TraceResult, TraceStep } from './result.js';
@@ -104,6 +105,7 @@ export function formatTraceText(r: TraceResult, detail: Detail = 'normal'): stri
   r.outcomes.forEach((o, i) => {
     lines.push('');
     lines.push(`[${i + 1}] ${formatPercent(o.probability)}  ${describeOutcome(o)}`);
+    if (o.hop !== undefined) for (const l of formatHopLines(o.hop)) lines.push(`    ${l}`);
     if (detail === 'brief') return;
     let hook = '';
     for (const s of o.path) {

@@ -5,6 +5,7 @@
 // presents it; walk-state.ts builds it. Pure types and one pure transformation (naming
 // endpoint objects).
 
+import type { OutcomeHop } from './hop.js';
 import type { Packet, TraceContext } from './packet.js';
 
 export type Hook = 'PREROUTING' | 'INPUT' | 'FORWARD' | 'OUTPUT' | 'POSTROUTING';
@@ -77,6 +78,8 @@ export interface Outcome {
   readonly endpoint?: string;
   /** The object behind the endpoint (e.g. `Pod default/nginx-…`), when the caller knows it. */
   readonly endpointObject?: string;
+  /** The hop on to the endpoint after this node, and its source (hop.ts), when known. */
+  readonly hop?: OutcomeHop;
   readonly path: readonly TraceStep[];
 }
 

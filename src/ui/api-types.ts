@@ -169,10 +169,13 @@ export interface TraceOutcomeInfo {
 /**
  * The endpoint Pod's place as the cluster objects tell it: the node whose rules were walked,
  * the Pod's node (the same one: no hop), that node's first InternalIP (the next hop of a
- * host-gw or VXLAN route to its podCIDR) and the podCIDR holding the Pod IP. Not read from
- * any node's routing table.
+ * host-gw or VXLAN route to its podCIDR) and the podCIDR holding the Pod IP. With `source`
+ * `routes` (`svcnet lab ui`: the node's routing state read live) `route` also says what the
+ * walked node's routes do with the packet.
  */
 export interface TraceHopInfo {
+  /** `objects`: from the cluster objects only; `routes`: `route` is from the node's routes. */
+  readonly source: 'objects' | 'routes';
   readonly fromNode: string;
   readonly toNode: string;
   readonly podIP: string;
@@ -180,6 +183,19 @@ export interface TraceHopInfo {
   readonly toNodeIP: string;
   /** The podCIDR of `toNode` that holds `podIP`, when one does. */
   readonly podCIDR?: string;
+  /** source `routes`: the route the walked node picks for `podIP` (src/trace/routes/hop.ts). */
+  readonly route?: TraceRouteInfo;
+}
+
+/** What a node's routes do with a packet to the endpoint. */
+export interface TraceRouteInfo {
+  /** vxlan, gateway, local-link, local, dropped or no-route. */
+  readonly kind: string;
+  /** `via flannel.1, next hop 10.244.2.0 (…): encapsulated in VXLAN id 1 to 172.18.0.4 UDP 8472`. */
+  readonly summary: string;
+  /** The route as `ip route` prints it. */
+  readonly route?: string;
+  readonly notes: readonly string[];
 }
 
 export interface TraceResponse {

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SvcnetError } from '../errors.js';
 import { FakeInformer } from '../kube/informer.js';
 import { endpoint, node, pod, service, slice } from '../kube/testing.js';
 import type { EndpointSlice, Node, Pod, Service } from '../kube/types.js';
@@ -150,6 +151,7 @@ test('trace: a Pod to a Service port with 3 endpoints gives 3 outcomes of 1/3', 
   assert.equal(t.outcomes.find((o) => o.dnat === '10.244.2.13:8080')?.nextNode, 'node-b');
   // The hop, from the objects: node-b's InternalIP and the podCIDR holding the Pod IP.
   assert.deepEqual(t.outcomes.find((o) => o.dnat === '10.244.2.13:8080')?.hop, {
+    source: 'objects',
     fromNode: 'node-a',
     toNode: 'node-b',
     podIP: '10.244.2.13',
@@ -160,6 +162,54 @@ test('trace: a Pod to a Service port with 3 endpoints gives 3 outcomes of 1/3', 
   // The port by name, and the NodePort-less Service refused for nodeport/.
   const byName = await app.request('/api/trace?src=node/node-b&dst=service/default/web/http');
   assert.equal((await json<TraceResponse>(byName)).outcomes.length, 3);
+});
+
+test('trace: with the node routes (lab ui), each hop also says the route taken', async () => {
+  const { c } = cluster();
+  await c.start();
+  const dump = `# ip route
+10.244.1.0/24 dev cni0 proto kernel scope link src 10.244.1.1
+10.244.2.0/24 via 10.244.2.0 dev flannel.1 onlink
+# ip neigh
+10.244.2.0 dev flannel.1 lladdr aa:bb:cc:dd:ee:ff PERMANENT
+# bridge fdb show
+aa:bb:cc:dd:ee:ff dev flannel.1 dst 172.18.0.4 self permanent
+# ip -d link show
+4: flannel.1: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1450 qdisc noqueue state UNKNOWN
+    vxlan id 1 local 172.18.0.3 dev eth0 srcport 0 0 dstport 8472 nolearning
+`;
+  const q = '/api/trace?src=pod/default/client&dst=service/default/web/3000';
+  const withRoutes = createUiApp({
+    cluster: c,
+    rules: c,
+    assetsDir: '/nonexistent',
+    routes: (node) => Promise.resolve(node === 'node-a' ? dump : undefined),
+  });
+  const t = await json<TraceResponse>(await withRoutes.request(q));
+  const remote = t.outcomes.find((o) => o.dnat === '10.244.2.13:8080')?.hop;
+  assert.equal(remote?.source, 'routes');
+  assert.equal(remote.toNode, 'node-b');
+  assert.equal(
+    remote.route?.summary,
+    'via flannel.1, next hop 10.244.2.0 (aa:bb:cc:dd:ee:ff): encapsulated in VXLAN id 1 to 172.18.0.4 UDP 8472',
+  );
+  assert.equal(remote.route.route, '10.244.2.0/24 via 10.244.2.0 dev flannel.1 onlink');
+  const local = t.outcomes.find((o) => o.dnat === '10.244.1.11:8080')?.hop;
+  assert.equal(local?.route?.kind, 'local-link');
+  // A reader that fails leaves the hops to the objects and says why in a note.
+  const failing = createUiApp({
+    cluster: c,
+    rules: c,
+    assetsDir: '/nonexistent',
+    routes: () =>
+      Promise.reject(new SvcnetError('EXEC_FAILED', 'bridge fdb show on node-a: no bridge')),
+  });
+  const f = await json<TraceResponse>(await failing.request(q));
+  assert.equal(f.outcomes.find((o) => o.dnat === '10.244.2.13:8080')?.hop?.source, 'objects');
+  assert.ok(
+    f.notes.some((n) => n.startsWith('routes of node-a not read')),
+    f.notes.join('; '),
+  );
 });
 
 test('trace: bad queries answer 400 naming the field', async () => {

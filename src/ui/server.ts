@@ -12,6 +12,7 @@ import { Hono } from 'hono';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { SvcnetError, ValidationError } from '../errors.js';
 import type { ApiError, ChangeEvent, ClusterSnapshot, RulesSourceInfo } from './api-types.js';
+import { parseRoutingDump, type RoutingState } from '../trace/routes/dump.js';
 import { buildRulesView } from './rules-view.js';
 import { resolveTraceQuery, traceResolved } from './trace-request.js';
 
@@ -41,6 +42,26 @@ export interface UiServerOptions {
   readonly token?: string;
   /** SSE keep-alive comment interval (default 15 s). */
   readonly keepAliveMs?: number;
+  /**
+   * A node's routing dumps (`svcnet lab ui`: read live, src/trace/routes/collect.ts), for the
+   * route each hop takes; without it hops come from the objects only.
+   */
+  readonly routes?: (node: string) => Promise<string | undefined>;
+}
+
+/** The node's routing state, or a note saying why it could not be read. */
+async function readRoutes(
+  opts: UiServerOptions,
+  node: string,
+): Promise<{ state?: RoutingState; note?: string }> {
+  if (opts.routes === undefined) return {};
+  try {
+    const text = await opts.routes(node);
+    return text === undefined ? {} : { state: parseRoutingDump(text) };
+  } catch (e) {
+    if (!(e instanceof SvcnetError)) throw e;
+    return { note: `routes of ${node} not read (hops from the cluster objects): ${e.message}` };
+  }
 }
 
 const TOKEN_COOKIE = 'svcnet-ui-token';
@@ -191,10 +212,15 @@ export function createUiApp(opts: UiServerOptions): Hono {
     const rules = await opts.rules.read(resolved.node.name);
     if (rules === undefined)
       return apiError(400, `no rules for node ${resolved.node.name}`, 'node');
+    const routes = await readRoutes(opts, resolved.node.name);
     try {
-      return c.json(
-        traceResolved(snap, resolved, { text: rules.text, origin: rules.source.origin }),
+      const t = traceResolved(
+        snap,
+        resolved,
+        { text: rules.text, origin: rules.source.origin },
+        routes.state,
       );
+      return c.json(routes.note === undefined ? t : { ...t, notes: [...t.notes, routes.note] });
     } catch (e) {
       if (e instanceof SvcnetError)
         return apiError(500, `${rules.source.description}: ${e.message}`);

@@ -8,8 +8,11 @@
 
 import { ValidationError, type FieldError } from '../errors.js';
 import { parseDocument } from '../netfilter/iptables/parse.js';
-import { cidrContains, formatIP, parseCIDR, parseIP } from '../util/ip.js';
+import { formatIP } from '../util/ip.js';
 import { describeOutcome } from '../trace/format.js';
+import { objectHop } from '../trace/hop.js';
+import type { RoutingState } from '../trace/routes/dump.js';
+import { routeHopOf } from '../trace/routes/hop.js';
 import { selectFamily } from '../trace/hooks.js';
 import { loadNftRules, detectRulesFormat } from '../trace/nft/input.js';
 import { traceNftPacket } from '../trace/nft/trace.js';
@@ -187,36 +190,48 @@ export function hashText(text: string): string {
   return (h >>> 0).toString(16).padStart(8, '0');
 }
 
-/** The hop from `from` to the node of the Pod at `podIP` (see TraceHopInfo). */
+/**
+ * The hop from `from` to the node of the Pod at `podIP` (see TraceHopInfo): from the objects,
+ * and with `routes` (the walked node's routing state) also the route it takes.
+ */
 export function hopTo(
   snap: ClusterSnapshot,
   from: string,
   podIP: string,
   podNode: string,
+  routes?: RoutingState,
 ): TraceHopInfo {
-  const to = snap.nodes.find((n) => n.name === podNode);
-  const ip = parseIP(podIP);
-  const podCIDR =
-    ip === undefined
-      ? undefined
-      : to?.podCIDRs.find((c) => {
-          const parsed = parseCIDR(c);
-          return parsed !== undefined && cidrContains(parsed, ip);
-        });
-  return {
-    fromNode: from,
-    toNode: podNode,
+  const { fromNode, toNode, toNodeIP, podCIDR } = objectHop(snap.nodes, from, podIP, podNode);
+  const objects = {
+    fromNode,
+    toNode,
     podIP,
-    toNodeIP: to?.addresses[0] ?? '',
+    toNodeIP,
     ...(podCIDR !== undefined ? { podCIDR } : {}),
+  };
+  const r = routes === undefined ? undefined : routeHopOf(routes, podIP);
+  if (r === undefined) return { source: 'objects', ...objects };
+  return {
+    source: 'routes',
+    ...objects,
+    route: {
+      kind: r.kind,
+      summary: r.summary,
+      ...(r.route !== undefined ? { route: r.route } : {}),
+      notes: r.notes,
+    },
   };
 }
 
-/** Walks the resolved packet through `rules` (iptables or nft text, detected). */
+/**
+ * Walks the resolved packet through `rules` (iptables or nft text, detected); with `routes`
+ * (the node's routing state) each hop also says the route taken.
+ */
 export function traceResolved(
   snap: ClusterSnapshot,
   r: ResolvedTrace,
   rules: { readonly text: string; readonly origin: RulesOrigin },
+  routes?: RoutingState,
 ): TraceResponse {
   const local = parseAddressList('node', r.node.addresses);
   const ctx = defaultContext(r.origin, local);
@@ -259,7 +274,7 @@ export function traceResolved(
           ? { nextNode: pod.node }
           : {}),
         ...(pod !== undefined && pod.node !== ''
-          ? { hop: hopTo(snap, r.node.name, pod.ip, pod.node) }
+          ? { hop: hopTo(snap, r.node.name, pod.ip, pod.node, routes) }
           : {}),
         path: o.path.map((s) => ({
           hook: s.hook,

@@ -4,7 +4,8 @@
 // user would: the map shows nginx-svc with its 3 endpoints; the rules view shows the client's
 // node's kernel rules annotated with nginx-svc's endpoints, and their chain graph the Service
 // chain's 3 branches of 1/3; a trace from the client Pod to nginx-svc:3000 walks those live
-// rules to 3 outcomes of 1/3 each, with the hop to each endpoint's node; `kubectl scale
+// rules to 3 outcomes of 1/3 each, with the hop to each endpoint's node and the route the
+// client's node takes (its routes read live); `kubectl scale
 // deploy nginx --replicas 2` updates the open map without a reload (and the scale is put
 // back). Screenshots go to test-results/ui/lab-*.png. The plain-API-server twin is
 // test/integration/ui-browser.test.ts.
@@ -148,6 +149,13 @@ describe('svcnet lab ui in chromium against a live lab', { skip }, () => {
       `^Node-to-node hop: ${clientNode} routes the packet to node \\S+ \\(\\d+\\.\\d+\\.\\d+\\.\\d+\\)(, whose podCIDR \\S+ holds|, to) the Pod IP`,
     );
     for (const h of hops) assert.ok(h.startsWith('No node-to-node hop') || other.test(h), h);
+    // And the route the client's node takes, read live from its routing state.
+    const routes = await page.getByTestId('hop-route').allTextContents();
+    assert.equal(routes.length, 3, hops.join(' | '));
+    const taken = new RegExp(
+      `^Route on ${clientNode}: (via \\S+ dev \\S+|via flannel\\.1, next hop .* UDP 8472|dev \\S+: (the local bridge|directly attached), the Pod is on this node)`,
+    );
+    for (const r of routes) assert.match(r, taken);
     await shot(page, 'lab-trace');
     assert.deepEqual(await axeViolations(page), []);
   });

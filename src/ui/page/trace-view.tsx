@@ -1,7 +1,8 @@
 // Packet traces: pick a source (Pod, node or outside address), a destination (Service port,
 // NodePort, address:port) and a protocol; the page shows every outcome with its probability
 // and the path step by step (hook, table, chain, rule, DNAT/masquerade, verdict), then the
-// node-to-node hop to the endpoint Pod as the cluster objects place it.
+// node-to-node hop to the endpoint Pod as the cluster objects place it (and, in the lab, the
+// route the walked node takes to it, from its live routing state).
 // The query lives in the URL, so a trace is shareable; it re-runs on every cluster change and
 // says when its result changed.
 
@@ -28,7 +29,10 @@ export interface TraceViewProps {
   readonly onRun: (p: TraceParams) => void;
 }
 
-/** The hop after the walked node's rules; the tracer walks one node, so this is from the objects. */
+/**
+ * The hop after the walked node's rules: where the objects place the Pod and, with source
+ * `routes` (the lab's live routes), the route the walked node takes to it.
+ */
 function Hop({ hop }: { hop: TraceHopInfo }) {
   const cidr = hop.podCIDR !== undefined ? `, whose podCIDR ${hop.podCIDR} holds` : ', to';
   return (
@@ -51,9 +55,22 @@ function Hop({ hop }: { hop: TraceHopInfo }) {
           {cidr} the Pod IP <code>{hop.podIP}</code>; {hop.toNode} delivers it to the Pod.
         </>
       )}{' '}
+      {hop.route && (
+        <span data-testid="hop-route">
+          Route on {hop.fromNode}: <code>{hop.route.summary}</code>
+          {hop.route.route !== undefined && (
+            <>
+              {' '}
+              (<code>{hop.route.route}</code>)
+            </>
+          )}
+          {hop.route.notes.map((n) => ` ${n}.`).join('')}{' '}
+        </span>
+      )}
       <span class="meta">
-        (From the cluster objects — the Pod's node and the nodes' addresses and podCIDRs — not from
-        the nodes' routing tables.)
+        {hop.source === 'routes'
+          ? `(The Pod's node from the cluster objects; the route from ${hop.fromNode}'s routing table, neighbours and FDB, read live.)`
+          : "(From the cluster objects — the Pod's node and the nodes' addresses and podCIDRs — not from the nodes' routing tables.)"}
       </span>
     </p>
   );
