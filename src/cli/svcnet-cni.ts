@@ -54,7 +54,11 @@ async function main(): Promise<void> {
     return;
   }
   const stdin = await readStdin();
-  const out = await runPlugin(process.env, stdin, realPluginDeps(new RealExecer()));
+  const out = await runPlugin(
+    process.env,
+    stdin,
+    realPluginDeps(new RealExecer(), { oneShot: true }),
+  );
   if (out.stdout !== '') process.stdout.write(`${out.stdout}\n`);
   process.exitCode = out.exitCode;
 }

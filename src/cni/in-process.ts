@@ -12,13 +12,16 @@ import { findPluginBinary, type InProcessPlugin } from './invoke.js';
 import { FileIpamStore } from './ipam-store.js';
 import { runPlugin, type PluginDeps } from './plugin.js';
 
-/** The plugin's edges on the real machine (iproute2, /proc/sys, host-local files). */
-export function realPluginDeps(execer: Execer): PluginDeps {
+/**
+ * The plugin's edges on the real machine (iproute2, /proc/sys, host-local files). `oneShot`
+ * (the binary) makes the IPAM files' calls blocking: nothing else runs in that process.
+ */
+export function realPluginDeps(execer: Execer, opts: { oneShot?: boolean } = {}): PluginDeps {
   return {
     ip: new RealIp(execer),
     sysctl: new RealSysctl(),
     files: new RealTextFiles(),
-    store: new FileIpamStore(),
+    store: new FileIpamStore({ blocking: opts.oneShot === true }),
     execer,
     findPlugin: findPluginBinary,
   };
