@@ -2,7 +2,9 @@
 // environment and the config on stdin (optionally through a launcher such as
 // `nsenter --net=<node netns>`), retrying while the binary is being replaced (ETXTBSY), and
 // turning its stdout into a result or a CniError carrying the plugin's own code. Used by the
-// runtime and by svcnet-cni when it delegates IPAM.
+// runtime and by svcnet-cni when it delegates IPAM. A plugin this process carries as code
+// (InProcessPlugin: svcnet-cni for the lab's runtime) is called as a function instead, its
+// output read by the same rules.
 
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
@@ -68,37 +70,66 @@ export async function invokePlugin(execer: Execer, req: InvokeRequest): Promise<
       }
       throw new CniError(CniErrorCode.internal, `plugin ${req.binary}: ${msg}`, undefined, e);
     }
-    const out = res.stdout.trim();
-    if (res.code === 0) {
-      if (out === '') return undefined;
-      try {
-        return JSON.parse(out) as unknown;
-      } catch {
-        throw new CniError(
-          CniErrorCode.decodeFailure,
-          `plugin ${req.binary}: output is not JSON: ${out.slice(0, 200)}`,
-        );
-      }
-    }
-    let parsed: unknown;
+    return parsePluginOutput(req.binary, res.code, res.stdout, res.stderr);
+  }
+}
+
+/**
+ * A plugin's exit status and output as the spec reads them: its parsed stdout JSON
+ * (undefined when empty) on exit 0; else a CniError carrying the plugin's error JSON (code,
+ * msg, details) or, without one, code 999 with its stderr text.
+ */
+export function parsePluginOutput(
+  binary: string,
+  code: number,
+  stdout: string,
+  stderr: string,
+): unknown {
+  const out = stdout.trim();
+  if (code === 0) {
+    if (out === '') return undefined;
     try {
-      parsed = out === '' ? undefined : JSON.parse(out);
+      return JSON.parse(out) as unknown;
     } catch {
-      parsed = undefined;
-    }
-    if (
-      typeof parsed === 'object' &&
-      parsed !== null &&
-      typeof (parsed as { code?: unknown }).code === 'number'
-    ) {
-      const p = parsed as { code: number; msg?: unknown; details?: unknown };
       throw new CniError(
-        p.code,
-        typeof p.msg === 'string' ? p.msg : `plugin failed with code ${p.code}`,
-        typeof p.details === 'string' ? p.details : undefined,
+        CniErrorCode.decodeFailure,
+        `plugin ${binary}: output is not JSON: ${out.slice(0, 200)}`,
       );
     }
-    const text = res.stderr.trim() || out || `exit status ${res.code}`;
-    throw new CniError(CniErrorCode.internal, `plugin ${req.binary} failed: ${text}`);
   }
+  let parsed: unknown;
+  try {
+    parsed = out === '' ? undefined : JSON.parse(out);
+  } catch {
+    parsed = undefined;
+  }
+  if (
+    typeof parsed === 'object' &&
+    parsed !== null &&
+    typeof (parsed as { code?: unknown }).code === 'number'
+  ) {
+    const p = parsed as { code: number; msg?: unknown; details?: unknown };
+    throw new CniError(
+      p.code,
+      typeof p.msg === 'string' ? p.msg : `plugin failed with code ${p.code}`,
+      typeof p.details === 'string' ? p.details : undefined,
+    );
+  }
+  const text = stderr.trim() || out || `exit status ${code}`;
+  throw new CniError(CniErrorCode.internal, `plugin ${binary} failed: ${text}`);
+}
+
+/** A plugin run as a function in this process: the CNI_* environment and stdin in, stdout and exit status out. */
+export type InProcessPlugin = (
+  env: Readonly<Record<string, string>>,
+  stdin: string,
+) => Promise<{ readonly stdout: string; readonly exitCode: number }>;
+
+/** Runs an in-process plugin with an exec request's env and stdin; same result and errors as invokePlugin. */
+export async function invokeInProcess(
+  plugin: InProcessPlugin,
+  req: Pick<InvokeRequest, 'binary' | 'env' | 'stdin'>,
+): Promise<unknown> {
+  const out = await plugin(req.env, req.stdin);
+  return parsePluginOutput(req.binary, out.exitCode, out.stdout, '');
 }

@@ -4,7 +4,8 @@
 // separate plugin processes never hand out one address twice; the memory store is its Fake.
 // Decisions come from plan-ipam.ts; this file only reads state and applies changes.
 
-import { mkdir, open, readFile, readdir, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import * as fsSync from 'node:fs';
+import * as fsAsync from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseIP, formatIP } from '../util/ip.js';
 import type { IpamChange, IpamState, Reservation } from './plan-ipam.js';
@@ -40,8 +41,53 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** The file calls the store makes. */
+interface StoreFs {
+  mkdir(path: string, opts: { recursive: true }): Promise<unknown>;
+  writeFile(path: string, data: string, opts?: { flag: 'wx' }): Promise<void>;
+  readFile(path: string, encoding: 'utf8'): Promise<string>;
+  readdir(path: string): Promise<string[]>;
+  stat(path: string): Promise<{ mtimeMs: number }>;
+  rm(path: string, opts: { force: true }): Promise<void>;
+  unlink(path: string): Promise<void>;
+}
+
+/** A blocking call as a promise: its throw becomes a rejection. */
+function blocking<A extends unknown[], R>(fn: (...a: A) => R): (...a: A) => Promise<R> {
+  return (...a) => {
+    try {
+      return Promise.resolve(fn(...a));
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
+  };
+}
+
+const ASYNC_FS: StoreFs = fsAsync;
+const BLOCKING_FS: StoreFs = {
+  mkdir: blocking((p: string, o: { recursive: true }) => fsSync.mkdirSync(p, o)),
+  writeFile: blocking((p: string, d: string, o?: { flag: 'wx' }) => {
+    fsSync.writeFileSync(p, d, o);
+  }),
+  readFile: blocking((p: string, e: 'utf8') => fsSync.readFileSync(p, e)),
+  readdir: blocking((p: string) => fsSync.readdirSync(p)),
+  stat: blocking((p: string) => fsSync.statSync(p)),
+  rm: blocking((p: string, o: { force: true }) => {
+    fsSync.rmSync(p, o);
+  }),
+  unlink: blocking((p: string) => {
+    fsSync.unlinkSync(p);
+  }),
+};
+
 /** Options for FileIpamStore (tests shorten the timeout). */
 export interface FileIpamStoreOptions {
+  /**
+   * Blocking file calls: for a one-shot process (the svcnet-cni binary), where a dozen small
+   * calls through libuv's thread pool (started on first use) cost milliseconds; a long-lived
+   * process (the lab's agent) keeps the default, non-blocking calls. Same files either way.
+   */
+  readonly blocking?: boolean;
   readonly lockTimeoutMs?: number;
   /** A lock file older than this whose owner is gone is broken. */
   readonly staleLockMs?: number;
@@ -51,8 +97,10 @@ export interface FileIpamStoreOptions {
 export class FileIpamStore implements IpamStore {
   private readonly lockTimeoutMs: number;
   private readonly staleLockMs: number;
+  private readonly fs: StoreFs;
 
   constructor(opts: FileIpamStoreOptions = {}) {
+    this.fs = opts.blocking === true ? BLOCKING_FS : ASYNC_FS;
     this.lockTimeoutMs = opts.lockTimeoutMs ?? 30_000;
     this.staleLockMs = opts.staleLockMs ?? 60_000;
   }
@@ -64,7 +112,7 @@ export class FileIpamStore implements IpamStore {
   ): Promise<T> {
     const dir = join(dataDir, network);
     try {
-      await mkdir(dir, { recursive: true });
+      await this.fs.mkdir(dir, { recursive: true });
     } catch (e) {
       throw new CniError(
         CniErrorCode.ioFailure,
@@ -79,7 +127,7 @@ export class FileIpamStore implements IpamStore {
       await this.apply(dir, changes);
       return value;
     } finally {
-      await unlink(lock).catch(() => undefined);
+      await this.fs.unlink(lock).catch(() => undefined);
     }
   }
 
@@ -88,9 +136,8 @@ export class FileIpamStore implements IpamStore {
     let delay = 1;
     for (;;) {
       try {
-        const fh = await open(lock, 'wx');
-        await fh.writeFile(String(process.pid));
-        await fh.close();
+        // O_EXCL create and write in one call; an empty file is one being written (breakIfStale).
+        await this.fs.writeFile(lock, String(process.pid), { flag: 'wx' });
         return;
       } catch (e) {
         if (!isErrno(e, 'EEXIST'))
@@ -113,7 +160,7 @@ export class FileIpamStore implements IpamStore {
   /** Removes a lock whose owner died (crashed plugin) so the network does not wedge. */
   private async breakIfStale(lock: string): Promise<void> {
     try {
-      const [text, st] = await Promise.all([readFile(lock, 'utf8'), stat(lock)]);
+      const [text, st] = await Promise.all([this.fs.readFile(lock, 'utf8'), this.fs.stat(lock)]);
       const pid = Number.parseInt(text, 10);
       const old = Date.now() - st.mtimeMs > this.staleLockMs;
       // An empty file is a lock being written right now unless it is old.
@@ -122,7 +169,7 @@ export class FileIpamStore implements IpamStore {
         (old && !(pid > 0 && pidAlive(pid))) ||
         (text === '' && old)
       )
-        await rm(lock, { force: true });
+        await this.fs.rm(lock, { force: true });
     } catch {
       // Gone already, or unreadable: the next attempt decides.
     }
@@ -133,7 +180,7 @@ export class FileIpamStore implements IpamStore {
     const lastReserved = new Map<number, string>();
     let names: string[];
     try {
-      names = await readdir(dir);
+      names = await this.fs.readdir(dir);
     } catch (e) {
       throw new CniError(
         CniErrorCode.ioFailure,
@@ -144,13 +191,13 @@ export class FileIpamStore implements IpamStore {
       names.map(async (name) => {
         if (name.startsWith(LAST_RESERVED)) {
           const idx = Number(name.slice(LAST_RESERVED.length));
-          const text = (await readFile(join(dir, name), 'utf8').catch(() => '')).trim();
+          const text = (await this.fs.readFile(join(dir, name), 'utf8').catch(() => '')).trim();
           if (Number.isInteger(idx) && parseIP(text)) lastReserved.set(idx, text);
           return;
         }
         const ip = parseIP(name);
         if (!ip) return;
-        const text = await readFile(join(dir, name), 'utf8').catch(() => undefined);
+        const text = await this.fs.readFile(join(dir, name), 'utf8').catch(() => undefined);
         if (text === undefined) return;
         const [containerId = '', ifName = ''] = text.split(/\r?\n/).map((s) => s.trim());
         reservations.set(formatIP(ip), { containerId, ifName });
@@ -165,17 +212,19 @@ export class FileIpamStore implements IpamStore {
       for (const c of changes) {
         const path = join(dir, c.ip);
         if (c.op === 'reserve') {
-          await writeFile(path, `${c.owner.containerId}\r\n${c.owner.ifName}`, { flag: 'wx' });
+          await this.fs.writeFile(path, `${c.owner.containerId}\r\n${c.owner.ifName}`, {
+            flag: 'wx',
+          });
           done.push(path);
-          await writeFile(join(dir, `${LAST_RESERVED}${c.setIndex}`), c.ip);
+          await this.fs.writeFile(join(dir, `${LAST_RESERVED}${c.setIndex}`), c.ip);
         } else {
-          await unlink(path).catch((e: unknown) => {
+          await this.fs.unlink(path).catch((e: unknown) => {
             if (!isErrno(e, 'ENOENT')) throw e;
           });
         }
       }
     } catch (e) {
-      await Promise.all(done.map((p) => unlink(p).catch(() => undefined)));
+      await Promise.all(done.map((p) => this.fs.unlink(p).catch(() => undefined)));
       throw new CniError(
         CniErrorCode.ioFailure,
         `IPAM: cannot update ${dir}: ${(e as Error).message}`,

@@ -129,12 +129,15 @@ test('release and GC pick the attachment’s reservations only', () => {
   assert.ok(parseIP('10.0.0.2'));
 });
 
-test('FileIpamStore: host-local layout; 20 concurrent allocations are distinct; release frees the file', async () => {
+test('FileIpamStore: host-local layout; 20 concurrent allocations (blocking and non-blocking stores mixed) are distinct; release frees the file', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'svcnet-ipam-'));
   try {
     const cfg = ipam([[{ subnet: '10.1.0.0/24' }]], { dataDir: dir });
     const store = new FileIpamStore();
-    const stores = Array.from({ length: 20 }, () => new FileIpamStore());
+    const stores = Array.from(
+      { length: 20 },
+      (_, i) => new FileIpamStore({ blocking: i % 2 === 0 }),
+    );
     const got = await Promise.all(
       stores.map((s, i) =>
         s.update(dir, 'net', (st) => {
@@ -163,7 +166,7 @@ test('FileIpamStore: host-local layout; 20 concurrent allocations are distinct; 
 test('FileIpamStore breaks a lock left by a dead process and times out on a live one', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'svcnet-ipam-'));
   try {
-    const store = new FileIpamStore({ lockTimeoutMs: 200 });
+    const store = new FileIpamStore({ lockTimeoutMs: 200, blocking: true });
     await store.update(dir, 'net', () => ({ value: 0, changes: [] }));
     await writeFile(join(dir, 'net', LOCK_FILE), '999999999');
     assert.equal(await store.update(dir, 'net', () => ({ value: 'ok', changes: [] })), 'ok');

@@ -109,17 +109,19 @@ async function cmdAdd(c: Ctx): Promise<CniResult> {
       const br = (await deps.ip.links(undefined)).find((l) => l.name === cfg.bridge);
       gatewayOps = planBridgeGateway(cfg, br?.addrs ?? [], addrs);
     }
+    // Both ends in one exec where the namespace allows it (the dearest step of an ADD).
+    const hostOps = [...gatewayOps, ...plan.hostOps];
     try {
-      await deps.ip.batch(undefined, [...gatewayOps, ...plan.hostOps]);
+      await deps.ip.batchPair(hostOps, netns, plan.podOps);
     } catch (e) {
-      if (/File exists/.test(errorText(e)))
+      const text = errorText(e);
+      if (/File exists/.test(text) && text.startsWith('ip in host namespace'))
         throw new CniError(
           CniErrorCode.internal,
-          `container interface ${ifName} already exists in ${netns} (or host veth ${names.hostVeth} exists): ${errorText(e)}`,
+          `container interface ${ifName} already exists in ${netns} (or host veth ${names.hostVeth} exists): ${text}`,
         );
       throw e;
     }
-    await deps.ip.batch(netns, plan.podOps);
     for (const fam of plan.forwarding)
       await deps.sysctl.set(
         fam === 'IPv4' ? 'net.ipv4.ip_forward' : 'net.ipv6.conf.all.forwarding',

@@ -1,7 +1,7 @@
 // `svcnet lab agent`: the node agent of one lab node, wired to the real edges. It registers
 // the Node (podCIDR, InternalIP, labels, Ready), watches the Pods bound to it, and runs them
 // with LabPodRuntime: network namespaces attached through the CNI runtime with our plugin
-// (ptp, host-local IPAM over the node's podCIDR) or with Debian's reference plugins (ptp +
+// (ptp, host-local IPAM over the node's podCIDR; called in-process, not executed) or with Debian's reference plugins (ptp +
 // host-local, as kindnet configures them). At start it makes the kubelet's iptables hint and
 // canary chains (kubelet-chains.ts). Runs inside the node's network namespace.
 
@@ -23,6 +23,7 @@ import { RealIp } from '../os/ip.js';
 import { FileResultCache } from '../cni/runtime/cache.js';
 import { parseConflist, type NetworkConfigList } from '../cni/runtime/parse-conflist.js';
 import { CniRuntime } from '../cni/runtime/runtime.js';
+import { inProcessSvcnetCni, realPluginDeps } from '../cni/in-process.js';
 import type { IptablesVariant } from '../netfilter/iptables/backend.js';
 import { kubeletSocketPath } from '../apiserver/kubelet-proxy.js';
 import { NodeAgent, type PodStatusWriter } from './agent.js';
@@ -279,6 +280,11 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     execer,
     cniPath: opts.cni === 'svcnet' ? [opts.cniBinDir, REFERENCE_CNI_DIR] : [REFERENCE_CNI_DIR],
     cache: new FileResultCache(join(nodeDir, 'cni-cache')),
+    // Our plugin runs as a function in this agent (it is in the node's namespace already):
+    // no Node start-up per Pod. The reference plugins are still executed.
+    ...(opts.cni === 'svcnet'
+      ? { inProcess: new Map([['svcnet-cni', inProcessSvcnetCni(realPluginDeps(execer))]]) }
+      : {}),
   });
   await registerNode(
     client,

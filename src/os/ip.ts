@@ -34,6 +34,7 @@ import {
   type RouteOp,
 } from '../util/ip-ops.js';
 import { runChecked, type Execer } from './exec.js';
+import { netnsNameOf, runBatchPair } from './ip-batch-pair.js';
 
 /** A namespace: undefined = the one the process runs in ("host"); else a netns path. */
 export type NetnsPath = string | undefined;
@@ -90,6 +91,11 @@ export interface IpRoute {
 export interface Ip {
   /** Runs the ops in one `ip -batch -`; stops at the first failing op and throws IpError. */
   batch(netns: NetnsPath, ops: readonly IpOp[]): Promise<void>;
+  /**
+   * hostOps here, then podOps in the namespace at podNetns (ip-batch-pair.ts: one exec for a
+   * named namespace); stops at the first failing op and throws IpError.
+   */
+  batchPair(hostOps: readonly IpOp[], podNetns: string, podOps: readonly IpOp[]): Promise<void>;
   /** Deletes a link; false when it did not exist. */
   deleteLink(netns: NetnsPath, name: string): Promise<boolean>;
   /** Creates a bridge unless present (safe under concurrent callers). */
@@ -154,6 +160,14 @@ export class RealIp implements Ip {
         err,
       );
     }
+  }
+
+  async batchPair(hostOps: readonly IpOp[], podNetns: string, podOps: readonly IpOp[]) {
+    const name = netnsNameOf(podNetns);
+    if (name === undefined || hostOps.length === 0 || podOps.length === 0) {
+      await this.batch(undefined, hostOps);
+      await this.batch(podNetns, podOps);
+    } else await runBatchPair(this.execer, hostOps, podNetns, name, podOps);
   }
 
   async deleteLink(netns: NetnsPath, name: string): Promise<boolean> {
@@ -439,6 +453,11 @@ export class FakeIp implements Ip {
       neigh: new Map(),
       fdb: new Map(),
     };
+  }
+
+  async batchPair(hostOps: readonly IpOp[], podNetns: string, podOps: readonly IpOp[]) {
+    await this.batch(undefined, hostOps);
+    await this.batch(podNetns, podOps);
   }
 
   batch(netns: NetnsPath, ops: readonly IpOp[]): Promise<void> {

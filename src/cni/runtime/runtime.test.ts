@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ExecRequest, ExecResult, Execer } from '../../os/exec.js';
 import { ValidationError } from '../../errors.js';
+import type { InProcessPlugin } from '../invoke.js';
 import { CniError, type CniResult } from '../types.js';
 import { MemoryResultCache } from './cache.js';
 import { buildPluginConfig, convertResult, parseConflist } from './parse-conflist.js';
@@ -226,4 +227,70 @@ test('conflist validation names every problem; legacy .conf is wrapped; results 
     }).runtimeConfig,
     undefined,
   );
+});
+
+test('in-process plugins run as functions with the exec env and config; others, and any plugin in a node namespace, still exec', async () => {
+  const sim = new PluginSim();
+  const seen: { env: Readonly<Record<string, string>>; config: Record<string, unknown> }[] = [];
+  const link: InProcessPlugin = (env, stdin) => {
+    const config = JSON.parse(stdin) as Record<string, unknown>;
+    seen.push({ env, config });
+    const reply = (stdout: string, exitCode = 0): Promise<{ stdout: string; exitCode: number }> =>
+      Promise.resolve({ stdout, exitCode });
+    if (env.CNI_COMMAND === 'VERSION')
+      return reply(JSON.stringify({ cniVersion: '1.0.0', supportedVersions: ['1.0.0', '1.1.0'] }));
+    if (env.CNI_COMMAND === 'ADD' && env.CNI_CONTAINERID === 'bad')
+      return reply(JSON.stringify({ code: 11, msg: 'busy' }), 1);
+    if (env.CNI_COMMAND === 'ADD')
+      return reply(
+        JSON.stringify({
+          cniVersion: config.cniVersion,
+          ips: [{ address: '10.0.0.9/24' }],
+        }),
+      );
+    return reply('');
+  };
+  const rt = new CniRuntime({
+    execer: sim,
+    cniPath: ['/cni'],
+    cache: new MemoryResultCache(),
+    findPlugin: find,
+    inProcess: new Map([['link', link]]),
+  });
+  const conflist = parseConflist(
+    JSON.stringify({
+      cniVersion: '1.1.0',
+      name: 'net',
+      plugins: [{ type: 'link' }, { type: 'chain' }],
+    }),
+  );
+  const att: Attachment = { containerId: 'c1', netns: '/run/netns/p', ifName: 'eth0', conflist };
+  const result = await rt.add(att);
+  assert.equal(result.ips?.[0]?.address, '10.0.0.9/24');
+  assert.deepEqual(sim.pluginsOf('ADD'), ['chain'], 'only the other plugin was executed');
+  assert.deepEqual(sim.pluginsOf('VERSION'), ['chain']);
+  const add = seen.find((s) => s.env.CNI_COMMAND === 'ADD');
+  assert.deepEqual(add?.env, {
+    CNI_COMMAND: 'ADD',
+    CNI_CONTAINERID: 'c1',
+    CNI_NETNS: '/run/netns/p',
+    CNI_IFNAME: 'eth0',
+    CNI_ARGS: '',
+    CNI_PATH: '/cni',
+  });
+  assert.deepEqual(add.config, { type: 'link', cniVersion: '1.1.0', name: 'net' });
+  await rt.del(att);
+  assert.deepEqual(
+    seen.map((s) => s.env.CNI_COMMAND),
+    ['VERSION', 'ADD', 'DEL'],
+  );
+  await assert.rejects(
+    rt.add({ ...att, containerId: 'bad' }),
+    (e: unknown) =>
+      e instanceof CniError &&
+      e.cniCode === 11 &&
+      /plugin link ADD \(container bad\): busy$/.test(e.message),
+  );
+  await rt.add({ ...att, containerId: 'c2', hostNetns: '/run/netns/node1' });
+  assert.deepEqual(sim.callsOf('ADD').at(-2)?.args, ['--net=/run/netns/node1', '/cni/link']);
 });

@@ -4,11 +4,18 @@
 // plugin's VERSION answer, caches the final ADD result, serialises operations per container
 // and makes GC exclusive. Plugins run in the runtime's own namespace or, for the lab, in a
 // node's namespace given per call (`hostNetns`, entered with nsenter). Works with svcnet-cni
-// and the reference plugins alike.
+// and the reference plugins alike. Plugin types given in `inProcess` (the lab gives
+// svcnet-cni) run as functions in this process with the same config and result JSON, no
+// exec, unless a node namespace is to be entered; every other type runs its binary.
 
 import { ValidationError, type FieldError } from '../../errors.js';
 import type { Execer } from '../../os/exec.js';
-import { findPluginBinary, invokePlugin } from '../invoke.js';
+import {
+  findPluginBinary,
+  invokeInProcess,
+  invokePlugin,
+  type InProcessPlugin,
+} from '../invoke.js';
 import { parseResult } from '../parse-config.js';
 import { invalidIfName, NAME_RE } from '../parse-request.js';
 import { CniError, CniErrorCode, type CniAttachment, type CniResult } from '../types.js';
@@ -31,6 +38,8 @@ export interface RuntimeOptions {
   readonly findPlugin?: (type: string, dirs: readonly string[]) => Promise<string>;
   /** Per plugin call; default 60 s. */
   readonly timeoutMs?: number;
+  /** Plugin types run as functions in this process (no exec, no CNI_PATH lookup). */
+  readonly inProcess?: ReadonlyMap<string, InProcessPlugin>;
 }
 
 /** One attachment of a container to a network. */
@@ -198,10 +207,10 @@ export class CniRuntime {
     let p = this.versions.get(key);
     if (!p) {
       p = (async () => {
-        const binary = await this.find(type);
-        const out = await invokePlugin(this.opts.execer, {
-          binary,
-          env: {
+        const out = await this.run(
+          type,
+          hostNetns,
+          {
             CNI_COMMAND: 'VERSION',
             CNI_CONTAINERID: '',
             CNI_NETNS: '',
@@ -209,10 +218,8 @@ export class CniRuntime {
             CNI_ARGS: '',
             CNI_PATH: this.opts.cniPath.join(':'),
           },
-          stdin: JSON.stringify({ cniVersion: RUNTIME_VERSIONS.at(-1) }),
-          ...launcher(hostNetns),
-          timeoutMs: this.opts.timeoutMs ?? 60_000,
-        });
+          JSON.stringify({ cniVersion: RUNTIME_VERSIONS.at(-1) }),
+        );
         const list = (out as { supportedVersions?: unknown } | undefined)?.supportedVersions;
         return Array.isArray(list)
           ? list.filter((v): v is string => typeof v === 'string')
@@ -255,6 +262,27 @@ export class CniRuntime {
     return (this.opts.findPlugin ?? findPluginBinary)(type, this.opts.cniPath);
   }
 
+  /**
+   * Runs plugin `type` once: as a function when it is in `inProcess` and no node namespace is
+   * to be entered (a function runs in ours), else its binary from CNI_PATH.
+   */
+  private async run(
+    type: string,
+    hostNetns: string | undefined,
+    env: Readonly<Record<string, string>>,
+    stdin: string,
+  ): Promise<unknown> {
+    const fn = hostNetns === undefined ? this.opts.inProcess?.get(type) : undefined;
+    if (fn) return invokeInProcess(fn, { binary: `${type} (in-process)`, env, stdin });
+    return invokePlugin(this.opts.execer, {
+      binary: await this.find(type),
+      env,
+      stdin,
+      ...launcher(hostNetns),
+      timeoutMs: this.opts.timeoutMs ?? 60_000,
+    });
+  }
+
   private async call(
     a: Attachment,
     plugin: Readonly<Record<string, unknown>>,
@@ -263,7 +291,6 @@ export class CniRuntime {
     prev: CniResult | undefined,
   ): Promise<unknown> {
     const type = String(plugin.type);
-    const binary = await this.find(type);
     const stdin = JSON.stringify(
       buildPluginConfig({
         list: a.conflist,
@@ -274,9 +301,10 @@ export class CniRuntime {
       }),
     );
     try {
-      return await invokePlugin(this.opts.execer, {
-        binary,
-        env: {
+      return await this.run(
+        type,
+        a.hostNetns,
+        {
           CNI_COMMAND: command,
           CNI_CONTAINERID: a.containerId,
           CNI_NETNS: a.netns,
@@ -285,9 +313,7 @@ export class CniRuntime {
           CNI_PATH: this.opts.cniPath.join(':'),
         },
         stdin,
-        ...launcher(a.hostNetns),
-        timeoutMs: this.opts.timeoutMs ?? 60_000,
-      });
+      );
     } catch (e) {
       throw prefixed(
         e,
@@ -305,11 +331,11 @@ export class CniRuntime {
     valid?: readonly CniAttachment[],
   ): Promise<void> {
     const type = String(plugin.type);
-    const binary = await this.find(type);
     try {
-      await invokePlugin(this.opts.execer, {
-        binary,
-        env: {
+      await this.run(
+        type,
+        hostNetns,
+        {
           CNI_COMMAND: command,
           CNI_CONTAINERID: '',
           CNI_NETNS: '',
@@ -317,12 +343,10 @@ export class CniRuntime {
           CNI_ARGS: '',
           CNI_PATH: this.opts.cniPath.join(':'),
         },
-        stdin: JSON.stringify(
+        JSON.stringify(
           buildPluginConfig({ list, plugin, cniVersion: version, validAttachments: valid }),
         ),
-        ...launcher(hostNetns),
-        timeoutMs: this.opts.timeoutMs ?? 60_000,
-      });
+      );
     } catch (e) {
       throw prefixed(e, `network ${list.name}: plugin ${type} ${command}`);
     }
