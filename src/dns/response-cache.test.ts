@@ -100,7 +100,8 @@ test('TTLs of hits are the index TTLs as time passes', async () => {
   same(h, msg);
   await h.clock.advance(60_000);
   const got = same(h, msg);
-  assert.equal(dnsPacket.decode(got).answers?.[0]?.ttl, DEFAULT_RESOLVER_CONFIG.ttl);
+  const a = dnsPacket.decode(got).answers?.[0];
+  assert.equal(a?.type === 'A' ? a.ttl : undefined, DEFAULT_RESOLVER_CONFIG.ttl);
 });
 
 test('NXDOMAIN is cached and served with the same SOA', () => {
