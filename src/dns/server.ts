@@ -366,6 +366,8 @@ export class DnsServer {
   private readonly conns = new Map<Socket, true>();
   /** TCP connections closed to make room for new ones, since start. */
   tcpShed = 0;
+  /** Messages received (UDP datagrams and TCP messages), since start. */
+  received = 0;
   private boundPort = 0;
   private handler: DnsHandler;
   private readonly opts: ListenOptions;
@@ -427,6 +429,7 @@ export class DnsServer {
     const udp = this.udp;
     const fam = family === 'udp6' ? '2' : '1';
     udp.on('message', (msg, rinfo) => {
+      this.received++;
       const res = this.handler.handle(msg, 'udp', fam);
       if (res === undefined) return;
       if (res instanceof Promise) {
@@ -501,6 +504,7 @@ export class DnsServer {
         this.conns.set(s, true);
         midMessage = buf.length > 0;
         arm(midMessage ? readMs : idleMs);
+        this.received++;
         const res = this.handler.handle(msg, 'tcp', fam);
         if (res === undefined) continue;
         if (res instanceof Promise) {
