@@ -32,8 +32,9 @@ const outstanding = Number(process.env.DNS_BENCH_OUTSTANDING ?? 200);
 const latencyQps = Number(process.env.DNS_BENCH_LATENCY_QPS ?? 20_000);
 const SERVICES = 1000;
 
+/** A human line: stdout, or stderr under --json (stdout is then only figures). */
 function out(line: string): void {
-  if (!json) process.stdout.write(`${line}\n`);
+  (json ? process.stderr : process.stdout).write(`${line}\n`);
 }
 
 function figure(name: string, value: number, unit: string, target?: number): void {
