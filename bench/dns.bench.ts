@@ -311,12 +311,12 @@ function memoryBench(): void {
   const t1 = performance.now();
   for (let i = 0; i < 10_000; i++) index.upsertEndpointSlice(slice(i, `ns${i % 100}`, 5));
   const updateMs = performance.now() - t1;
-  process.stdout.write(
+  out(
     `index: ${stats.services} Services, ${stats.addresses} endpoints: heap +${(after - before).toFixed(1)} MB ` +
       `(${(((after - before) * 2 ** 20) / (stats.services + stats.addresses)).toFixed(0)} B per object), ` +
       `RSS ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB (was ${rssBefore.toFixed(0)}); ` +
       `built in ${buildMs.toFixed(0)} ms; 10,000 slice updates in ${updateMs.toFixed(0)} ms ` +
-      `(${((10_000 / updateMs) * 1000).toFixed(0)}/s)${(globalThis as { gc?: unknown }).gc ? '' : ' [run with --expose-gc for exact heap figures]'}\n`,
+      `(${((10_000 / updateMs) * 1000).toFixed(0)}/s)${(globalThis as { gc?: unknown }).gc ? '' : ' [run with --expose-gc for exact heap figures]'}`,
   );
 }
 
