@@ -8,7 +8,8 @@
 // tick, and whether the informers have synced; a worker that dies is forked again and gets a
 // snapshot of every object. /metrics is the primary's registry plus every worker's, summed
 // per series (prom-client's cluster aggregation), so every query is counted once whichever
-// worker answered it. Forwarder and cache are per worker, as two CoreDNS replicas.
+// worker answered it (svcnet_dns_worker_messages_total{worker} shows the split). Forwarder
+// and cache are per worker, as two CoreDNS replicas.
 
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
