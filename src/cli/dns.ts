@@ -6,15 +6,18 @@
 // `health { lameduck 5s }`: /ready answers 503 while queries are still answered for
 // --lameduck, then it closes and exits 0; a second signal cuts the lameduck short. A bad
 // flag, config file, Corefile or kubeconfig exits 2, a listener that cannot bind exits 1,
-// each with one line and before anything serves.
+// each with one line and before anything serves. --workers N (default one per CPU; the
+// config file's `workers:`) answers queries from N cluster worker processes; in those, this
+// command runs src/dns/workers.ts's worker loop instead (the primary sends it everything).
 
+import { availableParallelism } from 'node:os';
 import { onTerminationSignals } from '../os/process.js';
 import type { Command } from 'commander';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { SvcnetError } from '../errors.js';
 import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
 import type { Logger } from 'pino';
-import { buildDnsConfig, type DnsConfig } from '../dns/config.js';
+import { buildDnsConfig, isWorkerCount, MAX_WORKERS, type DnsConfig } from '../dns/config.js';
 import { corefileToDnsConfig, type CorefileSettings } from '../dns/corefile-config.js';
 import { reloadCorefile } from '../dns/corefile-reload.js';
 import { realClock } from '../util/clock.js';
@@ -41,6 +44,7 @@ interface DnsOptions {
   readyListen?: string;
   metricsListen?: string;
   lameduck?: string;
+  workers?: string;
   v?: string;
   loggingFormat?: string;
   logLevel?: string;
@@ -122,8 +126,31 @@ async function upstreamsOf(
   return upstreams;
 }
 
+/** --workers, else the config file's `workers`, else one per CPU. */
+function workerCount(opts: DnsOptions, config: DnsConfig): number {
+  if (opts.workers === undefined) return config.workers ?? availableParallelism();
+  const n = /^\d+$/.test(opts.workers) ? Number(opts.workers) : NaN;
+  if (!isWorkerCount(n))
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `--workers: must be an integer 1-${MAX_WORKERS}, got ${JSON.stringify(opts.workers)}`,
+    );
+  return n;
+}
+
 async function runDns(opts: DnsOptions): Promise<undefined> {
+  // The worker's module (and the DNS stack) load only in a worker (workers.ts WORKER_ENV).
+  const worker =
+    process.env.SVCNET_DNS_WORKER === '1' ? await import('../dns/workers.js') : undefined;
+  if (worker?.isDnsWorker()) {
+    // A worker of `--workers N`: the primary sends the configuration and the index.
+    const log = daemonLogger('dns', opts);
+    await worker.runDnsWorker(log);
+    log.flush();
+    process.exit();
+  }
   const { config, forward, corefile } = await loadConfig(opts);
+  const workers = workerCount(opts, config);
   const log = daemonLogger('dns', opts);
   for (const n of corefile?.settings.notImplemented ?? [])
     log.warn(
@@ -164,6 +191,7 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
     upstreams,
     registry,
     log,
+    workers,
   });
   await hold.release();
   await daemon.start();
@@ -237,6 +265,10 @@ export function registerDnsCommand(program: Command): void {
     .option(
       '--lameduck <duration>',
       'after SIGTERM/SIGINT, keep answering this long with /ready 503 (default 5s; 0 disables)',
+    )
+    .option(
+      '--workers <n>',
+      'processes answering queries on the one address (default: one per CPU; 1 answers in this process)',
     );
   addLogFlags(cmd).action(daemonAction('dns', runDns));
 }

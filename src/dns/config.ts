@@ -40,7 +40,12 @@ export interface DnsConfig {
   readonly noEndpoints: boolean;
   /** How long to keep answering after SIGTERM/SIGINT, reporting not ready; 0 disables. */
   readonly lameduckMs: number;
+  /** Processes answering queries (`workers`); undefined: one per CPU (the CLI decides). */
+  readonly workers?: number | undefined;
 }
+
+/** The most `workers` a daemon forks. */
+export const MAX_WORKERS = 64;
 
 /** kubeadm's and kind's Corefile: `health { lameduck 5s }`. */
 export const DEFAULT_LAMEDUCK_MS = 5000;
@@ -78,6 +83,7 @@ const KNOWN_KEYS = new Set([
   'startupTimeoutSeconds',
   'forwardTimeoutMs',
   'lameduck',
+  'workers',
 ]);
 
 function fqdnLower(z: string): string {
@@ -101,6 +107,18 @@ function lameduckOf(v: unknown, err: (field: string, message: string) => void): 
   if (ms !== undefined && ms >= 0 && ms <= 3_600_000) return ms;
   err('lameduck', `must be a duration from 0 to 1h (e.g. 5s, 500ms, 0), got ${JSON.stringify(v)}`);
   return DEFAULT_LAMEDUCK_MS;
+}
+
+/** Whether `v` is a valid `workers` (an integer 1..MAX_WORKERS). */
+export function isWorkerCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MAX_WORKERS;
+}
+
+/** `workers` of the file; undefined when not given (one per CPU). */
+function workersOf(v: unknown, err: (field: string, message: string) => void): number | undefined {
+  if (v === undefined || isWorkerCount(v)) return v;
+  err('workers', `must be an integer 1-${MAX_WORKERS}, got ${JSON.stringify(v)}`);
+  return undefined;
 }
 
 /**
@@ -246,6 +264,7 @@ export function buildDnsConfig(
     labelSelector: undefined,
     noEndpoints: false,
     lameduckMs: lameduckOf(flags.lameduck ?? raw.lameduck, err),
+    workers: workersOf(raw.workers, err),
   };
   if (errors.length > 0) throw new ValidationError(errors);
   return cfg;

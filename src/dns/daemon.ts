@@ -5,7 +5,9 @@
 // (200 once synced, 503 before and from the start of shutdown) and /metrics (Prometheus,
 // CoreDNS names) listen on their own ports. `shutdown` runs CoreDNS's lameduck (lameduck.ts)
 // before closing; `stop` closes at once. Bad objects are skipped, logged and counted; the
-// daemon keeps serving.
+// daemon keeps serving. With `workers` > 1 the queries are answered by that many cluster
+// worker processes (workers.ts), each with a copy of the index fed from this one's informers;
+// this process keeps the informers, the HTTP endpoints and the lameduck.
 
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { Logger } from 'pino';
@@ -13,10 +15,9 @@ import type { Registry } from 'prom-client';
 import type { Informer } from '../kube/informer.js';
 import type { EndpointSlice, KubeObject, Pod, Service } from '../kube/types.js';
 import { describeObject } from '../kube/types.js';
-import { DnsCache } from './cache.js';
 import { fieldsNeedingRestart, type DnsConfig, type HostPort } from './config.js';
 import { matchesLabels, parseLabelSelector } from '../kube/selectors.js';
-import { Forwarder, type UpstreamAddress } from './forward.js';
+import type { UpstreamAddress } from './forward.js';
 import {
   RecordIndex,
   type IndexedKind,
@@ -24,7 +25,8 @@ import {
   type ServiceImport,
 } from './record-index.js';
 import { DnsMetrics } from './metrics.js';
-import { DnsHandler, DnsServer } from './server.js';
+import { DnsServing, serverLabel } from './serving.js';
+import { DnsWorkerPool, type IndexEvent } from './workers.js';
 import { listenFailed } from '../util/listen-error.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { formatDuration } from '../util/duration.js';
@@ -45,6 +47,8 @@ export interface DnsDaemonDeps {
   readonly log: Logger;
   /** Time and timers of the index, cache, forwarder and server; default the wall clock. */
   readonly clock?: Clock;
+  /** Processes answering queries: 1 (default) answers here, more fork cluster workers. */
+  readonly workers?: number;
 }
 
 export interface BoundPorts {
@@ -58,18 +62,20 @@ export class DnsDaemon {
   readonly index: RecordIndex;
   private readonly deps: DnsDaemonDeps;
   private readonly metrics: DnsMetrics;
-  private readonly cache: DnsCache | undefined;
   private readonly clock: Clock;
-  /** What queries are answered with now; reconfigure() replaces all three. */
+  /** What queries are answered with now; reconfigure() replaces it. */
   private config: DnsConfig;
-  private forwarder: Forwarder;
-  private handler: DnsHandler;
-  /** Forwarders replaced by a reload, closed once their queries are done (or at stop). */
-  private readonly retired = new Set<Forwarder>();
-  private retiredRejects = 0;
-  private readonly server: DnsServer;
+  /** One of the two: the queries are answered here, or by the workers. */
+  private readonly serving: DnsServing | undefined;
+  private readonly pool: DnsWorkerPool | undefined;
   private readonly http: HttpServer[] = [];
   private readonly informers: Informer<KubeObject>[];
+  /** Each informer's kind and whether an object of it is in the index (the label selector). */
+  private readonly feeds: {
+    kind: IndexedKind;
+    informer: Informer<KubeObject>;
+    keep: (o: KubeObject) => boolean;
+  }[] = [];
   private readonly lameduck: LameduckShutdown;
   private stopped: Promise<void> | undefined;
 
@@ -91,27 +97,33 @@ export class DnsDaemon {
     });
     this.clock = clock;
     this.config = cfg;
-    this.cache = cfg.cache.enabled
-      ? new DnsCache({
-          maxTtl: cfg.cache.maxTtl,
-          capacity: cfg.cache.capacity,
-          clock,
-        })
-      : undefined;
-    const serverLabel = `dns://${cfg.listen.host === '0.0.0.0' ? '' : cfg.listen.host}:${cfg.listen.port}`;
-    this.metrics = new DnsMetrics(
-      deps.registry,
-      serverLabel,
-      this.cache,
-      () => this.retiredRejects + this.forwarder.rejects,
-    );
-    this.forwarder = this.newForwarder(cfg, deps.upstreams);
-    this.handler = this.newHandler(cfg, this.forwarder);
-    this.server = new DnsServer(
-      this.handler,
-      { host: cfg.listen.host, port: cfg.listen.port, clock },
-      deps.log,
-    );
+    const workers = deps.workers ?? 1;
+    if (workers > 1) {
+      // Here only the objects skipped and the process; the workers count the queries.
+      this.metrics = new DnsMetrics(deps.registry, serverLabel(cfg));
+      this.pool = new DnsWorkerPool({
+        count: workers,
+        init: {
+          config: cfg,
+          upstreams: deps.upstreams,
+          trackNamespaces: deps.namespaces !== undefined,
+        },
+        snapshot: () => this.snapshot(),
+        isSynced: () => this.isSynced(),
+        log: deps.log,
+      });
+    } else {
+      this.serving = new DnsServing({
+        config: cfg,
+        index: this.index,
+        isSynced: () => this.isSynced(),
+        upstreams: deps.upstreams,
+        registry: deps.registry,
+        log: deps.log,
+        clock,
+      });
+      this.metrics = this.serving.metrics;
+    }
     this.informers = [];
     this.wire('Service', deps.services);
     // `noendpoints`: as CoreDNS, EndpointSlices are not watched at all.
@@ -119,6 +131,16 @@ export class DnsDaemon {
     if (deps.namespaces) this.wire('Namespace', deps.namespaces);
     if (deps.pods && cfg.resolver.pods === 'verified') this.wire('Pod', deps.pods);
     if (deps.serviceImports) this.wire('ServiceImport', deps.serviceImports);
+  }
+
+  /** Every object the index holds, as upserts (for a worker that starts late). */
+  private snapshot(): IndexEvent[] {
+    return this.feeds.flatMap(({ kind, informer, keep }) =>
+      informer
+        .list()
+        .filter(keep)
+        .map((obj) => ({ kind, op: 'upsert' as const, obj: obj })),
+    );
   }
 
   /** Feeds one informer's events to the index's upsert<Kind>/delete<Kind>. */
@@ -133,11 +155,18 @@ export class DnsDaemon {
       this.config.labelSelector !== undefined && (kind === 'Service' || kind === 'EndpointSlice')
         ? parseLabelSelector(this.config.labelSelector)
         : undefined;
+    const keep = (o: KubeObject): boolean =>
+      selector === undefined || matchesLabels(selector, o.metadata?.labels);
+    const ship = (op: IndexEvent['op'], obj: IndexedObjects[K]): void => {
+      this.pool?.event({ kind, op, obj });
+    };
     const apply = (o: IndexedObjects[K]): void => {
-      if (selector !== undefined && !matchesLabels(selector, o.metadata?.labels)) {
+      if (!keep(o)) {
         feeds[`delete${kind}`](o);
+        ship('delete', o);
         return;
       }
+      ship('upsert', o);
       const problem = feeds[`upsert${kind}`](o);
       if (problem !== undefined) {
         this.metrics.skippedObject(kind);
@@ -154,6 +183,7 @@ export class DnsDaemon {
       },
       onDelete: (o) => {
         feeds[`delete${kind}`](o);
+        ship('delete', o);
       },
       onError: (err) => {
         // One line (the informer's error names the failure count and the next retry).
@@ -164,32 +194,7 @@ export class DnsDaemon {
       },
     });
     this.informers.push(informer);
-  }
-
-  private newForwarder(cfg: DnsConfig, upstreams: readonly UpstreamAddress[]): Forwarder {
-    return new Forwarder({
-      upstreams,
-      attemptTimeoutMs: cfg.forwardTimeoutMs,
-      totalTimeoutMs: cfg.forwardTimeoutMs * 2,
-      maxConcurrent: cfg.forwardMaxConcurrent,
-      ...(this.cache ? { cache: this.cache } : {}),
-      clock: this.clock,
-      onExchange: (to, rcode, s) => {
-        this.metrics.observeUpstream(to, rcode, s);
-      },
-    });
-  }
-
-  private newHandler(cfg: DnsConfig, forwarder: Forwarder): DnsHandler {
-    return new DnsHandler({
-      index: this.index,
-      config: cfg.resolver,
-      isSynced: () => this.isSynced(),
-      forwarder,
-      metrics: this.metrics,
-      log: this.deps.log,
-      transfer: cfg.transfer,
-    });
+    this.feeds.push({ kind, informer: informer, keep });
   }
 
   /**
@@ -213,20 +218,9 @@ export class DnsDaemon {
       forwardMaxConcurrent: next.forwardMaxConcurrent,
       transfer: next.transfer,
     };
-    const retiring = this.forwarder;
-    this.forwarder = this.newForwarder(applied, upstreams);
-    this.handler = this.newHandler(applied, this.forwarder);
     this.config = applied;
-    this.server.setHandler(this.handler);
-    this.retired.add(retiring);
-    this.clock.setTimeout(
-      () => {
-        this.retiredRejects += retiring.rejects;
-        retiring.close();
-        this.retired.delete(retiring);
-      },
-      old.forwardTimeoutMs * 2 + 1000,
-    );
+    this.serving?.reconfigure(applied, upstreams);
+    this.pool?.reconfigure(applied, upstreams);
     return needsRestart;
   }
 
@@ -296,7 +290,9 @@ export class DnsDaemon {
         throw listenFailed(what, at.host, at.port, flag, e);
       }
     };
-    await step('DNS', cfg.listen, '--listen', () => this.server.listen());
+    const dns = await step('DNS', cfg.listen, '--listen', () =>
+      this.pool ? this.pool.start() : (this.serving?.listen() ?? Promise.resolve(0)),
+    );
     const health = cfg.health
       ? await step('/health', cfg.health, '--health-listen', () =>
           this.listenHttp(cfg.health ?? cfg.listen, (path) =>
@@ -321,6 +317,7 @@ export class DnsDaemon {
     for (const inf of this.informers) {
       inf.start().then(
         () => {
+          this.pool?.update();
           // An informer stopped by shutdown ends its start() too: that is no sync.
           if (this.stopped === undefined && this.isSynced())
             this.deps.log.info(
@@ -333,8 +330,9 @@ export class DnsDaemon {
         },
       );
     }
-    this.deps.log.info({ dns: this.server.port, health, ready, metrics }, 'DNS server listening');
-    return { dns: this.server.port, health, ready, metrics };
+    const workers = this.deps.workers ?? 1;
+    this.deps.log.info({ dns, health, ready, metrics, workers }, 'DNS server listening');
+    return { dns, health, ready, metrics };
   }
 
   private async listenHttp(
@@ -357,14 +355,17 @@ export class DnsDaemon {
         res.writeHead(404).end('not found');
         return;
       }
-      registry.metrics().then(
-        (text) => {
-          res.writeHead(200, { 'content-type': registry.contentType }).end(text);
-        },
-        (e: unknown) => {
-          res.writeHead(500).end(e instanceof Error ? e.message : String(e));
-        },
-      );
+      const pool = this.pool;
+      (pool ? pool.metrics(registry) : Promise.resolve(registry))
+        .then((r) => r.metrics())
+        .then(
+          (text) => {
+            res.writeHead(200, { 'content-type': registry.contentType }).end(text);
+          },
+          (e: unknown) => {
+            res.writeHead(500).end(e instanceof Error ? e.message : String(e));
+          },
+        );
     });
     return this.bind(srv, at);
   }
@@ -383,8 +384,8 @@ export class DnsDaemon {
 
   /** Closes the DNS server and every HTTP listener bound so far. */
   private async closeListeners(): Promise<void> {
-    this.forwarder.close();
-    await this.server.close().catch(() => undefined);
+    await this.serving?.close();
+    await this.pool?.close();
     await Promise.all(
       this.http.map(
         (s) =>
@@ -410,9 +411,8 @@ export class DnsDaemon {
 
   private async closeAll(): Promise<void> {
     await Promise.all(this.informers.map((i) => i.stop()));
-    this.forwarder.close();
-    for (const f of this.retired) f.close();
-    await this.server.close();
+    await this.serving?.close();
+    await this.pool?.close();
     await Promise.all(
       this.http.map(
         (s) =>

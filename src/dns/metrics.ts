@@ -246,6 +246,8 @@ export class DnsMetrics {
       help: 'A metric with a constant 1 value labeled by version, revision, and goversion from which CoreDNS was built.',
       labelNames: ['version', 'revision', 'goversion'],
       registers: [registry],
+      // One per daemon when --workers N sums the processes' metrics.
+      aggregator: 'first',
       collect() {
         this.set({ version: 'svcnet-0.1.0', revision: '', goversion: process.version }, 1);
       },

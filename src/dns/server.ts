@@ -1,7 +1,8 @@
 // The DNS server: UDP and TCP listeners (same port) in front of the resolver and the
 // forwarder. The query path is synchronous for cluster names: a response cache keyed by the
-// raw question bytes (so the client's case is part of the key) holds the encoded answers of
-// the current index generation, and a hit only patches the ID and flags (and appends OPT).
+// question with the name lowercased (response-cache.ts) holds the encoded answers of the
+// current index generation, and a hit only patches the ID, flags and the question's spelling
+// (and appends OPT).
 // Misses run the pure resolver and the hand-written encoder. Malformed input gets FORMERR
 // or is dropped, never an exception out of the handler. TCP: 2-byte framing, pipelined
 // queries, idle timeout and a connection cap (RFC 7766); AXFR/IXFR over TCP when enabled.
@@ -14,6 +15,7 @@ import type { Forwarder } from './forward.js';
 import type { RecordIndex, ZoneView } from './record-index.js';
 import type { Combo, DnsMetrics } from './metrics.js';
 import { matchZone, resolve, type Answer, type ResolverConfig } from './resolve.js';
+import { respell, ResponseCache } from './response-cache.js';
 import { zoneTransfer } from './transfer.js';
 import {
   RCODE,
@@ -23,8 +25,6 @@ import {
   encodeResponse,
   lowerName,
   parseQuery,
-  quickScan,
-  EDNS_UDP_SIZE,
   rcodeName,
   tcpFrame,
   typeName,
@@ -51,8 +51,8 @@ export interface DnsHandlerOptions {
   readonly responseCacheSize?: number;
 }
 
-interface CachedResponse {
-  readonly wire: Buffer;
+/** What a cached response keeps for the metrics of its hits. */
+interface CacheExtra {
   readonly zone: string;
   readonly rcode: string;
   /** Metric series per (proto, family), filled on first use. */
@@ -94,9 +94,7 @@ type Stage = (query: Query) => Reply | Promise<Reply<Buffer>> | undefined;
  * as CoreDNS's metrics plugin wraps the rest in a Recorder.
  */
 export class DnsHandler {
-  private readonly cache = new Map<string, CachedResponse>();
-  private cacheGeneration = -1;
-  private readonly cacheSize: number;
+  private readonly cache: ResponseCache<CacheExtra>;
   /** Queries that raised inside the handler (a bug); answered SERVFAIL. */
   internalErrors = 0;
   private readonly opts: DnsHandlerOptions;
@@ -104,7 +102,7 @@ export class DnsHandler {
 
   constructor(opts: DnsHandlerOptions) {
     this.opts = opts;
-    this.cacheSize = opts.responseCacheSize ?? 100_000;
+    this.cache = new ResponseCache(opts.responseCacheSize ?? 100_000);
     const forwarder = opts.forwarder;
     this.stages = [
       (query) => this.badvers(query),
@@ -112,6 +110,11 @@ export class DnsHandler {
       (query) => this.kubernetes(query),
       forwarder ? (query) => this.forward(query, forwarder) : (query) => this.refuse(query),
     ];
+  }
+
+  /** Hits and misses of the encoded-response cache, and its entries (tests, the bench). */
+  responseCacheStats(): { hits: number; misses: number; size: number } {
+    return { hits: this.cache.hits, misses: this.cache.misses, size: this.cache.size };
   }
 
   /**
@@ -173,66 +176,56 @@ export class DnsHandler {
   }
 
   private fromCache(msg: Buffer, proto: Proto, family: '1' | '2', t0: number): Buffer | undefined {
-    if (this.cacheSize === 0) return undefined;
-    if (this.cacheGeneration !== this.opts.index.generation) return undefined;
-    const q = quickScan(msg);
-    if (!q) return undefined;
-    const hit = this.cache.get(msg.toString('latin1', 12, q.questionEnd));
+    const hit = this.cache.lookup(msg, proto, this.opts.index.generation);
     if (!hit) return undefined;
-    const opt = q.hasEdns ? 11 : 0;
-    const limit = proto === 'udp' ? Math.min(q.udpSize, TCP_SIZE) : TCP_SIZE;
-    if (hit.wire.length + opt > limit) return undefined;
-    const out = Buffer.allocUnsafe(hit.wire.length + opt);
-    hit.wire.copy(out);
-    out[0] = msg[0] ?? 0;
-    out[1] = msg[1] ?? 0;
-    // Echo RD and CD as the slow path does.
-    out[2] = ((out[2] ?? 0) & ~0x01) | ((msg[2] ?? 0) & 0x01);
-    out[3] = ((out[3] ?? 0) & ~0x10) | ((msg[3] ?? 0) & 0x10);
-    if (q.hasEdns) {
-      const o = hit.wire.length;
-      out[o] = 0;
-      out.writeUInt16BE(TYPE.OPT, o + 1);
-      out.writeUInt16BE(EDNS_UDP_SIZE, o + 3);
-      out.writeUInt32BE(q.dnssecOk ? 0x8000 : 0, o + 5);
-      out.writeUInt16BE(0, o + 9);
-      out.writeUInt16BE(out.readUInt16BE(10) + 1, 10);
-    }
     const metrics = this.opts.metrics;
     if (metrics) {
+      const combos = hit.entry.extra.combos;
       const slot = (proto === 'tcp' ? 2 : 0) + (family === '2' ? 1 : 0);
-      let combo = hit.combos[slot];
+      let combo = combos[slot];
       if (!combo) {
-        const type = typeName(q.qtype);
         combo = metrics.combo({
           proto,
           family,
-          type,
-          zone: hit.zone,
-          rcode: hit.rcode,
+          type: typeName(hit.qtype),
+          zone: hit.entry.extra.zone,
+          rcode: hit.entry.extra.rcode,
           plugin: 'kubernetes',
         });
-        hit.combos[slot] = combo;
+        combos[slot] = combo;
       }
-      metrics.record(combo, (performance.now() - t0) / 1000, msg.length, out.length);
+      metrics.record(combo, (performance.now() - t0) / 1000, msg.length, hit.out.length);
     }
-    return out;
+    return hit.out;
   }
 
-  private store(msg: Buffer, q: ParsedQuery, wire: Buffer, zone: string, rcode: string): void {
-    if (this.cacheSize === 0 || !this.opts.isSynced()) return;
-    if (this.cacheGeneration !== this.opts.index.generation) {
-      this.cache.clear();
-      this.cacheGeneration = this.opts.index.generation;
-    }
-    if (this.cache.size >= this.cacheSize) this.cache.clear();
-    // Cache the response as if the query had no OPT; hits append one when needed.
-    const plain = q.edns ? Buffer.from(wire.subarray(0, wire.length - 11)) : wire;
-    if (q.edns) plain.writeUInt16BE(plain.readUInt16BE(10) - 1, 10);
-    this.cache.set(msg.toString('latin1', 12, q.questionEnd), {
-      wire: plain,
-      zone,
-      rcode,
+  /**
+   * Keeps a cluster answer for repeated questions. The entry serves every spelling of the
+   * name when the answers to the all-lower and all-upper spellings agree after the question
+   * (the query's case then only shows through pointers into it), else only this spelling.
+   */
+  private store(query: Query, a: Answer, wire: Buffer): void {
+    if (!this.opts.isSynced()) return;
+    const { msg, q, limit } = query;
+    const generation = this.opts.index.generation;
+    const tail = (spelled: Buffer): Buffer | undefined => {
+      const parsed = parseQuery(spelled);
+      if (!parsed.ok) return undefined;
+      const res = resolve(
+        this.opts.index,
+        this.opts.config,
+        { name: parsed.query.qname, type: parsed.query.qtype },
+        true,
+      );
+      if (res.kind !== 'answer') return undefined;
+      return encodeResponse(spelled, parsed.query, res, limit).subarray(q.questionEnd);
+    };
+    const lower = tail(respell(msg, q.questionEnd, false));
+    const upper = lower && tail(respell(msg, q.questionEnd, true));
+    const caseBound = !lower || !upper || !lower.equals(upper);
+    this.cache.store(msg, q.questionEnd, q.edns !== undefined, wire, generation, caseBound, {
+      zone: a.zone,
+      rcode: rcodeName(a.rcode),
       combos: [],
     });
   }
@@ -284,7 +277,7 @@ export class DnsHandler {
 
   /** The cluster zones (resolve.ts); names outside them are passed on. */
   private kubernetes(query: Query): Reply | Promise<Reply<Buffer>> | undefined {
-    const { msg, q } = query;
+    const { q } = query;
     const res = resolve(
       this.opts.index,
       this.opts.config,
@@ -295,7 +288,7 @@ export class DnsHandler {
     if (res.kind === 'answer') {
       const reply = this.answer(query, res);
       if ((reply.out.readUInt16BE(2) & 0x0200) === 0 && res.rcode !== RCODE.SERVFAIL)
-        this.store(msg, q, reply.out, res.zone, rcodeName(res.rcode));
+        this.store(query, res, reply.out);
       return reply;
     }
     // A CNAME out of the zone: its target is looked up upstream (NODATA without one).
@@ -373,6 +366,8 @@ export class DnsServer {
   private readonly conns = new Map<Socket, true>();
   /** TCP connections closed to make room for new ones, since start. */
   tcpShed = 0;
+  /** Messages received (UDP datagrams and TCP messages), since start. */
+  received = 0;
   private boundPort = 0;
   private handler: DnsHandler;
   private readonly opts: ListenOptions;
@@ -434,6 +429,7 @@ export class DnsServer {
     const udp = this.udp;
     const fam = family === 'udp6' ? '2' : '1';
     udp.on('message', (msg, rinfo) => {
+      this.received++;
       const res = this.handler.handle(msg, 'udp', fam);
       if (res === undefined) return;
       if (res instanceof Promise) {
@@ -508,6 +504,7 @@ export class DnsServer {
         this.conns.set(s, true);
         midMessage = buf.length > 0;
         arm(midMessage ? readMs : idleMs);
+        this.received++;
         const res = this.handler.handle(msg, 'tcp', fam);
         if (res === undefined) continue;
         if (res instanceof Promise) {

@@ -52,7 +52,17 @@ export function dnsAddon(plan: LabPlan, domain = 'cluster.local'): KubeObject[] 
               name: 'coredns',
               image: 'svcnet',
               command: ['svcnet', 'dns'],
-              args: ['--listen', '0.0.0.0:53', '--zone', domain, '--lameduck', DNS_LAMEDUCK],
+              // Two replicas already; one process each keeps the lab's memory down.
+              args: [
+                '--listen',
+                '0.0.0.0:53',
+                '--zone',
+                domain,
+                '--lameduck',
+                DNS_LAMEDUCK,
+                '--workers',
+                '1',
+              ],
               ports: [
                 { name: 'dns', containerPort: 53, protocol: 'UDP' },
                 { name: 'dns-tcp', containerPort: 53, protocol: 'TCP' },
