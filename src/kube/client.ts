@@ -243,6 +243,7 @@ export const REPLICA_SETS = resource(APPS, 'replicasets', 'ReplicaSet', 'Namespa
 export const STATEFUL_SETS = resource(APPS, 'statefulsets', 'StatefulSet', 'Namespaced');
 export const DAEMON_SETS = resource(APPS, 'daemonsets', 'DaemonSet', 'Namespaced');
 export const NAMESPACES = resource(CORE, 'namespaces', 'Namespace', 'Cluster');
+export const CONFIG_MAPS = resource(CORE, 'configmaps', 'ConfigMap', 'Namespaced');
 /** networking.k8s.io/v1 (Kubernetes 1.33+); older servers answer 404 (see service-cidr.ts). */
 export const SERVICE_CIDRS = resource(NETWORKING, 'servicecidrs', 'ServiceCIDR', 'Cluster');
 
