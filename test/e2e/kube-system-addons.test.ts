@@ -64,7 +64,7 @@ describe('kube-system add-ons: kube-proxy as a DaemonSet with its ConfigMap', { 
   let lab: E2eLab;
 
   before(async () => {
-    lab = await E2eLab.up('addons', 3, 180_000, { objects: web(10) });
+    lab = await E2eLab.up('addons', 3, 480_000, { objects: web(10) });
     // The issue's figure: lab-up time of 3 nodes × 10 Pods (target ≤ 10 s).
     process.stdout.write(
       `# lab up, 3 nodes × 10 pods (${E2E_PROXY_MODE}): components ${String(lab.timings?.components)} ms, ready ${String(lab.timings?.ready)} ms (load average ${loadavg()[0]?.toFixed(1) ?? '?'})\n`,
