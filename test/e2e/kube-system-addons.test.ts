@@ -10,7 +10,9 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadavg } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import type { ConfigMap, KubeObject, Pod } from '../../src/kube/types.js';
 import { describeLabProxies } from '../../src/lab/lab.js';
@@ -113,12 +115,14 @@ describe('kube-system add-ons: kube-proxy as a DaemonSet with its ConfigMap', { 
     const parsed = parse(conf) as Record<string, Record<string, unknown>>;
     assert.equal(parsed[SYNC_SECTION]?.minSyncPeriod, '1s', conf);
     parsed[SYNC_SECTION] = { ...parsed[SYNC_SECTION], minSyncPeriod: '2s' };
-    // A curl every 100 ms for 25 s from a Pod, started before the patch.
+    // A curl every 100 ms from a Pod, from before the patch until the stop file appears (the
+    // lab has no mount namespaces: the Pod sees this machine's files); each line says when.
+    const stopFile = join(mkdtempSync(join(tmpdir(), 'addons-loop-')), 'stop');
     const loop = lab.exec(`${NS}/client`, [
       'sh',
       '-c',
-      `end=$(( $(date +%s) + 25 )); while [ $(date +%s) -lt $end ]; do ` +
-        `if curl -sf -m 2 -o /dev/null ${url}; then echo ok; else echo FAIL; fi; sleep 0.1; done`,
+      `end=$(( $(date +%s) + 120 )); while [ ! -e ${stopFile} ] && [ $(date +%s) -lt $end ]; do ` +
+        `if curl -sf -m 2 -o /dev/null ${url}; then echo "ok $(date +%s)"; else echo "FAIL $(date +%s)"; fi; sleep 0.1; done`,
     ]);
     await new Promise((r) => setTimeout(r, 2000));
     const t0 = Date.now();
@@ -133,25 +137,29 @@ describe('kube-system add-ons: kube-proxy as a DaemonSet with its ConfigMap', { 
       '-p',
       JSON.stringify({ data: { 'config.conf': stringify(parsed) } }),
     ]);
-    const restarted = await eventually(
-      'every kube-proxy Pod to restart its container',
-      async () => {
-        const pods = await proxyPods(lab);
-        const again = pods.filter(
-          (p) =>
-            before.has(p.metadata?.name ?? '') &&
-            (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 &&
-            p.status?.containerStatuses?.[0]?.ready === true,
-        );
-        return again.length === 3 ? again : undefined;
-      },
-      30_000,
-    );
+    const restartedPods = (ready: boolean) => async (): Promise<Pod[] | undefined> => {
+      const again = (await proxyPods(lab)).filter(
+        (p) =>
+          before.has(p.metadata?.name ?? '') &&
+          (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 &&
+          (!ready || p.status?.containerStatuses?.[0]?.ready === true),
+      );
+      return again.length === 3 ? again : undefined;
+    };
+    // The issue's bound: every proxy Pod restarted within 30 s of the edit ...
+    await eventually('every kube-proxy Pod to restart its container', restartedPods(false), 30_000);
     const restartMs = Date.now() - t0;
-    process.stdout.write(
-      `# config.conf patched -> all 3 proxies restarted and Ready in ${String(restartMs)} ms\n`,
+    // ... and Ready again (its first sync done) soon after.
+    const restarted = await eventually(
+      'every restarted kube-proxy Pod to be Ready',
+      restartedPods(true),
+      60_000,
     );
-    assert.ok(restartMs <= 30_000);
+    const readyMs = Date.now() - t0;
+    const restartedAt = Date.now();
+    process.stdout.write(
+      `# config.conf patched -> all 3 proxy containers restarted in ${String(restartMs)} ms, Ready in ${String(readyMs)} ms (load average ${loadavg()[0]?.toFixed(1) ?? '?'})\n`,
+    );
     // The same Pods (containers restarted, not Pods replaced), each with the new setting.
     assert.deepEqual(restarted.map((p) => p.metadata?.name).sort(), [...before.keys()].sort());
     for (const n of lab.nodes) {
@@ -174,13 +182,17 @@ describe('kube-system add-ons: kube-proxy as a DaemonSet with its ConfigMap', { 
       '--previous',
     ]);
     assert.match(previous, /config/i, 'the previous run logged why it exited');
+    await new Promise((r) => setTimeout(r, 2000));
+    writeFileSync(stopFile, '');
     const results = (await loop).stdout.trim().split('\n');
-    const failed = results.filter((l) => l !== 'ok');
+    const failed = results.filter((l) => !l.startsWith('ok '));
+    const at = (l: string): number => Number(l.split(' ')[1]) * 1000;
+    const during = results.filter((l) => at(l) >= t0 - 1000 && at(l) <= restartedAt + 1000);
     process.stdout.write(
-      `# curl loop to ${url}: ${String(results.length)} requests, ${String(failed.length)} failed\n`,
+      `# curl loop to ${url}: ${String(results.length)} requests (${String(during.length)} while the proxies restarted), ${String(failed.length)} failed\n`,
     );
-    assert.ok(results.length >= 50, `only ${String(results.length)} requests ran`);
-    assert.equal(failed.length, 0);
+    assert.ok(during.length >= 5, `only ${String(during.length)} requests ran during the restarts`);
+    assert.deepEqual(failed, []);
     const get = await kubectlOk(lab, [
       '-n',
       'kube-system',
