@@ -216,20 +216,20 @@ function addStatus(lab: Command): void {
       const st = running.state;
       const components = mod.readComponents(running);
       const table = components ? mod.describeComponents(components, Date.now()) : undefined;
+      // The proxies are kube-system/kube-proxy DaemonSet Pods: listed from the API.
+      const proxies = st.status === 'ready' ? await mod.describeLabProxies(running) : undefined;
+      const down = [...(table?.down ?? []), ...(proxies?.down ?? [])];
       // Like a failing readiness check: a component restarting or in its back-off is an outage.
-      if (st.status !== 'ready' || !table || table.down.length > 0) process.exitCode = 1;
+      if (st.status !== 'ready' || !table || down.length > 0) process.exitCode = 1;
       return [
         `lab ${o.name}: ${st.status} since ${st.readyAt ?? st.startedAt} (cni ${st.cni}, proxy mode ${st.proxyMode ?? 'iptables'}, supervisor pid ${String(running.unsharePid)})`,
         ...(st.apiServer ? [`API server ${st.apiServer}, kubeconfig ${st.kubeconfig ?? ''}`] : []),
         `logs ${join(running.stateDir, 'logs')}`,
         describeNodes(st.plan),
         ...describeOutside(st.plan),
-        ...(table
-          ? [
-              table.text,
-              ...(table.down.length > 0 ? [`not running: ${table.down.join(', ')}`] : []),
-            ]
-          : ['components: not recorded yet']),
+        ...(table ? [table.text] : ['components: not recorded yet']),
+        ...(proxies ? [proxies.text] : []),
+        ...(down.length > 0 ? [`not running: ${down.join(', ')}`] : []),
       ].join('\n');
     }),
   );
@@ -282,7 +282,9 @@ function addRestart(lab: Command): void {
   labNameOption(
     lab
       .command('restart')
-      .description('restart one lab component: proxy-NODE, agent-NODE, controller, apiserver')
+      .description(
+        'restart one lab component: agent-NODE, controller, apiserver; proxy-NODE (or proxy) deletes the kube-proxy Pod for its DaemonSet to replace',
+      )
       .argument('<component>', 'component name, as in the lab logs folder'),
   ).action(
     action('lab restart', async (component: string, o: { name: string }) =>

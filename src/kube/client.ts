@@ -249,6 +249,7 @@ export const CONTROLLER_REVISIONS = resource(
   'Namespaced',
 );
 export const NAMESPACES = resource(CORE, 'namespaces', 'Namespace', 'Cluster');
+export const CONFIG_MAPS = resource(CORE, 'configmaps', 'ConfigMap', 'Namespaced');
 /** networking.k8s.io/v1 (Kubernetes 1.33+); older servers answer 404 (see service-cidr.ts). */
 export const SERVICE_CIDRS = resource(NETWORKING, 'servicecidrs', 'ServiceCIDR', 'Cluster');
 

@@ -200,7 +200,41 @@ export interface Container {
   readinessProbe?: Probe;
   livenessProbe?: Probe;
   startupProbe?: Probe;
-  env?: { name: string; value?: string }[];
+  env?: EnvVar[];
+  volumeMounts?: VolumeMount[];
+}
+
+export interface EnvVar {
+  name: string;
+  value?: string;
+  /** The lab resolves fieldRef (metadata.*, spec.nodeName, status.*IP); others read as ''. */
+  valueFrom?: { fieldRef?: { fieldPath: string } };
+}
+
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+  subPath?: string;
+}
+
+export interface KeyToPath {
+  key: string;
+  path: string;
+  mode?: number;
+}
+
+export interface Volume {
+  name: string;
+  configMap?: { name: string; items?: KeyToPath[]; optional?: boolean; defaultMode?: number };
+  hostPath?: { path: string; type?: string };
+  emptyDir?: Record<string, unknown>;
+}
+
+export interface ConfigMap extends KubeObject {
+  kind?: 'ConfigMap';
+  data?: Record<string, string>;
+  binaryData?: Record<string, string>;
 }
 
 export interface PodSpec {
@@ -219,6 +253,8 @@ export interface PodSpec {
   schedulerName?: string;
   nodeSelector?: Record<string, string>;
   tolerations?: Toleration[];
+  volumes?: Volume[];
+  serviceAccountName?: string;
 }
 
 export interface PodDNSConfig {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { planComponents, labPaths } from './components.js';
 import { planLab } from './topology.js';
 
-test('the control plane runs in the first node, the load balancer in the hub; every node gets an agent and a proxy', () => {
+test('the control plane runs in the first node, the load balancer in the hub; every node gets an agent (the proxies are DaemonSet Pods)', () => {
   const specs = planComponents(planLab({ nodes: 2 }), labPaths('/run/x'), {
     cni: 'svcnet',
     cniBinDir: '/b',
@@ -16,9 +16,7 @@ test('the control plane runs in the first node, the load balancer in the hub; ev
       'node-0 controller',
       'hub lb-controller',
       'node-0 agent-svcnet-control-plane',
-      'node-0 proxy-svcnet-control-plane',
       'node-1 agent-svcnet-worker',
-      'node-1 proxy-svcnet-worker',
     ],
   );
   const api = specs[0]!;
@@ -26,24 +24,26 @@ test('the control plane runs in the first node, the load balancer in the hub; ev
   assert.deepEqual(api.ready, { kind: 'file', path: '/run/x/cluster.kubeconfig' });
   // Objects, token and certificate survive a restart of the API server.
   assert.equal(api.args[api.args.indexOf('--data-dir') + 1], '/run/x/apiserver');
-  const proxy = specs.find((s) => s.name === 'proxy-svcnet-worker')!;
-  assert.ok(proxy.args.includes('--hostname-override') && proxy.args.includes('svcnet-worker'));
-  assert.ok(proxy.args.join(' ').includes('--cluster-cidr 10.244.0.0/16'));
   const lb = specs.find((s) => s.name === 'lb-controller')!;
   assert.ok(lb.args.join(' ').includes('--lb-pool 172.18.255.200-172.18.255.250'));
 });
 
-test('--proxy-mode reaches every node proxy (iptables by default)', () => {
-  const modeOf = (opts: { proxyMode?: 'nftables' }): string[] =>
-    planComponents(planLab({ nodes: 3 }), labPaths('/s'), {
+test('the agents make their kubelet chains in the iptables backend the proxies use (iptables mode only)', () => {
+  const variantOf = (opts: { proxyMode?: 'nftables' }): string[] =>
+    planComponents(planLab({ nodes: 2 }), labPaths('/s'), {
       cni: 'svcnet',
       cniBinDir: '/b',
+      iptablesVariant: 'legacy',
       ...opts,
     })
-      .filter((s) => s.name.startsWith('proxy-'))
-      .map((s) => s.args[s.args.indexOf('--proxy-mode') + 1] ?? '');
-  assert.deepEqual(modeOf({}), ['iptables', 'iptables', 'iptables']);
-  assert.deepEqual(modeOf({ proxyMode: 'nftables' }), ['nftables', 'nftables', 'nftables']);
+      .filter((s) => s.name.startsWith('agent-'))
+      .map((s) =>
+        s.args.includes('--iptables-variant')
+          ? (s.args[s.args.indexOf('--iptables-variant') + 1] ?? '')
+          : 'none',
+      );
+  assert.deepEqual(variantOf({}), ['legacy', 'legacy']);
+  assert.deepEqual(variantOf({ proxyMode: 'nftables' }), ['none', 'none']);
 });
 
 test('--cni reference reaches every agent', () => {

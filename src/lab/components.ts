@@ -1,7 +1,10 @@
 // Which svcnet processes make up the lab and where they run, as data: the API server, its
 // socket bridge and the controllers in the control-plane node; the load balancer in the hub;
 // on every node the node agent
-// (the lab's kubelet) and the proxy, in the lab's proxy mode. The supervisor starts them in this order, each inside
+// (the lab's kubelet). The proxies are no supervisor processes: they are the Pods of the
+// kube-system/kube-proxy DaemonSet (kube-proxy-addon.ts), which the node agents run. The
+// options below still carry the proxies' mode and iptables backend, for that DaemonSet's
+// config and the agents' kubelet chains. The supervisor starts them in this order, each inside
 // its node's network namespace, and waits for each one's readiness signal. The API server keeps
 // its objects, bearer token and serving certificate (its own CA) in a data dir under the lab's
 // state directory, so one restarted by the supervisor serves the same objects to clients that
@@ -9,7 +12,7 @@
 
 import { join } from 'node:path';
 import type { IptablesVariant } from '../netfilter/iptables/backend.js';
-import { clusterCIDRs, nodeIPs, nodePodCIDRs, serviceCIDRs, type LabPlan } from './topology.js';
+import { nodeIPs, nodePodCIDRs, serviceCIDRs, type LabPlan } from './topology.js';
 
 export type Readiness =
   { readonly kind: 'file'; readonly path: string } | { readonly kind: 'none' };
@@ -52,9 +55,9 @@ export type LabProxyMode = (typeof LAB_PROXY_MODES)[number];
 export interface ComponentOptions {
   /** CNI used by the node agents: our plugin, or Debian's reference plugins. */
   readonly cni: 'svcnet' | 'reference';
-  /** Every node's `svcnet proxy --proxy-mode` (default iptables). */
+  /** Every node's proxy mode (the kube-proxy ConfigMap's `mode`; default iptables). */
   readonly proxyMode?: LabProxyMode;
-  /** Every node's `--iptables-variant` in iptables mode (iptables-variant.ts); absent: auto. */
+  /** The proxies' iptables backend in iptables mode (iptables-variant.ts); absent: auto. */
   readonly iptablesVariant?: IptablesVariant;
   /** Directory holding the svcnet-cni plugin binary. */
   readonly cniBinDir: string;
@@ -137,25 +140,6 @@ export function planComponents(
         '--state-dir',
         paths.stateDir,
         // The kubelet's hint chains go where the node's proxy programs (kubelet-chains.ts).
-        ...((opts.proxyMode ?? 'iptables') === 'iptables' && opts.iptablesVariant !== undefined
-          ? ['--iptables-variant', opts.iptablesVariant]
-          : []),
-      ],
-      ready: { kind: 'none' },
-    });
-    specs.push({
-      name: `proxy-${n.name}`,
-      netns: n.netns,
-      args: [
-        'proxy',
-        '--kubeconfig',
-        kc,
-        '--proxy-mode',
-        opts.proxyMode ?? 'iptables',
-        '--hostname-override',
-        n.name,
-        '--cluster-cidr',
-        clusterCIDRs(plan).join(','),
         ...((opts.proxyMode ?? 'iptables') === 'iptables' && opts.iptablesVariant !== undefined
           ? ['--iptables-variant', opts.iptablesVariant]
           : []),

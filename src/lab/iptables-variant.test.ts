@@ -1,6 +1,6 @@
 // Tests of the lab's iptables backend: legacy (the one that scales, by measurement) where the
-// kernel has it, nft otherwise; the flag reaching every node proxy in iptables mode only; and
-// the nat dump of the chosen backend.
+// kernel has it, nft otherwise; it reaching every node proxy (the kube-proxy ConfigMap's
+// config.conf) and agent in iptables mode only; and the nat dump of the chosen backend.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,6 +8,9 @@ import { FakeExecer } from '../os/exec.js';
 import { planComponents, labPaths } from './components.js';
 import type { ComponentOptions } from './components.js';
 import { planLab } from './topology.js';
+import { parse } from 'yaml';
+import type { ConfigMap } from '../kube/types.js';
+import { KUBE_PROXY_MANIFEST, kubeProxyObjects, readDeployManifest } from './kube-proxy-addon.js';
 import {
   LAB_IPTABLES_VARIANT,
   chooseLabIptablesVariant,
@@ -31,14 +34,25 @@ test('the lab picks legacy where it works, nft where the kernel lacks it', async
   assert.match(c.reason, /does not work on this kernel \(.*Table does not exist\)/);
 });
 
-test('iptables mode: every node proxy and agent gets --iptables-variant; nftables mode: none, no probe', async () => {
+test("iptables mode: the kube-proxy config's svcnetVariant and every agent's --iptables-variant; nftables mode: none, no probe", async () => {
   const base: ComponentOptions = { cni: 'svcnet', cniBinDir: '/b' };
   const lines: string[] = [];
   const ex = new FakeExecer().expect({ ...probe, result: { code: 0 } });
   const opts = await withLabIptablesVariant(base, ex, (l) => lines.push(l));
   assert.equal(opts.iptablesVariant, 'legacy');
   assert.match(lines[0] ?? '', /^node proxies use iptables-legacy: /);
-  const variants = (o: ComponentOptions, component = 'proxy-') =>
+  // The proxies are the kube-proxy DaemonSet's Pods: their backend is in its config.conf.
+  const proxyVariant = (o: ComponentOptions): string => {
+    const cm = kubeProxyObjects(readDeployManifest(KUBE_PROXY_MANIFEST), planLab({ nodes: 2 }), {
+      proxyMode: o.proxyMode ?? 'iptables',
+      ...(o.iptablesVariant === undefined ? {} : { iptablesVariant: o.iptablesVariant }),
+    }).find((x) => (x as { kind?: string }).kind === 'ConfigMap') as ConfigMap | undefined;
+    const conf = parse(cm?.data?.['config.conf'] ?? '') as {
+      iptables?: { svcnetVariant?: string };
+    };
+    return conf.iptables?.svcnetVariant ?? '-';
+  };
+  const variants = (o: ComponentOptions, component: string) =>
     planComponents(planLab({ nodes: 2 }), labPaths('/s'), o)
       .filter((s) => s.name.startsWith(component))
       .map((s) =>
@@ -46,13 +60,14 @@ test('iptables mode: every node proxy and agent gets --iptables-variant; nftable
           ? s.args[s.args.indexOf('--iptables-variant') + 1]
           : '-',
       );
-  assert.deepEqual(variants(opts), ['legacy', 'legacy']);
+  assert.equal(proxyVariant(opts), 'legacy');
   // The agents write the kubelet's hint chains with the same backend (kubelet-chains.ts).
   assert.deepEqual(variants(opts, 'agent-'), ['legacy', 'legacy']);
-  assert.deepEqual(variants(base), ['-', '-']);
+  assert.equal(proxyVariant(base), '-');
+  assert.deepEqual(variants(base, 'agent-'), ['-', '-']);
   const nft: ComponentOptions = { ...base, proxyMode: 'nftables' };
   assert.equal(await withLabIptablesVariant(nft, new FakeExecer(), () => undefined), nft);
-  assert.deepEqual(variants({ ...nft, iptablesVariant: 'legacy' }), ['-', '-']);
+  assert.equal(proxyVariant({ ...nft, iptablesVariant: 'legacy' }), '-');
   assert.deepEqual(variants({ ...nft, iptablesVariant: 'legacy' }, 'agent-'), ['-', '-']);
 });
 

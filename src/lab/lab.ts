@@ -30,6 +30,13 @@ import { netnsExecArgv } from '../os/netns.js';
 import { applyObjects, type Applied } from './apply.js';
 import { ensureLabBinaries } from './binaries.js';
 import type { ComponentOptions, LabProxyMode } from './components.js';
+import {
+  describeProxyPods,
+  PROXY_NAMESPACE,
+  PROXY_SELECTOR,
+  proxyRestartTarget,
+  restartProxyPods,
+} from './proxy-pods.js';
 import { podNetnsName } from './pod-runtime.js';
 import {
   identify,
@@ -456,16 +463,18 @@ export async function waitForCluster(
     if (clock.now() > deadline)
       throw new SvcnetError('TIMEOUT', `cluster not ready: ${problems.slice(0, 8).join('; ')}`);
     try {
-      const [nodes, pods, deployments, statefulSets, services, endpointSlices] = await Promise.all([
-        client.list('Node'),
-        client.list('Pod'),
-        client.list('Deployment'),
-        client.list('StatefulSet'),
-        client.list('Service'),
-        client.list('EndpointSlice'),
-      ]);
+      const [nodes, pods, deployments, statefulSets, daemonSets, services, endpointSlices] =
+        await Promise.all([
+          client.list('Node'),
+          client.list('Pod'),
+          client.list('Deployment'),
+          client.list('StatefulSet'),
+          client.list('DaemonSet'),
+          client.list('Service'),
+          client.list('EndpointSlice'),
+        ]);
       problems = clusterProblems(
-        { nodes, pods, deployments, statefulSets, services, endpointSlices },
+        { nodes, pods, deployments, statefulSets, daemonSets, services, endpointSlices },
         nodeNames,
       );
       if (problems.length === 0) {
@@ -606,10 +615,44 @@ export async function labExec(
   ]);
 }
 
-/** Asks the supervisor to restart one component (`proxy-NODE`, `agent-NODE`, `controller`, ...). */
+/**
+ * The proxies (kube-proxy DaemonSet Pods) per node, from the API, as `lab status` lists them;
+ * when the API cannot be asked, a line saying so and where to look.
+ */
+export async function describeLabProxies(
+  lab: RunningLab,
+): Promise<{ text: string; down: string[] }> {
+  const nodes = lab.state.plan.nodes.map((n) => n.name);
+  try {
+    const pods = await new ClientNodeKubeClient(labKubeConfig(lab)).list('Pod', {
+      namespace: PROXY_NAMESPACE,
+      labelSelector: PROXY_SELECTOR,
+    });
+    return describeProxyPods(pods, nodes);
+  } catch (e) {
+    return {
+      text: `  proxies: cannot list the kube-proxy Pods (${e instanceof Error ? e.message : String(e)}); kubectl -n ${PROXY_NAMESPACE} get pods -l ${PROXY_SELECTOR}`,
+      down: nodes.map((n) => `proxy-${n}`),
+    };
+  }
+}
+
+/**
+ * Restarts one component: `agent-NODE`, `controller`, `apiserver`, ... through the
+ * supervisor; `proxy-NODE` (or `proxy`: every node) by deleting the node's kube-proxy Pod
+ * for its DaemonSet to replace (proxy-pods.ts), as on kind.
+ */
 export async function labRestart(name: string, component: string): Promise<string> {
   const lab = findLab(name);
   if (!lab) throw new SvcnetError('NOT_FOUND', `lab ${name} is not running`);
+  const proxyNodes = proxyRestartTarget(
+    component,
+    lab.state.plan.nodes.map((n) => n.name),
+  );
+  if (proxyNodes !== undefined)
+    return (await restartProxyPods(new ClientNodeKubeClient(labKubeConfig(lab)), proxyNodes)).join(
+      '\n',
+    );
   const { request } = await import('node:http');
   return new Promise((resolve, reject) => {
     const req = request(

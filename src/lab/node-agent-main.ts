@@ -3,7 +3,9 @@
 // with LabPodRuntime: network namespaces attached through the CNI runtime with our plugin
 // (ptp, host-local IPAM over the node's podCIDR; called in-process, not executed) or with Debian's reference plugins (ptp +
 // host-local, as kindnet configures them). At start it makes the kubelet's iptables hint and
-// canary chains (kubelet-chains.ts). Runs inside the node's network namespace.
+// canary chains (kubelet-chains.ts). It watches ConfigMaps too: a Pod's configMap volume is
+// rewritten (the atomic `..data` swap) as soon as its ConfigMap changes, where the kubelet
+// takes up to its sync period. Runs inside the node's network namespace.
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,9 +17,9 @@ import {
   isNotFound,
   type KubeClient,
 } from '../kube/api-client.js';
-import { createInformer, loadKubeConfig, PODS } from '../kube/client.js';
+import { CONFIG_MAPS, createInformer, loadKubeConfig, PODS } from '../kube/client.js';
 import type { Informer } from '../kube/informer.js';
-import type { Node, Pod } from '../kube/types.js';
+import type { ConfigMap, Node, Pod } from '../kube/types.js';
 import { RealExecer } from '../os/exec.js';
 import { RealIp } from '../os/ip.js';
 import { FileResultCache } from '../cni/runtime/cache.js';
@@ -308,6 +310,7 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     'Created the kubelet iptables hint and canary chains',
   );
   const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
+  const configMaps = createInformer<ConfigMap>(kc, CONFIG_MAPS);
   const runtime = new LabPodRuntime({
     ip: new RealIp(execer),
     network: new CniPodNetwork(rt, conflist),
@@ -321,7 +324,34 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     nodeIP: opts.nodeIPs[0] ?? '',
     nodeIPs: opts.nodeIPs,
     nodeName: opts.node,
+    configMap: (ns, name) => configMaps.get(`${ns}/${name}`),
+    volumeRoot: join(nodeDir, 'volumes'),
   });
+  const refresh = (cm: ConfigMap): void => {
+    const ns = cm.metadata?.namespace ?? 'default';
+    const name = cm.metadata?.name ?? '';
+    try {
+      const updated = runtime.refreshConfigMap(ns, name);
+      if (updated.length > 0)
+        opts.log.info(
+          { configMap: `${ns}/${name}`, volumes: updated },
+          'Updated configMap volumes',
+        );
+    } catch (e) {
+      opts.log.warn(
+        { configMap: `${ns}/${name}`, err: e instanceof Error ? e.message : String(e) },
+        'Cannot update configMap volumes',
+      );
+    }
+  };
+  configMaps.addHandlers({
+    onUpdate: (_old, cm) => {
+      refresh(cm);
+    },
+    onAdd: refresh,
+  });
+  // Volumes are written from this cache: it is filled before any Pod starts.
+  await configMaps.start();
   const agent = new NodeAgent({
     nodeName: opts.node,
     hostIP: opts.nodeIPs[0] ?? '',
@@ -355,5 +385,6 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   // Pods keep running and writing; the next agent reads their output on (reattach).
   runtime.logs.detachAll();
   await pods.stop();
+  await configMaps.stop();
   opts.log.info({ node: opts.node, errors: agent.errors }, 'Agent stopped');
 }

@@ -2,8 +2,9 @@
 // init containers. The lab has no images or mount namespaces: a container's command runs on
 // the machine inside the Pod's network namespace through `ip netns exec` (which also shows the
 // Pod's /etc/netns/<ns>/{resolv.conf,hosts} as /etc/..., as `svcnet lab exec` does), or in the
-// node's namespace itself for a hostNetwork Pod; with HOSTNAME and the container's literal env
-// set, as the kubelet sets them. Everything goes through the Execer seam.
+// node's namespace itself for a hostNetwork Pod; with HOSTNAME and the container's env set
+// (literal values, and fieldRef values the Pod object holds), as the kubelet sets them.
+// Everything goes through the Execer seam.
 
 import type { Execer } from '../os/exec.js';
 import { netnsExecer } from '../os/netns.js';
@@ -21,6 +22,26 @@ export function podCommandExecer(inner: Execer, pod: Pod, netns: string): Execer
   return pod.spec?.hostNetwork === true ? inner : netnsExecer(inner, netns);
 }
 
+/** The value of an env fieldRef the lab can give (the Downward API); '' for any other. */
+export function fieldRefValue(pod: Pod, fieldPath: string, nodeName: string): string {
+  const m = pod.metadata;
+  const hostNetwork = pod.spec?.hostNetwork === true;
+  const byPath: Record<string, string | undefined> = {
+    'metadata.name': m?.name,
+    'metadata.namespace': m?.namespace ?? 'default',
+    'metadata.uid': m?.uid,
+    'spec.nodeName': pod.spec?.nodeName ?? nodeName,
+    'spec.serviceAccountName': pod.spec?.serviceAccountName ?? 'default',
+    'status.hostIP': pod.status?.hostIP,
+    'status.podIP': pod.status?.podIP ?? (hostNetwork ? pod.status?.hostIP : undefined),
+  };
+  const label = /^metadata\.labels\['(.+)'\]$/.exec(fieldPath);
+  if (label) return m?.labels?.[label[1] ?? ''] ?? '';
+  const annotation = /^metadata\.annotations\['(.+)'\]$/.exec(fieldPath);
+  if (annotation) return m?.annotations?.[annotation[1] ?? ''] ?? '';
+  return byPath[fieldPath] ?? '';
+}
+
 /** The environment of a container's processes: HOSTNAME as the kubelet sets it, then env. */
 export function containerEnv(
   pod: Pod,
@@ -30,7 +51,10 @@ export function containerEnv(
   const hostname =
     pod.spec?.hostNetwork === true ? nodeName : (pod.spec?.hostname ?? pod.metadata?.name ?? '');
   const env: Record<string, string> = { HOSTNAME: hostname };
-  for (const e of container?.env ?? []) env[e.name] = e.value ?? '';
+  for (const e of container?.env ?? []) {
+    const ref = e.valueFrom?.fieldRef?.fieldPath;
+    env[e.name] = e.value ?? (ref === undefined ? '' : fieldRefValue(pod, ref, nodeName));
+  }
   return env;
 }
 

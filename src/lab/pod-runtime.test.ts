@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Pod } from '../kube/types.js';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeExecer } from '../os/exec.js';
@@ -206,4 +206,53 @@ test("the Pod's one process logs as the container it stands for", () => {
     serverContainerName(pod([{ name: 'a' }, { name: 'sh', command: ['sh', '-c', 'sleep 1'] }])),
     'sh',
   );
+});
+
+test("a Pod's configMap volumes are written from the agent's ConfigMaps; a missing one fails the start, naming it", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'podrt-vol-'));
+  try {
+    const cms = new Map([
+      ['kube-system/kube-proxy', { data: { 'config.conf': 'mode: iptables\n' } }],
+    ]);
+    const runtime = new LabPodRuntime({
+      ip: new RealIp(new FakeExecer()),
+      network: {
+        add: () => Promise.reject(new Error('no ADD')),
+        del: () => Promise.resolve(),
+      },
+      self: ['svcnet'],
+      logDir: join(dir, 'pods'),
+      clusterDNS: '10.96.0.10',
+      clusterDomain: 'cluster.local',
+      volumeRoot: join(dir, 'volumes'),
+      configMap: (ns, name) => cms.get(`${ns}/${name}`),
+    });
+    const proxy: Pod = {
+      metadata: { name: 'kube-proxy-a', namespace: 'kube-system', uid: 'u1' },
+      spec: {
+        containers: [{ name: 'kube-proxy' }],
+        volumes: [
+          { name: 'kube-proxy', configMap: { name: 'kube-proxy' } },
+          { name: 'extra', configMap: { name: 'absent', optional: true } },
+        ],
+      },
+    };
+    assert.deepEqual(runtime.syncVolumes(proxy), ['kube-proxy', 'extra']);
+    const vol = join(dir, 'volumes', 'u1', 'volumes', 'kubernetes.io~configmap', 'kube-proxy');
+    assert.equal(readFileSync(join(vol, 'config.conf'), 'utf8'), 'mode: iptables\n');
+    assert.deepEqual(runtime.syncVolumes(proxy), [], 'unchanged: nothing rewritten');
+    cms.set('kube-system/kube-proxy', { data: { 'config.conf': 'mode: nftables\n' } });
+    assert.deepEqual(runtime.syncVolumes(proxy), ['kube-proxy']);
+    assert.equal(readFileSync(join(vol, 'config.conf'), 'utf8'), 'mode: nftables\n');
+    const missing: Pod = {
+      ...proxy,
+      spec: { containers: [], volumes: [{ name: 'v', configMap: { name: 'nope' } }] },
+    };
+    assert.throws(
+      () => runtime.syncVolumes(missing),
+      /pod kube-system\/kube-proxy-a: volume v: configmap kube-system\/nope not found/,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -6,7 +6,10 @@
 // HOSTNAME and the container's env set, and started again in the same sandbox when the agent
 // restarts the container (restartContainer; killContainer stops it for a failed liveness
 // probe). Its output goes to the container's log (container-log-capture.ts), removed with
-// the Pod. A hostNetwork Pod gets no namespace and no CNI: its server runs in the
+// the Pod. Its configMap volumes are materialised before the process starts (and before each
+// restart) under volumeRoot, in the kubelet's layout, and updated in place by
+// refreshConfigMap when the ConfigMap changes (configmap-volume.ts); they go with the Pod.
+// A hostNetwork Pod gets no namespace and no CNI: its server runs in the
 // node's namespace and its IP is the node's. Init containers and exec probes run their
 // commands in the Pod's namespace (pod-exec.ts). Runs inside the node's network namespace, so
 // readiness probes reach Pod IPs directly.
@@ -35,7 +38,7 @@ import {
   startProcess,
   type ManagedProcess,
 } from '../os/process.js';
-import type { Container, Pod, Probe } from '../kube/types.js';
+import type { ConfigMap, Container, Pod, Probe } from '../kube/types.js';
 import { objectKey } from '../kube/types.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 import type { PodRuntime, StartedPod } from './agent.js';
@@ -48,6 +51,14 @@ import {
   type ContainerRun,
 } from './pod-exec.js';
 import { isShellCommand, planPodServer } from './pod-servers.js';
+import {
+  configMapVolumes,
+  containerMounts,
+  podVolumesRoot,
+  projectFiles,
+  volumeDir,
+  writeVolume,
+} from './configmap-volume.js';
 import {
   formatResolvConf,
   parseResolvConf,
@@ -106,6 +117,10 @@ export interface PodRuntimeOptions {
   readonly nodeIPs?: readonly string[];
   /** The node's name: a hostNetwork Pod's HOSTNAME. */
   readonly nodeName?: string;
+  /** The ConfigMaps the agent knows (an informer's cache), for configMap volumes. */
+  readonly configMap?: (namespace: string, name: string) => ConfigMap | undefined;
+  /** Where Pods' volumes are materialised (`<root>/<uid>/volumes/...`); default logDir/../volumes. */
+  readonly volumeRoot?: string;
 }
 
 /** Network namespace name of a Pod: short, stable, unique per Pod instance (uid). */
@@ -348,10 +363,13 @@ export class LabPodRuntime implements PodRuntime {
     const { ip, ips } = addrs;
     const key = objectKey(pod);
     const hostNetwork = pod.spec?.hostNetwork === true;
-    const plan = planPodServer(
-      pod,
-      this.opts.kubeconfig === undefined ? {} : { kubeconfig: this.opts.kubeconfig },
-    );
+    this.syncVolumes(pod);
+    const nodeName = this.opts.nodeName ?? '';
+    const plan = planPodServer(pod, {
+      ...(this.opts.kubeconfig === undefined ? {} : { kubeconfig: this.opts.kubeconfig }),
+      envOf: (c) => containerEnv(pod, c, nodeName),
+      mountsOf: (c) => containerMounts(this.volumeRoot(), pod, c),
+    });
     const argv = plan.command ?? [...this.opts.self, ...plan.args];
     const [cmd, ...args] = hostNetwork ? argv : netnsExecArgv(netns, argv);
     if (cmd === undefined) throw new Error(`pod ${key}: no server command`);
@@ -360,7 +378,7 @@ export class LabPodRuntime implements PodRuntime {
     const startedAt = new Date(clock.now()).toISOString();
     const container =
       plan.command === undefined
-        ? undefined
+        ? pod.spec?.containers.find((c) => c.command?.[0] === 'svcnet')
         : pod.spec?.containers.find((c) => isShellCommand(c.command));
     const capture = this.logs.capture(pod, serverContainerName(pod));
     let proc: ManagedProcess;
@@ -404,6 +422,45 @@ export class LabPodRuntime implements PodRuntime {
       writeFileSync(path, `${JSON.stringify(rec)}\n`);
     }
     return { ...started, pid: proc.pid, exited: proc.exited };
+  }
+
+  private volumeRoot(): string {
+    return this.opts.volumeRoot ?? join(this.opts.logDir, '..', 'volumes');
+  }
+
+  /**
+   * Writes the Pod's configMap volumes from the ConfigMaps as they are now (the atomic
+   * `..data` swap when one changed). A missing ConfigMap that is not optional fails the start,
+   * naming it, as the kubelet's CreateContainerConfigError. Returns the volumes rewritten.
+   */
+  syncVolumes(pod: Pod): string[] {
+    const written: string[] = [];
+    const ns = pod.metadata?.namespace ?? 'default';
+    for (const vol of configMapVolumes(pod)) {
+      const cm = this.opts.configMap?.(ns, vol.configMap);
+      if (cm === undefined && !vol.optional)
+        throw new Error(
+          `pod ${objectKey(pod)}: volume ${vol.volume}: configmap ${ns}/${vol.configMap} not found`,
+        );
+      const files = cm === undefined ? new Map<string, string>() : projectFiles(cm, vol);
+      if (writeVolume(volumeDir(this.volumeRoot(), pod, vol.volume), files))
+        written.push(vol.volume);
+    }
+    return written;
+  }
+
+  /**
+   * The ConfigMap `namespace/name` changed: rewrites the volumes of the running Pods that
+   * mount it. Returns `pod/volume` of each volume rewritten; a failure is the caller's to log.
+   */
+  refreshConfigMap(namespace: string, name: string): string[] {
+    const updated: string[] = [];
+    for (const [key, r] of this.running) {
+      if ((r.pod.metadata?.namespace ?? 'default') !== namespace) continue;
+      if (!configMapVolumes(r.pod).some((v) => v.configMap === name)) continue;
+      for (const v of this.syncVolumes(r.pod)) updated.push(`${key}/${v}`);
+    }
+    return updated;
   }
 
   private recordPath(netns: string): string | undefined {
@@ -503,6 +560,8 @@ export class LabPodRuntime implements PodRuntime {
       this.running.delete(key);
     }
     if (netns === undefined || pod === undefined) return;
+    if (pod.metadata?.uid)
+      rmSync(podVolumesRoot(this.volumeRoot(), pod), { recursive: true, force: true });
     if (pod.spec?.hostNetwork === true) {
       // Nothing was created but the record: no namespace, no CNI attachment.
       const path = this.recordPath(netns);

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isShellCommand, planPodServer } from './pod-servers.js';
+import { expandVars, isShellCommand, planPodServer } from './pod-servers.js';
+import { containerEnv } from './pod-exec.js';
+import { containerMounts } from './configmap-volume.js';
 import type { Pod } from '../kube/types.js';
 
 function pod(containers: NonNullable<Pod['spec']>['containers']): Pod {
@@ -111,4 +113,47 @@ test('a shell container runs its own command and args, as they are, serving noth
   assert.equal(isShellCommand(undefined), false);
   // Anything else still runs netexec (an image's own entrypoint does not exist in the lab).
   assert.equal(planPodServer(pod([{ name: 'c', command: ['sleep', '3600'] }])).command, undefined);
+});
+
+test('the kube-proxy container: $(NODE_NAME) from its env, --config read from its configMap volume', () => {
+  const p: Pod = {
+    metadata: { name: 'kube-proxy-abc', namespace: 'kube-system', uid: 'u9' },
+    spec: {
+      nodeName: 'svcnet-worker',
+      hostNetwork: true,
+      containers: [
+        {
+          name: 'kube-proxy',
+          command: [
+            'svcnet',
+            'proxy',
+            '--config',
+            '/var/lib/kube-proxy/config.conf',
+            '--hostname-override=$(NODE_NAME)',
+            '--x=$(UNSET)',
+            '$$(NODE_NAME)',
+          ],
+          env: [{ name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } }],
+          volumeMounts: [{ name: 'kube-proxy', mountPath: '/var/lib/kube-proxy' }],
+        },
+      ],
+      volumes: [{ name: 'kube-proxy', configMap: { name: 'kube-proxy' } }],
+    },
+  };
+  const plan = planPodServer(p, {
+    kubeconfig: '/lab/kc',
+    envOf: (c) => containerEnv(p, c, 'svcnet-worker'),
+    mountsOf: (c) => containerMounts('/lab/volumes', p, c),
+  });
+  assert.deepEqual(plan.args, [
+    'proxy',
+    '--config',
+    '/lab/volumes/u9/volumes/kubernetes.io~configmap/kube-proxy/config.conf',
+    '--hostname-override=svcnet-worker',
+    '--x=$(UNSET)',
+    '$(NODE_NAME)',
+    '--kubeconfig',
+    '/lab/kc',
+  ]);
+  assert.equal(expandVars('a$(B)c$$', { B: 'b' }), 'abc$');
 });

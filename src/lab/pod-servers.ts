@@ -5,14 +5,18 @@
 // ports. A Pod that declares no port at all serves HTTP on 80, like the nginx of the
 // Service walkthroughs. A container whose command is `svcnet SUBCOMMAND ...` runs that
 // svcnet subcommand instead (the lab's cluster DNS Pods run `svcnet dns`), with the lab's
-// kubeconfig added when the subcommand takes one and the container did not give it. A
+// kubeconfig added when the subcommand takes one and the container did not give it, its
+// `$(VAR)` references expanded from the container's env as the kubelet expands them, and its
+// paths under a configMap volume's mountPath rewritten to the volume's directory
+// (configmap-volume.ts: the kube-proxy Pod's `--config /var/lib/kube-proxy/config.conf`). A
 // container whose command is a shell (`command: [sh, -c, SCRIPT]`, also bash/ash/dash, with or
 // without a path) runs that command and its args as they are, on the machine's own sh, inside
 // the Pod's network namespace (as init containers and exec probes run): the lab's way to have
 // a container that exits on its own, e.g. `exit 1` for CrashLoopBackOff; it serves nothing
 // unless its script does, and counts as started once the process is. Pure.
 
-import type { Pod } from '../kube/types.js';
+import type { Container, Pod } from '../kube/types.js';
+import { rewriteArg, type MountRewrite } from './configmap-volume.js';
 
 export interface PodServerPlan {
   readonly tcpPorts: readonly number[];
@@ -27,6 +31,20 @@ export interface PodServerPlan {
 export interface PodServerOptions {
   /** kubeconfig given to `svcnet` containers whose subcommand watches the API. */
   readonly kubeconfig?: string;
+  /** The container's env, for `$(VAR)` in its command and args. */
+  readonly envOf?: (c: Container) => Readonly<Record<string, string>>;
+  /** The container's configMap mounts, for paths in its command and args. */
+  readonly mountsOf?: (c: Container) => readonly MountRewrite[];
+}
+
+/**
+ * The kubelet's expansion of a command or args word: `$(NAME)` becomes the env value when
+ * NAME is defined and stays as written otherwise; `$$` is a literal `$`.
+ */
+export function expandVars(word: string, env: Readonly<Record<string, string>>): string {
+  return word.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (all, name: string | undefined) =>
+    name === undefined ? '$' : (env[name] ?? all),
+  );
 }
 
 /** svcnet subcommands that take `--kubeconfig`. */
@@ -70,7 +88,11 @@ export function planPodServer(pod: Pod, opts: PodServerOptions = {}): PodServerP
   const own = pod.spec?.containers.find((c) => c.command?.[0] === 'svcnet');
   if (own) {
     declaredPorts(pod, tcp, udp);
-    const args = [...(own.command ?? []).slice(1), ...(own.args ?? [])];
+    const env = opts.envOf?.(own) ?? {};
+    const mounts = opts.mountsOf?.(own) ?? [];
+    const args = [...(own.command ?? []).slice(1), ...(own.args ?? [])].map((w) =>
+      rewriteArg(expandVars(w, env), mounts),
+    );
     const wantsKubeconfig = NEEDS_KUBECONFIG.has(args[0] ?? '');
     if (wantsKubeconfig && opts.kubeconfig !== undefined && !args.includes('--kubeconfig'))
       args.push('--kubeconfig', opts.kubeconfig);

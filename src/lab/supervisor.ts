@@ -39,6 +39,7 @@ import { startForwarder, type Forwarder } from './forward.js';
 import { ComponentKeeper, type ComponentStatus } from './keeper.js';
 import { applyObjects } from './apply.js';
 import { dnsAddon } from './addons.js';
+import { kubeProxyAddon } from './kube-proxy-addon.js';
 import { writeSecretFile } from '../util/secret-file.js';
 
 export interface LabState {
@@ -192,8 +193,8 @@ export function kubeconfigCA(kubeconfig: string, file: string): string {
 
 /**
  * From `lab up` on, a component that exits is started again, as the kubelet does for a static
- * Pod or a DaemonSet's Pod (a proxy whose --config changed exits to be restarted with it; an
- * API server killed comes back on its data dir); every change is written to components.json.
+ * Pod (an API server killed comes back on its data dir); every change is written to
+ * components.json.
  */
 function keepComponents(
   opts: SupervisorOptions,
@@ -273,7 +274,15 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     const apiServer = `https://127.0.0.1:${String(port)}`;
     const kubeconfig = join(stateDir, HOST_KUBECONFIG);
     writeSecretFile(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name));
-    await applyObjects(loadKubeConfig(kubeconfig), dnsAddon(plan));
+    await applyObjects(loadKubeConfig(kubeconfig), [
+      ...dnsAddon(plan),
+      ...kubeProxyAddon(plan, {
+        proxyMode: opts.components.proxyMode ?? 'iptables',
+        ...(opts.components.iptablesVariant === undefined
+          ? {}
+          : { iptablesVariant: opts.components.iptablesVariant }),
+      }),
+    ]);
     ready = { apiServer, kubeconfig, apiServerCA };
     log(`components started; API server ${apiServer}`);
   } catch (e) {

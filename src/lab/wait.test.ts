@@ -12,7 +12,7 @@ import {
   type ClusterView,
 } from './wait.js';
 import { endpoint, node, pod as podOf, service, slice as sliceFor } from '../kube/testing.js';
-import type { EndpointSlice, Pod, Service } from '../kube/types.js';
+import type { DaemonSet, EndpointSlice, Pod, Service } from '../kube/types.js';
 import { DEFAULT_OPTIONS } from '../proxy/iptables/options.js';
 import { planFromObjects } from '../proxy/iptables/plan-objects.js';
 
@@ -250,4 +250,21 @@ test('nftables mode: every endpoint in the table is done; a missing one is named
   const behind = NFT_LIST.replace(', 1 : 10.244.1.7 . 8080', '');
   assert.deepEqual(missing(behind), ['default/web:http -> 10.244.1.7:8080']);
   assert.deepEqual(missing(''), [...want.values()]);
+});
+
+test('a DaemonSet is waited for until its status, for this generation, has a Ready Pod per node', () => {
+  const ds = (status?: DaemonSet['status'], generation = 1): DaemonSet => ({
+    kind: 'DaemonSet',
+    metadata: { name: 'kube-proxy', namespace: 'kube-system', generation },
+    ...(status === undefined ? {} : { status }),
+  });
+  const full = { desiredNumberScheduled: 3, numberReady: 3, updatedNumberScheduled: 3 };
+  const problems = (d: DaemonSet): string[] => clusterProblems(view({ daemonSets: [d] }), ['n1']);
+  assert.deepEqual(problems(ds({ ...full, observedGeneration: 1 })), []);
+  assert.deepEqual(problems(ds()), ['daemonset kube-system/kube-proxy has 0/0 ready']);
+  assert.deepEqual(problems(ds({ ...full, numberReady: 2, observedGeneration: 1 })), [
+    'daemonset kube-system/kube-proxy has 2/3 ready',
+  ]);
+  // A status from before the last spec change does not count.
+  assert.equal(problems(ds({ ...full, observedGeneration: 1 }, 2)).length, 1);
 });

@@ -1,6 +1,7 @@
 // When is the lab "up"? Like `kind create cluster --wait`, plus what a Service walkthrough
 // needs right after: every node registered and Ready, every live Pod Running and Ready, every
-// Deployment and StatefulSet at its replica count, every selector Service's EndpointSlices
+// Deployment and StatefulSet at its replica count, every DaemonSet (kube-proxy's among them)
+// with a Ready Pod on each node it wants one on, every selector Service's EndpointSlices
 // listing exactly its ready Pods, and (checked by the caller on each node) every proxy with no
 // change left to program and every endpoint it should use programmed. `clusterProblems` and
 // `unprogrammedEndpoints` are the pure parts: what is still missing.
@@ -14,7 +15,15 @@
 // its `ip kube-proxy` table: each service chain (or its endpoint chains) must DNAT to every
 // endpoint the proxy would use (`expectedNftEndpoints`, `programmedNftEndpoints`).
 
-import type { Deployment, EndpointSlice, Node, Pod, Service, StatefulSet } from '../kube/types.js';
+import type {
+  DaemonSet,
+  Deployment,
+  EndpointSlice,
+  Node,
+  Pod,
+  Service,
+  StatefulSet,
+} from '../kube/types.js';
 import { isPodReady, isPodTerminating, podIPs } from '../controllers/reconcile-util.js';
 import { LABEL_TOPOLOGY_ZONE } from '../kube/names.js';
 import { endpointChainName } from '../proxy/iptables/names.js';
@@ -28,6 +37,8 @@ export interface ClusterView {
   readonly pods: readonly Pod[];
   readonly deployments: readonly Deployment[];
   readonly statefulSets: readonly StatefulSet[];
+  /** Absent: not checked (callers that list no DaemonSets). */
+  readonly daemonSets?: readonly DaemonSet[];
   readonly services: readonly Service[];
   readonly endpointSlices: readonly EndpointSlice[];
 }
@@ -58,6 +69,22 @@ export function clusterProblems(view: ClusterView, nodeNames: readonly string[])
     if ((st?.readyReplicas ?? 0) !== want || (st?.replicas ?? 0) !== want)
       problems.push(
         `${w.kind === 'StatefulSet' ? 'statefulset' : 'deployment'} ${ref(w)} has ${String(st?.readyReplicas ?? 0)}/${String(want)} ready`,
+      );
+  }
+  for (const ds of view.daemonSets ?? []) {
+    const st = ds.status;
+    const want = st?.desiredNumberScheduled ?? 0;
+    // Not yet reconciled (no status for this generation) counts as not ready.
+    const seen =
+      (st?.observedGeneration ?? 0) >= (ds.metadata?.generation ?? 0) && st !== undefined;
+    if (
+      !seen ||
+      want === 0 ||
+      (st.numberReady ?? 0) !== want ||
+      (st.updatedNumberScheduled ?? want) !== want
+    )
+      problems.push(
+        `daemonset ${ref(ds)} has ${String(st?.numberReady ?? 0)}/${String(want)} ready`,
       );
   }
   for (const svc of view.services) {

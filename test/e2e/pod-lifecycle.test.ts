@@ -1,8 +1,8 @@
 // The kubelet's container lifecycle in the lab, seen as a user of kind sees it: a DNS Pod's
 // server killed with SIGKILL (by the pid in its containerID, never by name) is started again
 // at once in the same sandbox and counted (RESTARTS 1, lastState terminated 137); a node's
-// proxy killed the same way is restarted by the lab's supervisor with its rules left in place
-// meanwhile; a container that exits 1 goes to CrashLoopBackOff with growing delays (at once,
+// kube-proxy container (a DaemonSet Pod's) killed the same way is restarted by the node agent
+// with its rules left in place meanwhile; a container that exits 1 goes to CrashLoopBackOff with growing delays (at once,
 // then 10 s, then 20 s); a failing liveness probe kills and restarts its container. Prints the
 // proxy's and the DNS Pod's restart times (kill -9 until healthz and rules, or dig, answer).
 
@@ -141,22 +141,32 @@ describe('container lifecycle: restarts, back-off and liveness', { skip }, () =>
     console.log(figure);
   });
 
-  test('kill -9 of a node proxy: restarted by the supervisor, counted, rules intact', async (t) => {
+  test("kill -9 of a node's kube-proxy container: restarted by the agent, counted, rules intact", async (t) => {
     const node = lab.nodes[1];
     assert.ok(node);
-    const proxy = `proxy-${node.name}`;
+    const proxyPod = async (): Promise<Pod | undefined> =>
+      (
+        await lab.client.list('Pod', {
+          namespace: 'kube-system',
+          labelSelector: 'k8s-app=kube-proxy',
+        })
+      ).find((p) => p.spec?.nodeName === node.name);
+    const pod = await proxyPod();
+    const name = pod?.metadata?.name ?? '';
+    assert.ok(name !== '', `a kube-proxy Pod on ${node.name}`);
     const chains = (rules: string): string[] =>
       [...rules.matchAll(/^:(KUBE-SVC-\S+)/gm)].map((m) => m[1] ?? '').sort();
     const before = chains(await lab.proxyRules(node.name));
     assert.ok(before.length > 0, 'service chains before the kill');
-    const restarts = lab.component(proxy).restarts;
+    const restarts = first(pod)?.restartCount ?? 0;
+    const pid = pidOf(pod);
     const t0 = Date.now();
-    const pid = await lab.kill(proxy);
-    await eventually(
-      `${proxy} to be running again`,
-      () => {
-        const c = lab.component(proxy);
-        return Promise.resolve(c.state === 'running' && c.pid !== pid);
+    await killInLab(pid);
+    const again = await eventually(
+      `${name} to run a new process`,
+      async () => {
+        const p = await lab.pod('kube-system', name);
+        return first(p)?.state?.running !== undefined && pidOf(p) !== pid ? p : undefined;
       },
       30_000,
       50,
@@ -164,7 +174,7 @@ describe('container lifecycle: restarts, back-off and liveness', { skip }, () =>
     const runningMs = Date.now() - t0;
     const answers: string[] = [];
     await eventually(
-      `${proxy} healthz to answer 200`,
+      `${name} healthz to answer 200`,
       async () => {
         const r = await lab.exec(node.name, [
           'curl',
@@ -188,13 +198,18 @@ describe('container lifecycle: restarts, back-off and liveness', { skip }, () =>
     t.diagnostic(`healthz answers after the kill: ${answers.join(' ')}`);
     const healthzMs = Date.now() - t0;
     assert.deepEqual(chains(await lab.proxyRules(node.name)), before, 'the same service chains');
-    assert.equal(lab.component(proxy).restarts, restarts + 1);
+    assert.equal(first(again)?.restartCount, restarts + 1);
+    assert.equal(first(again)?.lastState?.terminated?.exitCode, 137);
     const { self } = await ensureLabBinaries();
     const status = await execer.run({
       cmd: self[0] ?? process.execPath,
       args: [...self.slice(1), 'lab', 'status', '--name', lab.name],
     });
     t.diagnostic(status.stdout);
+    assert.match(
+      status.stdout,
+      new RegExp(`proxy-${node.name}\\s+\\S+\\s+${String(restarts + 1)}\\s`),
+    );
     const figure = `proxy restart: kill -9 -> running again ${String(runningMs)} ms, healthz 200 with rules intact ${String(healthzMs)} ms (load average ${loadavg()[0]?.toFixed(1) ?? '?'})`;
     t.diagnostic(figure);
     console.log(figure);

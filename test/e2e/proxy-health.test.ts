@@ -1,17 +1,17 @@
 // The proxy's own endpoints and its restart, on every lab node: `:10256/healthz` (kube-proxy's
 // JSON health body, bound to 0.0.0.0 by default) and `:10249/proxyMode` (metrics server,
-// bound to 127.0.0.1 by default), and a restart of a node's proxy that no client of a Service
-// notices, because the kernel rules stay while the proxy is down. Modelled on sig-network's
+// bound to 127.0.0.1 by default), and a restart of a node's proxy (`lab restart proxy-NODE`:
+// its kube-system/kube-proxy DaemonSet Pod deleted and replaced, as on kind) that no client
+// of a Service notices, because the kernel rules stay while the proxy is down. Modelled on sig-network's
 // test/e2e/network/networking.go and service.go.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { service } from '../../src/kube/testing.js';
-import type { KubeObject } from '../../src/kube/types.js';
+import type { KubeObject, Pod } from '../../src/kube/types.js';
 import { E2E_PROXY_MODE, E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
 import { skipOrFail } from '../integration/lib/prereq.js';
+import { kubectlOk } from './lib/kubectl.js';
 
 const skip = skipOrFail(e2eSkipReason());
 /** kube-proxy's nftables mode serves no NodePort on 127.0.0.1 (reference §1.2 row 9). */
@@ -34,15 +34,19 @@ function clusterIPService(name: string, port: number): KubeObject {
   });
 }
 
-/** How many lines of a component's log contain `text`. */
-function logCount(lab: E2eLab, component: string, text: string): number {
-  try {
-    return readFileSync(join(lab.lab.stateDir, 'logs', `${component}.log`), 'utf8')
-      .split('\n')
-      .filter((l) => l.includes(text)).length;
-  } catch {
-    return 0;
-  }
+/** The kube-proxy Pod (DaemonSet kube-system/kube-proxy) on a node. */
+async function proxyPodOn(lab: E2eLab, node: string): Promise<Pod | undefined> {
+  const pods = await lab.client.list('Pod', {
+    namespace: 'kube-system',
+    labelSelector: 'k8s-app=kube-proxy',
+  });
+  return pods.find((p) => p.spec?.nodeName === node && p.metadata?.deletionTimestamp === undefined);
+}
+
+/** How many lines of a kube-proxy Pod's log contain `text`. */
+async function logCount(lab: E2eLab, pod: string, text: string): Promise<number> {
+  const log = await kubectlOk(lab, ['logs', '-n', 'kube-system', pod]);
+  return log.split('\n').filter((l) => l.includes(text)).length;
 }
 
 describe('kube-proxy health and restart', { skip }, () => {
@@ -149,9 +153,10 @@ describe('kube-proxy health and restart', { skip }, () => {
         return r.code === 0 && /^backend-[ab]$/.test(r.body);
       });
 
-    const starts = logCount(lab, proxy, 'Proxy started');
-    const stops = logCount(lab, proxy, 'Shutting down');
-    assert.equal(starts, 1, `${proxy} log: ${String(starts)} starts before the restart`);
+    const old = (await proxyPodOn(lab, worker))?.metadata?.name ?? '';
+    assert.notEqual(old, '', `no kube-proxy Pod on ${worker}`);
+    const starts = await logCount(lab, old, 'Proxy started');
+    assert.equal(starts, 1, `${old} log: ${String(starts)} starts before the restart`);
 
     // The client loop: one request after another from the Pod on that node, alternately to
     // the ClusterIP and by name (so its DNS lookups, UDP to the kube-dns ClusterIP, go
@@ -195,12 +200,11 @@ describe('kube-proxy health and restart', { skip }, () => {
       const failed = results.filter((r) => r.code !== 0 || !/^backend-[ab]$/.test(r.body));
       assert.deepEqual(failed, [], `${String(failed.length)} of ${String(results.length)} failed`);
       assert.ok(during.length >= 1, 'no request ran while the proxy restarted');
-      assert.equal(logCount(lab, proxy, 'Shutting down'), stops + 1, `${proxy} did not stop`);
-      assert.equal(
-        logCount(lab, proxy, 'Proxy started'),
-        starts + 1,
-        `${proxy} did not start again`,
-      );
+      // The DaemonSet replaced the Pod: the old one is gone, the new one started once.
+      const fresh = (await proxyPodOn(lab, worker))?.metadata?.name ?? '';
+      assert.ok(fresh !== '' && fresh !== old, `${old} replaced by ${fresh}`);
+      assert.equal(await lab.pod('kube-system', old), undefined, `${old} still exists`);
+      assert.equal(await logCount(lab, fresh, 'Proxy started'), 1, `${fresh} did not start`);
     } finally {
       ctl.stop = true;
       await loop;

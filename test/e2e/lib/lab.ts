@@ -91,10 +91,13 @@ export class E2eLab {
   readonly lab: RunningLab;
   readonly client: ClientNodeKubeClient;
   readonly kc: ReturnType<typeof loadKubeConfig>;
+  /** `lab up`'s timings (ms from the call: components up, cluster ready). */
+  readonly timings: { readonly components: number; readonly ready: number } | undefined;
 
-  private constructor(name: string, lab: RunningLab) {
+  private constructor(name: string, lab: RunningLab, timings?: E2eLab['timings']) {
     this.name = name;
     this.lab = lab;
+    this.timings = timings;
     this.kc = loadKubeConfig(lab.state.kubeconfig);
     this.client = new ClientNodeKubeClient(this.kc);
   }
@@ -107,7 +110,7 @@ export class E2eLab {
     tag: string,
     nodes = 3,
     timeoutMs = 180_000,
-    opts: { ipFamily?: LabIpFamily } = {},
+    opts: { ipFamily?: LabIpFamily; objects?: readonly KubeObject[] } = {},
   ): Promise<E2eLab> {
     const name = `e2e${tag}${String(process.pid)}`.slice(0, 20);
     // A lab of this very name still up is a leftover of an earlier run whose pid was the same:
@@ -122,8 +125,9 @@ export class E2eLab {
       lifeline: true,
       timeoutMs,
       ipFamily: opts.ipFamily ?? E2E_IP_FAMILY,
+      ...(opts.objects === undefined ? {} : { objects: opts.objects }),
     });
-    return new E2eLab(name, up);
+    return new E2eLab(name, up, up.timings);
   }
 
   async down(): Promise<void> {
