@@ -38,7 +38,7 @@ import { startComponents, stopComponents, type RunningComponent } from './run-co
 import { startForwarder, type Forwarder } from './forward.js';
 import { ComponentKeeper, type ComponentStatus } from './keeper.js';
 import { applyObjects } from './apply.js';
-import { dnsAddon } from './addons.js';
+import { dnsAddon, flannelAddon } from './addons.js';
 import { writeSecretFile } from '../util/secret-file.js';
 
 export interface LabState {
@@ -261,8 +261,9 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     await mountPrivateDirs(execer);
     await applyNetworkScript(opts.ip, execer, script);
     log(`network ready: ${plan.nodes.length} nodes`);
+    const specs = planComponents(plan, paths, opts.components);
     running = await startComponents(
-      planComponents(plan, paths, opts.components),
+      specs.filter((s) => s.after === undefined),
       opts.self,
       logDir,
     );
@@ -273,7 +274,15 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     const apiServer = `https://127.0.0.1:${String(port)}`;
     const kubeconfig = join(stateDir, HOST_KUBECONFIG);
     writeSecretFile(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name));
-    await applyObjects(loadKubeConfig(kubeconfig), dnsAddon(plan));
+    await applyObjects(loadKubeConfig(kubeconfig), [...dnsAddon(plan), ...flannelAddon(plan)]);
+    // What reads the addons' objects at start (the flannel agents: kube-flannel-cfg).
+    running.push(
+      ...(await startComponents(
+        specs.filter((s) => s.after === 'addons'),
+        opts.self,
+        logDir,
+      )),
+    );
     ready = { apiServer, kubeconfig, apiServerCA };
     log(`components started; API server ${apiServer}`);
   } catch (e) {
