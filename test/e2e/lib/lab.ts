@@ -134,7 +134,9 @@ export class E2eLab {
       lifeline: true,
       timeoutMs,
       ipFamily: opts.ipFamily ?? E2E_IP_FAMILY,
-      podNetwork: opts.podNetwork ?? E2E_POD_NETWORK,
+      // A lab asked for dual-stack (dual-stack.test.ts) runs on kindnet, the one pod network
+      // the lab has with IPv6.
+      podNetwork: opts.podNetwork ?? (opts.ipFamily === 'dual' ? 'kindnet' : E2E_POD_NETWORK),
     });
     return new E2eLab(name, up);
   }
