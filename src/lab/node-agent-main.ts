@@ -8,7 +8,7 @@
 // start it makes the kubelet's iptables hint and canary chains (kubelet-chains.ts). Runs
 // inside the node's network namespace.
 
-import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { release } from 'node:os';
 import type pino from 'pino';
@@ -147,6 +147,24 @@ function nodeCniPath(opts: LabAgentOptions, nodeDir: string): string[] {
   rmSync(join(own, 'flannel'), { force: true });
   symlinkSync(join(opts.cniBinDir, 'svcnet-cni'), join(own, 'flannel'));
   return [own, ...dirs];
+}
+
+/**
+ * Waits until the node's flannel agent has written subnet.env: until then flannel's CNI
+ * network fails every ADD, and the kubelet keeps the node's NetworkReady false rather than
+ * start sandboxes into a back-off (our agent's would reach 30 s between tries).
+ */
+async function waitForSubnetEnv(path: string, log: pino.Logger, clock: Clock): Promise<void> {
+  const t0 = clock.now();
+  let logged = 0;
+  while (!existsSync(path)) {
+    if (clock.now() - logged > 10_000) {
+      log.info({ subnetFile: path }, 'Waiting for the flannel agent to write subnet.env');
+      logged = clock.now();
+    }
+    await clock.sleep(100);
+  }
+  log.info({ subnetFile: path, waitedMs: clock.now() - t0 }, 'Pod network ready');
 }
 
 /** PodNetwork over the CNI runtime: one attachment (eth0) per Pod. */
@@ -379,6 +397,8 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     { families, variant: opts.iptablesVariant ?? 'iptables' },
     'Created the kubelet iptables hint and canary chains',
   );
+  if (opts.podNetwork === 'flannel' || opts.podNetwork === 'flannel-host-gw')
+    await waitForSubnetEnv(flannelSubnetFile(opts.stateDir, opts.node), opts.log, realClock);
   const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
   const runtime = new LabPodRuntime({
     ip: new RealIp(execer),
