@@ -126,17 +126,20 @@ export class E2eLab {
     // clear it. Labs of other names (other suites, a user's) are never touched. If labUp fails,
     // it kills the supervisor it started, so a failed start leaves no lab either.
     if (findLab(name)) await labDown(name);
+    const podNetwork = opts.podNetwork ?? (opts.ipFamily === 'dual' ? 'kindnet' : E2E_POD_NETWORK);
     const up = await labUp({
       name,
       nodes,
       cni: E2E_CNI,
       proxyMode: E2E_PROXY_MODE,
       lifeline: true,
-      timeoutMs,
+      // A flannel lab starts three more processes (the agents) and its Pods only once they
+      // have written subnet.env: on a loaded machine that is a minute more.
+      timeoutMs: timeoutMs + (podNetwork.startsWith('flannel') ? 60_000 : 0),
       ipFamily: opts.ipFamily ?? E2E_IP_FAMILY,
       // A lab asked for dual-stack (dual-stack.test.ts) runs on kindnet, the one pod network
       // the lab has with IPv6.
-      podNetwork: opts.podNetwork ?? (opts.ipFamily === 'dual' ? 'kindnet' : E2E_POD_NETWORK),
+      podNetwork,
     });
     return new E2eLab(name, up);
   }
