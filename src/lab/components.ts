@@ -43,7 +43,7 @@ export function flannelSubnetFile(stateDir: string, node: string): string {
 }
 
 /** A node's `svcnet flannel`: the uplink eth0, ipMasq on as kube-flannel's manifest runs it. */
-function flannelSpec(plan: LabPlan, n: LabNodePlan, paths: LabPaths): ComponentSpec {
+function flannelSpec(n: LabNodePlan, paths: LabPaths): ComponentSpec {
   return {
     name: `flannel-${n.name}`,
     netns: n.netns,
@@ -204,7 +204,7 @@ export function planComponents(
       ],
       ready: { kind: 'none' },
     });
-    if (isFlannel(plan.podNetwork)) specs.push(flannelSpec(plan, n, paths));
+    if (isFlannel(plan.podNetwork)) specs.push(flannelSpec(n, paths));
   }
   return specs;
 }
