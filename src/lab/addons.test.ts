@@ -9,11 +9,12 @@ test("a flannel lab gets kube-flannel-cfg with the cluster network and the netwo
     ['flannel', 'vxlan'],
     ['flannel-host-gw', 'host-gw'],
   ] as const) {
-    const [cm, ...rest] = flannelAddon(planLab({ podNetwork }));
-    assert.equal(rest.length, 0);
-    assert.equal(cm?.kind, 'ConfigMap');
+    const list = flannelAddon(planLab({ podNetwork }));
+    assert.equal(list.length, 1);
+    const cm = list[0];
+    assert.equal(cm.kind, 'ConfigMap');
     assert.deepEqual(
-      [cm?.metadata.namespace, cm?.metadata.name],
+      [cm.metadata.namespace, cm.metadata.name],
       ['kube-system', 'kube-flannel-cfg'],
     );
     const text = (cm as { data: Record<string, string> }).data['net-conf.json'] ?? '';
