@@ -3,7 +3,9 @@
 // proxy has programmed its rules (what `svcnet lab up -f` waits for). Memory is the resident
 // set of every process of the lab (its PID namespace: supervisor, API server, controllers,
 // agents, proxies, DNS and the 30 Pod servers), and CPU time is split by role. Needs root;
-// the lab is torn down at the end. SVCNET_BENCH_CNI=reference uses the reference plugins.
+// the lab is torn down at the end. SVCNET_BENCH_CNI=reference uses the reference plugins;
+// SVCNET_BENCH_POD_NETWORK=flannel|flannel-host-gw|kubenet measures that pod network;
+// SVCNET_BENCH_TIMEOUT_S gives `lab up` longer than 300 s (a machine busy with other work).
 
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -12,11 +14,14 @@ import { service as serviceOf } from '../src/kube/testing.js';
 import type { KubeObject } from '../src/kube/types.js';
 import { labDown, labUp } from '../src/lab/lab.js';
 import { ensureLabBinaries } from '../src/lab/binaries.js';
+import { POD_NETWORKS, type LabPodNetwork } from '../src/lab/topology.js';
 
 const NODES = 3;
 const PODS = 30;
 /** SVCNET_BENCH_CNI=reference measures the lab over Debian's reference plugins instead. */
 const CNI = process.env.SVCNET_BENCH_CNI === 'reference' ? 'reference' : 'svcnet';
+const POD_NETWORK: LabPodNetwork =
+  POD_NETWORKS.find((n) => n === process.env.SVCNET_BENCH_POD_NETWORK) ?? 'kindnet';
 
 function deployment(replicas: number): KubeObject {
   return {
@@ -58,6 +63,7 @@ function roleOf(cmdline: string): string {
   if (sub.startsWith('proxy')) return 'proxies (+iptables)';
   if (sub.startsWith('apiserver')) return 'apiserver';
   if (sub.startsWith('controller')) return 'controller';
+  if (sub.startsWith('flannel')) return 'flannel agents';
   return 'other (nsenter, ip netns exec)';
 }
 
@@ -104,9 +110,10 @@ export async function run(): Promise<void> {
     name,
     nodes: NODES,
     cni: CNI,
+    podNetwork: POD_NETWORK,
     objects: [service(), deployment(PODS)],
     lifeline: true,
-    timeoutMs: 300_000,
+    timeoutMs: Number(process.env.SVCNET_BENCH_TIMEOUT_S ?? 300) * 1000,
   });
   const total = performance.now() - t0;
   const mem = labUsage(up.initPid);
@@ -120,7 +127,7 @@ export async function run(): Promise<void> {
   const verdict = total < 10_000 ? 'met' : 'MISSED';
   process.stdout.write(
     [
-      `lab up, ${String(NODES)} nodes x ${String(PODS / NODES)} Pods (+2 DNS Pods), cni ${CNI}, load ${load}`,
+      `lab up, ${String(NODES)} nodes x ${String(PODS / NODES)} Pods (+2 DNS Pods), pod network ${POD_NETWORK}, cni ${CNI}, load ${load}`,
       `  components up      ${(up.timings.components / 1000).toFixed(1)} s`,
       `  all Pods serving   ${(total / 1000).toFixed(1)} s   (target < 10 s: ${verdict})`,
       `  memory             ${mem.mib.toFixed(0)} MiB RSS in ${String(mem.processes)} processes (${(mem.mib / mem.processes).toFixed(0)} MiB each)`,

@@ -11,7 +11,14 @@ import { SvcnetError } from '../errors.js';
 import { parseManifests } from '../kube/manifest.js';
 import type { KubeObject } from '../kube/types.js';
 import { waitForTermination } from '../os/process.js';
-import { IP_FAMILIES, planLab, type LabIpFamily } from '../lab/topology.js';
+import {
+  IP_FAMILIES,
+  planLab,
+  podNetworkOf,
+  POD_NETWORKS,
+  type LabIpFamily,
+  type LabPodNetwork,
+} from '../lab/topology.js';
 import { DEFAULT_LB_POOL } from '../lab/lb-pool.js';
 import { action, collect, readSources } from './run.js';
 import { daemonAction } from './daemon.js';
@@ -51,6 +58,16 @@ function ipFamilyOption(): Option {
   )
     .choices(IP_FAMILIES)
     .default('ipv4');
+}
+
+/** `--pod-network`, for `up`, the supervisor and the node agents. */
+function podNetworkOption(): Option {
+  return new Option(
+    '--pod-network <network>',
+    'how pods reach other nodes: kindnet (node routes on one segment), flannel (VXLAN overlay, nodes on separate segments), flannel-host-gw (flannel routes, one segment), kubenet (cbr0 bridges, the hub routes each podCIDR)',
+  )
+    .choices(POD_NETWORKS)
+    .default('kindnet');
 }
 
 /** How this process was started, to start more svcnet processes the same way. */
@@ -97,6 +114,20 @@ function describeOutside(plan: Partial<ReturnType<typeof planLab>>): string[] {
       ];
 }
 
+/** What carries pod traffic between the nodes, for `lab status`. */
+function describePodNetwork(plan: ReturnType<typeof planLab>): string {
+  switch (podNetworkOf(plan)) {
+    case 'kindnet':
+      return 'pod network kindnet: nodes share the hub bridge and route the other podCIDRs via their node IPs';
+    case 'kubenet':
+      return 'pod network kubenet: a cbr0 bridge per node; nodes on isolated hub ports, the hub routes each podCIDR to its node (cloud routes)';
+    case 'flannel':
+      return 'pod network flannel (vxlan): svcnet flannel on every node, flannel.1 (VNI 1, UDP 8472); nodes on isolated hub ports, pods on cni0';
+    case 'flannel-host-gw':
+      return "pod network flannel (host-gw): svcnet flannel on every node routes the podCIDRs via the node IPs (one segment, flannel's requirement); pods on cni0";
+  }
+}
+
 /** `--name`, the option every user-facing subcommand takes. */
 function labNameOption(cmd: Command): Command {
   return cmd.option('--name <name>', 'lab name', 'svcnet');
@@ -140,6 +171,7 @@ function addUp(lab: Command): void {
     .addOption(proxyModeOption())
     .addOption(lbPoolOption())
     .addOption(ipFamilyOption())
+    .addOption(podNetworkOption())
     .option('--timeout <seconds>', 'give up after this long', positiveInt, 180)
     .action(
       action(
@@ -152,10 +184,17 @@ function addUp(lab: Command): void {
           proxyMode: ProxyModeChoice;
           lbPool: string;
           ipFamily: LabIpFamily;
+          podNetwork: LabPodNetwork;
           timeout: number;
         }) => {
           // validate before starting anything
-          planLab({ name: o.name, nodes: o.nodes, lbPool: o.lbPool, ipFamily: o.ipFamily });
+          planLab({
+            name: o.name,
+            nodes: o.nodes,
+            lbPool: o.lbPool,
+            ipFamily: o.ipFamily,
+            podNetwork: o.podNetwork,
+          });
           const objects = await loadObjects(o.filename);
           const up = await (
             await labModule()
@@ -166,6 +205,7 @@ function addUp(lab: Command): void {
             proxyMode: o.proxyMode,
             lbPool: o.lbPool,
             ipFamily: o.ipFamily,
+            podNetwork: o.podNetwork,
             objects,
             timeoutMs: o.timeout * 1000,
             progress: (m) => process.stderr.write(`${m}\n`),
@@ -173,7 +213,7 @@ function addUp(lab: Command): void {
           const applied = up.applied.map((a) => `${a.ref} ${a.action}`);
           const first = up.state.plan.nodes[0]?.name ?? '';
           return [
-            `lab ${o.name} is up in ${(up.timings.ready / 1000).toFixed(1)} s (cni ${o.cni}, proxy mode ${o.proxyMode}, supervisor pid ${String(up.unsharePid)})`,
+            `lab ${o.name} is up in ${(up.timings.ready / 1000).toFixed(1)} s (pod network ${o.podNetwork}, cni ${o.cni}, proxy mode ${o.proxyMode}, supervisor pid ${String(up.unsharePid)})`,
             describeNodes(up.state.plan),
             ...(applied.length > 0 ? ['', ...applied] : []),
             '',
@@ -222,7 +262,8 @@ function addStatus(lab: Command): void {
       // Like a failing readiness check: a component restarting or in its back-off is an outage.
       if (st.status !== 'ready' || !table || down.length > 0) process.exitCode = 1;
       return [
-        `lab ${o.name}: ${st.status} since ${st.readyAt ?? st.startedAt} (cni ${st.cni}, proxy mode ${st.proxyMode ?? 'iptables'}, supervisor pid ${String(running.unsharePid)})`,
+        `lab ${o.name}: ${st.status} since ${st.readyAt ?? st.startedAt} (pod network ${podNetworkOf(st.plan)}, cni ${st.cni}, proxy mode ${st.proxyMode ?? 'iptables'}, supervisor pid ${String(running.unsharePid)})`,
+        describePodNetwork(st.plan),
         ...(st.apiServer ? [`API server ${st.apiServer}, kubeconfig ${st.kubeconfig ?? ''}`] : []),
         `logs ${join(running.stateDir, 'logs')}`,
         describeNodes(st.plan),
@@ -366,6 +407,7 @@ function addAgent(lab: Command): void {
     .requiredOption('--cluster-dns <ip>')
     .option('--cluster-domain <domain>', 'cluster domain', 'cluster.local')
     .requiredOption('--state-dir <dir>')
+    .addOption(podNetworkOption())
     .addOption(
       new Option(
         '--iptables-variant <variant>',
@@ -386,6 +428,7 @@ function addAgent(lab: Command): void {
           clusterDns: string;
           clusterDomain: string;
           stateDir: string;
+          podNetwork: LabPodNetwork;
           iptablesVariant?: 'legacy' | 'nft';
         }) => {
           const { runLabAgent } = await import('../lab/node-agent-main.js');
@@ -398,6 +441,7 @@ function addAgent(lab: Command): void {
               role: o.role,
               cni: o.cni,
               cniBinDir: o.cniBinDir,
+              podNetwork: o.podNetwork,
               clusterDNS: o.clusterDns,
               clusterDomain: o.clusterDomain,
               stateDir: o.stateDir,
@@ -449,6 +493,7 @@ function addSupervise(lab: Command): void {
     .addOption(proxyModeOption())
     .addOption(lbPoolOption())
     .addOption(ipFamilyOption())
+    .addOption(podNetworkOption())
     .requiredOption('--cni-bin-dir <dir>')
     .requiredOption('--state-dir <dir>')
     .option('--lifeline', 'tear down when stdin closes')
@@ -463,6 +508,7 @@ function addSupervise(lab: Command): void {
           proxyMode: ProxyModeChoice;
           lbPool: string;
           ipFamily: LabIpFamily;
+          podNetwork: LabPodNetwork;
           cniBinDir: string;
           stateDir: string;
           lifeline?: boolean;
@@ -482,6 +528,7 @@ function addSupervise(lab: Command): void {
               nodes: o.nodes,
               lbPool: o.lbPool,
               ipFamily: o.ipFamily,
+              podNetwork: o.podNetwork,
             }),
             stateDir: o.stateDir,
             execer,

@@ -5,10 +5,13 @@
 // lookups go to the node's resolver rather than to themselves. A deleted DNS Pod goes into
 // lameduck as CoreDNS with kubeadm's `health { lameduck 5s }` (it answers while /ready fails
 // and its endpoint is terminating), so its grace period is the default 30 s, well above the
-// lameduck, lest the node agent's SIGKILL cut it short. Pure.
+// lameduck, lest the node agent's SIGKILL cut it short. A flannel lab also gets kube-flannel's
+// ConfigMap kube-system/kube-flannel-cfg, whose net-conf.json every node's `svcnet flannel`
+// reads: the cluster network and the backend (vxlan, or host-gw). Pure.
 
 import type { KubeObject } from '../kube/types.js';
-import type { LabPlan } from './topology.js';
+import { NET_CONF_CONFIGMAP } from '../podnet/parse-net-conf.js';
+import { podNetworkOf, type LabPlan } from './topology.js';
 
 export const DNS_LABELS = { 'k8s-app': 'kube-dns' } as const;
 
@@ -80,4 +83,21 @@ export function dnsAddon(plan: LabPlan, domain = 'cluster.local'): KubeObject[] 
     },
   };
   return [service, deployment] as KubeObject[];
+}
+
+/** kube-flannel-cfg for a flannel lab (none for the other pod networks). */
+export function flannelAddon(plan: LabPlan): KubeObject[] {
+  const net = podNetworkOf(plan);
+  if (net !== 'flannel' && net !== 'flannel-host-gw') return [];
+  const backend = net === 'flannel' ? { Type: 'vxlan', VNI: 1, Port: 8472 } : { Type: 'host-gw' };
+  const { namespace, name, key } = NET_CONF_CONFIGMAP;
+  const configMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace, labels: { app: 'flannel', tier: 'node' } },
+    data: {
+      [key]: `${JSON.stringify({ Network: plan.clusterCIDR, Backend: backend }, null, 2)}\n`,
+    },
+  };
+  return [configMap] as KubeObject[];
 }

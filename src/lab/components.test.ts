@@ -53,3 +53,41 @@ test('--cni reference reaches every agent', () => {
   });
   assert.equal(specs.filter((s) => s.args.includes('reference')).length, 3);
 });
+
+test('a flannel lab runs svcnet flannel on every node after the addons; the agents learn the pod network', () => {
+  const specs = planComponents(planLab({ nodes: 2, podNetwork: 'flannel' }), labPaths('/run/x'), {
+    cni: 'svcnet',
+    cniBinDir: '/b',
+  });
+  const flannel = specs.filter((s) => s.name.startsWith('flannel-'));
+  assert.deepEqual(
+    flannel.map((s) => `${s.netns} ${s.name} ${String(s.after)}`),
+    ['node-0 flannel-svcnet-control-plane addons', 'node-1 flannel-svcnet-worker addons'],
+  );
+  const args = flannel[1]!.args;
+  assert.deepEqual(args.slice(0, 1), ['flannel']);
+  assert.equal(args[args.indexOf('--iface') + 1], 'eth0');
+  assert.equal(
+    args[args.indexOf('--subnet-file') + 1],
+    '/run/x/nodes/svcnet-worker/flannel/subnet.env',
+  );
+  assert.ok(args.includes('--ip-masq'));
+  assert.ok(
+    !args.includes('--net-conf'),
+    'net-conf.json comes from the kube-flannel-cfg ConfigMap',
+  );
+  const agent = specs.find((s) => s.name === 'agent-svcnet-worker')!;
+  assert.equal(agent.args[agent.args.indexOf('--pod-network') + 1], 'flannel');
+});
+
+test('kindnet and kubenet labs run no flannel agent; kindnet agents get no --pod-network', () => {
+  for (const podNetwork of ['kindnet', 'kubenet'] as const) {
+    const specs = planComponents(planLab({ nodes: 2, podNetwork }), labPaths('/run/x'), {
+      cni: 'svcnet',
+      cniBinDir: '/b',
+    });
+    assert.ok(!specs.some((s) => s.name.startsWith('flannel-') || s.after !== undefined));
+    const agent = specs.find((s) => s.name === 'agent-svcnet-worker')!;
+    assert.equal(agent.args.includes('--pod-network'), podNetwork === 'kubenet');
+  }
+});

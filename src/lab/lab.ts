@@ -49,7 +49,7 @@ import {
   type RunRecord,
 } from './run.js';
 import { sandboxCommand, sandboxInitPid } from './sandbox.js';
-import type { LabIpFamily, LabPlan } from './topology.js';
+import type { LabIpFamily, LabPlan, LabPodNetwork } from './topology.js';
 import { natSaveCommand } from './iptables-variant.js';
 import {
   COMPONENTS_FILE,
@@ -291,6 +291,8 @@ export interface UpOptions {
   readonly lbPool?: string;
   /** `--ip-family`: ipv4 (default) or dual (IPv4 and IPv6 addresses everywhere). */
   readonly ipFamily?: LabIpFamily;
+  /** `--pod-network`: kindnet (default), flannel, flannel-host-gw or kubenet (topology.ts). */
+  readonly podNetwork?: LabPodNetwork;
   /** Manifests applied once the cluster is up, in order (Namespaces first). */
   readonly objects?: readonly KubeObject[];
   readonly timeoutMs?: number;
@@ -366,6 +368,7 @@ export async function labUp(opts: UpOptions): Promise<UpResult> {
     opts.proxyMode ?? 'iptables',
     ...(opts.lbPool === undefined ? [] : ['--lb-pool', opts.lbPool]),
     ...(opts.ipFamily === undefined ? [] : ['--ip-family', opts.ipFamily]),
+    ...(opts.podNetwork === undefined ? [] : ['--pod-network', opts.podNetwork]),
     '--cni-bin-dir',
     bins.cniBinDir,
     '--state-dir',

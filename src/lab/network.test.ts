@@ -108,3 +108,14 @@ test('--ip-family dual: IPv6 addresses, default routes and pod routes beside the
     /--ip-family: must be one of ipv4, dual, got "ipv5"/,
   );
 });
+
+test('a kubenet lab on FakeIp: the nodes hub ports are isolated, the outside host port is not', async () => {
+  const ip = new FakeIp();
+  await buildNetwork(ip, networkScript(planLab({ nodes: 2, podNetwork: 'kubenet' })));
+  const hub = netnsPath('hub');
+  assert.deepEqual(
+    ['n0', 'n1', 'out'].map((dev) => ip.isolated(hub, dev)),
+    [true, true, false],
+  );
+  assert.doesNotMatch(ip.dump(netnsPath('node-0')), /10\.244\./);
+});

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { StoreKubeClient } from '../apiserver/store-kube-client.js';
 import { newTestApi } from '../apiserver/testing.js';
-import { KubePodStatusWriter, labConflist, labNode } from './node-agent-main.js';
+import { KubePodStatusWriter, labConflist, labNode, nodeConflist } from './node-agent-main.js';
+import { parseFlannelConfig, flannelDelegate } from '../cni/parse-flannel.js';
 import { parseConflist } from '../cni/runtime/parse-conflist.js';
 
 test("the node's CNI network is kindnet's shape for both plugin sets", () => {
@@ -25,6 +26,55 @@ test("the node's CNI network is kindnet's shape for both plugin sets", () => {
     ranges: [[{ subnet: '10.244.1.0/24' }], [{ subnet: 'fd00:10:244:1::/64' }]],
     routes: [{ dst: '0.0.0.0/0' }, { dst: '::/0' }],
   });
+});
+
+const FILES = { ipamDir: '/n/ipam', subnetFile: '/n/flannel/subnet.env', flannelDataDir: '/n/fl' };
+
+test("kubenet's network: cbr0 with the podCIDR's gateway, host-local, no masquerade, hairpin", () => {
+  for (const cni of ['svcnet', 'reference'] as const) {
+    const list = parseConflist(nodeConflist('kubenet', cni, ['10.244.2.0/24'], FILES));
+    assert.equal(list.name, 'kubenet');
+    const p = list.plugins[0] as Record<string, unknown>;
+    assert.deepEqual(
+      [p.type, p.mode, p.bridge, p.isGateway, p.ipMasq, p.hairpinMode],
+      cni === 'svcnet'
+        ? ['svcnet-cni', 'bridge', 'cbr0', true, false, true]
+        : ['bridge', undefined, 'cbr0', true, false, true],
+    );
+    assert.deepEqual((p.ipam as { ranges: unknown }).ranges, [[{ subnet: '10.244.2.0/24' }]]);
+  }
+});
+
+test("flannel's network: type flannel over the node's subnet.env, delegating to the cni0 bridge", () => {
+  for (const net of ['flannel', 'flannel-host-gw'] as const) {
+    const text = nodeConflist(net, 'svcnet', ['10.244.2.0/24'], FILES);
+    const list = parseConflist(text);
+    assert.equal(list.name, 'cbr0');
+    const plugin = JSON.stringify({ ...list.plugins[0], name: 'cbr0', cniVersion: '1.0.0' });
+    const f = parseFlannelConfig(plugin);
+    assert.equal(f.subnetFile, '/n/flannel/subnet.env');
+    assert.equal(f.dataDir, '/n/fl');
+    const d = flannelDelegate(f, {
+      network: '10.244.0.0/16',
+      subnet: '10.244.2.0/24',
+      gateway: '10.244.2.1',
+      mtu: 1450,
+      ipMasq: true,
+    });
+    assert.equal(d.type, 'bridge');
+    assert.equal(d.isDefaultGateway, true);
+    assert.equal(d.mtu, 1450);
+    assert.deepEqual(d.ipam, {
+      type: 'host-local',
+      dataDir: '/n/ipam',
+      ranges: [[{ subnet: '10.244.2.0/24' }]],
+      routes: [{ dst: '10.244.0.0/16' }],
+    });
+  }
+  assert.equal(
+    nodeConflist('kindnet', 'svcnet', ['10.244.2.0/24'], FILES),
+    labConflist('svcnet', ['10.244.2.0/24'], '/n/ipam'),
+  );
 });
 
 test('a lab node registers like a kind node: podCIDR, InternalIP, role label, Ready', () => {

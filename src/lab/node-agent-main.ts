@@ -1,13 +1,16 @@
 // `svcnet lab agent`: the node agent of one lab node, wired to the real edges. It registers
 // the Node (podCIDR, InternalIP, labels, Ready), watches the Pods bound to it, and runs them
 // with LabPodRuntime: network namespaces attached through the CNI runtime with our plugin
-// (ptp, host-local IPAM over the node's podCIDR; called in-process, not executed) or with Debian's reference plugins (ptp +
-// host-local, as kindnet configures them). At start it makes the kubelet's iptables hint and
-// canary chains (kubelet-chains.ts). It watches ConfigMaps too: a Pod's configMap volume is
+// (ptp, host-local IPAM over the node's podCIDR; called in-process, not executed) or with
+// Debian's reference plugins (ptp + host-local, as kindnet configures them); with
+// `--pod-network kubenet` a cbr0 bridge holding the podCIDR's gateway (kubenet's bridge +
+// host-local), with flannel flannel's CNI network (type flannel: subnet.env from the node's
+// flannel agent, delegating to the cni0 bridge). At start it makes the kubelet's iptables hint
+// and canary chains (kubelet-chains.ts). It watches ConfigMaps too: a Pod's configMap volume is
 // rewritten (the atomic `..data` swap) as soon as its ConfigMap changes, where the kubelet
 // takes up to its sync period. Runs inside the node's network namespace.
 
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { release } from 'node:os';
 import type pino from 'pino';
@@ -37,6 +40,8 @@ import { startPiped } from '../os/piped-process.js';
 import { ensureKubeletChains, kubeletIptables } from './kubelet-chains.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { LabPodRuntime, type PodNetwork, type PodNetworkRequest } from './pod-runtime.js';
+import { flannelSubnetFile } from './components.js';
+import type { LabPodNetwork } from './topology.js';
 
 export const REFERENCE_CNI_DIR = '/usr/lib/cni';
 
@@ -49,6 +54,8 @@ export interface LabAgentOptions {
   readonly role: 'control-plane' | 'worker';
   readonly cni: 'svcnet' | 'reference';
   readonly cniBinDir: string;
+  /** How pods reach other nodes (topology.ts); decides the CNI network (default kindnet). */
+  readonly podNetwork?: LabPodNetwork;
   readonly clusterDNS: string;
   readonly clusterDomain: string;
   /** Per-node state: IPAM reservations, CNI result cache, Pod logs. */
@@ -79,6 +86,88 @@ export function labConflist(
       ? [{ type: 'svcnet-cni', mode: 'ptp', mtu: 1500, ipam }]
       : [{ type: 'ptp', mtu: 1500, ipMasq: false, ipam }];
   return JSON.stringify({ cniVersion: '1.0.0', name: 'kindnet', plugins });
+}
+
+/** The files a node's CNI network keeps: IPAM, and for flannel subnet.env and its delegates. */
+export interface NodeCniFiles {
+  readonly ipamDir: string;
+  readonly subnetFile: string;
+  readonly flannelDataDir: string;
+}
+
+/**
+ * The node's CNI network for its pod network: kindnet's (labConflist); kubenet's cbr0 (the
+ * bridge plugin with the podCIDR's gateway on it, hairpin ports, host-local over the podCIDR,
+ * no masquerade: the hub routes pods); flannel's (kube-flannel's cni-conf.json: type flannel,
+ * delegate hairpinMode and isDefaultGateway, the IPAM store in the node's folder).
+ */
+export function nodeConflist(
+  net: LabPodNetwork,
+  cni: 'svcnet' | 'reference',
+  podCIDRs: readonly string[],
+  files: NodeCniFiles,
+): string {
+  if (net === 'kubenet') {
+    const bridge = {
+      ...(cni === 'svcnet' ? { type: 'svcnet-cni', mode: 'bridge' } : { type: 'bridge' }),
+      bridge: 'cbr0',
+      mtu: 1500,
+      isGateway: true,
+      ipMasq: false,
+      hairpinMode: true,
+      ipam: {
+        type: 'host-local',
+        dataDir: files.ipamDir,
+        ranges: podCIDRs.map((subnet) => [{ subnet }]),
+        routes: [{ dst: '0.0.0.0/0' }],
+      },
+    };
+    return JSON.stringify({ cniVersion: '1.0.0', name: 'kubenet', plugins: [bridge] });
+  }
+  if (net === 'flannel' || net === 'flannel-host-gw') {
+    const flannel = {
+      type: 'flannel',
+      subnetFile: files.subnetFile,
+      dataDir: files.flannelDataDir,
+      delegate: { hairpinMode: true, isDefaultGateway: true },
+      ipam: { type: 'host-local', dataDir: files.ipamDir },
+    };
+    return JSON.stringify({ cniVersion: '1.0.0', name: 'cbr0', plugins: [flannel] });
+  }
+  return labConflist(cni, podCIDRs, files.ipamDir);
+}
+
+/**
+ * The plugin directories of a node: flannel's network needs a `flannel` plugin, which Debian
+ * does not ship, so svcnet-cni is linked under that name into the node's own folder (it runs
+ * the cni0 bridge delegate in-process, with either --cni).
+ */
+function nodeCniPath(opts: LabAgentOptions, nodeDir: string): string[] {
+  const dirs = opts.cni === 'svcnet' ? [opts.cniBinDir, REFERENCE_CNI_DIR] : [REFERENCE_CNI_DIR];
+  if (opts.podNetwork !== 'flannel' && opts.podNetwork !== 'flannel-host-gw') return dirs;
+  const own = join(nodeDir, 'cni-bin');
+  mkdirSync(own, { recursive: true });
+  rmSync(join(own, 'flannel'), { force: true });
+  symlinkSync(join(opts.cniBinDir, 'svcnet-cni'), join(own, 'flannel'));
+  return [own, ...dirs];
+}
+
+/**
+ * Waits until the node's flannel agent has written subnet.env: until then flannel's CNI
+ * network fails every ADD, and the kubelet keeps the node's NetworkReady false rather than
+ * start sandboxes into a back-off (our agent's would reach 30 s between tries).
+ */
+async function waitForSubnetEnv(path: string, log: pino.Logger, clock: Clock): Promise<void> {
+  const t0 = clock.now();
+  let logged = 0;
+  while (!existsSync(path)) {
+    if (clock.now() - logged > 10_000) {
+      log.info({ subnetFile: path }, 'Waiting for the flannel agent to write subnet.env');
+      logged = clock.now();
+    }
+    await clock.sleep(100);
+  }
+  log.info({ subnetFile: path, waitedMs: clock.now() - t0 }, 'Pod network ready');
 }
 
 /** PodNetwork over the CNI runtime: one attachment (eth0) per Pod. */
@@ -275,12 +364,16 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   mkdirSync(logDir, { recursive: true });
   mkdirSync(sandboxes, { recursive: true });
   const conflist = parseConflist(
-    labConflist(opts.cni, opts.podCIDRs, join(nodeDir, 'ipam')),
+    nodeConflist(opts.podNetwork ?? 'kindnet', opts.cni, opts.podCIDRs, {
+      ipamDir: join(nodeDir, 'ipam'),
+      subnetFile: flannelSubnetFile(opts.stateDir, opts.node),
+      flannelDataDir: join(nodeDir, 'flannel-cni'),
+    }),
     `${opts.node} CNI network`,
   );
   const rt = new CniRuntime({
     execer,
-    cniPath: opts.cni === 'svcnet' ? [opts.cniBinDir, REFERENCE_CNI_DIR] : [REFERENCE_CNI_DIR],
+    cniPath: nodeCniPath(opts, nodeDir),
     cache: new FileResultCache(join(nodeDir, 'cni-cache')),
     // Our plugin runs as a function in this agent (it is in the node's namespace already):
     // no Node start-up per Pod. The reference plugins are still executed.
@@ -298,7 +391,10 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
       now: new Date(),
     }),
   );
-  opts.log.info({ node: opts.node, podCIDRs: opts.podCIDRs, cni: opts.cni }, 'Node registered');
+  opts.log.info(
+    { node: opts.node, podCIDRs: opts.podCIDRs, cni: opts.cni, podNetwork: opts.podNetwork },
+    'Node registered',
+  );
   const families = await ensureKubeletChains(
     kubeletIptables(execer, opts.iptablesVariant),
     (fields, msg) => {
@@ -309,6 +405,8 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     { families, variant: opts.iptablesVariant ?? 'iptables' },
     'Created the kubelet iptables hint and canary chains',
   );
+  if (opts.podNetwork === 'flannel' || opts.podNetwork === 'flannel-host-gw')
+    await waitForSubnetEnv(flannelSubnetFile(opts.stateDir, opts.node), opts.log, realClock);
   const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
   const configMaps = createInformer<ConfigMap>(kc, CONFIG_MAPS);
   const runtime = new LabPodRuntime({

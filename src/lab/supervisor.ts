@@ -38,7 +38,7 @@ import { startComponents, stopComponents, type RunningComponent } from './run-co
 import { startForwarder, type Forwarder } from './forward.js';
 import { ComponentKeeper, type ComponentStatus } from './keeper.js';
 import { applyObjects } from './apply.js';
-import { dnsAddon } from './addons.js';
+import { dnsAddon, flannelAddon } from './addons.js';
 import { kubeProxyAddon } from './kube-proxy-addon.js';
 import { writeSecretFile } from '../util/secret-file.js';
 
@@ -262,8 +262,9 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     await mountPrivateDirs(execer);
     await applyNetworkScript(opts.ip, execer, script);
     log(`network ready: ${plan.nodes.length} nodes`);
+    const specs = planComponents(plan, paths, opts.components);
     running = await startComponents(
-      planComponents(plan, paths, opts.components),
+      specs.filter((s) => s.after === undefined),
       opts.self,
       logDir,
     );
@@ -276,6 +277,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     writeSecretFile(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name));
     await applyObjects(loadKubeConfig(kubeconfig), [
       ...dnsAddon(plan),
+      ...flannelAddon(plan),
       ...kubeProxyAddon(plan, {
         proxyMode: opts.components.proxyMode ?? 'iptables',
         ...(opts.components.iptablesVariant === undefined
@@ -283,6 +285,14 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
           : { iptablesVariant: opts.components.iptablesVariant }),
       }),
     ]);
+    // What reads the addons' objects at start (the flannel agents: kube-flannel-cfg).
+    running.push(
+      ...(await startComponents(
+        specs.filter((s) => s.after === 'addons'),
+        opts.self,
+        logDir,
+      )),
+    );
     ready = { apiServer, kubeconfig, apiServerCA };
     log(`components started; API server ${apiServer}`);
   } catch (e) {

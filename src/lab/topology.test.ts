@@ -82,3 +82,65 @@ test('--lb-pool is parsed and may not hold the lab own addresses', () => {
   );
   assert.throws(() => planLab({ lbPool: 'fd00::/120' }), /--lb-pool: must be an IPv4 CIDR/);
 });
+
+/** The rendered ops of one namespace's batch. */
+function opsOf(script: ReturnType<typeof networkScript>, netns: string): string[] {
+  return (script.batches.find((b) => b.netns === netns)?.ops ?? []).map(renderIpOp);
+}
+
+test('the default pod network is kindnet: nodes share br0 and route each other pods', () => {
+  const plan = planLab();
+  assert.equal(plan.podNetwork, 'kindnet');
+  const hub = opsOf(networkScript(plan), 'hub');
+  assert.ok(!hub.some((l) => l.includes('isolated')));
+  assert.ok(hub.includes('route add 10.244.1.0/24 via 172.18.0.3 dev br0'));
+});
+
+test('kubenet: nodes on isolated hub ports, the hub holds one cloud route per podCIDR', () => {
+  const script = networkScript(planLab({ podNetwork: 'kubenet' }));
+  const hub = opsOf(script, 'hub');
+  for (const i of [0, 1, 2]) {
+    assert.ok(hub.includes(`link set n${String(i)} type bridge_slave isolated on`));
+    assert.ok(
+      hub.includes(`route add 10.244.${String(i)}.0/24 via 172.18.0.${String(i + 2)} dev br0`),
+    );
+  }
+  assert.ok(!hub.includes('link set out type bridge_slave isolated on'));
+  const node1 = opsOf(script, 'node-1');
+  assert.ok(!node1.some((l) => l.startsWith('route add 10.244.')));
+  assert.ok(node1.includes('route add default via 172.18.0.1 dev eth0'));
+  const hubSysctls = script.sysctls.find((s) => s.netns === 'hub')?.settings ?? [];
+  assert.ok(hubSysctls.includes('net.ipv4.conf.br0.proxy_arp_pvlan=1'));
+  assert.ok(hubSysctls.includes('net.ipv4.neigh.br0.proxy_delay=0'));
+  const nodeSysctls = script.sysctls.find((s) => s.netns === 'node-1')?.settings ?? [];
+  assert.ok(nodeSysctls.includes('net.bridge.bridge-nf-call-iptables=1'));
+});
+
+test('flannel: isolated nodes and no pod route anywhere (only the overlay carries pods)', () => {
+  const script = networkScript(planLab({ podNetwork: 'flannel' }));
+  const hub = opsOf(script, 'hub');
+  assert.ok(hub.includes('link set n1 type bridge_slave isolated on'));
+  for (const ns of script.namespaces)
+    assert.ok(!opsOf(script, ns).some((l) => l.includes('10.244.')), ns);
+});
+
+test('flannel-host-gw: one shared segment (host-gw needs it), no pod routes in the plan', () => {
+  const script = networkScript(planLab({ podNetwork: 'flannel-host-gw' }));
+  const hub = opsOf(script, 'hub');
+  assert.ok(!hub.some((l) => l.includes('isolated')));
+  for (const ns of script.namespaces)
+    assert.ok(!opsOf(script, ns).some((l) => l.includes('10.244.')), ns);
+});
+
+test('--pod-network: unknown values and dual-stack with flannel or kubenet are refused', () => {
+  assert.throws(
+    () => planLab({ podNetwork: 'calico' as never }),
+    /--pod-network: must be one of kindnet, flannel, flannel-host-gw, kubenet, got "calico"/,
+  );
+  for (const podNetwork of ['flannel', 'flannel-host-gw', 'kubenet'] as const)
+    assert.throws(
+      () => planLab({ podNetwork, ipFamily: 'dual' }),
+      new RegExp(`--ip-family dual: not supported with --pod-network ${podNetwork}`),
+    );
+  assert.equal(planLab({ ipFamily: 'dual' }).podNetwork, 'kindnet');
+});

@@ -5,7 +5,14 @@
 // podCIDRs via their node IPs (kindnet's job). An `outside` namespace on the same bridge plays a
 // client that is not a node (the Internet, the office LAN): it reaches the nodes directly and
 // the LoadBalancer pool (lb-pool.ts) via the hub, where the lab's load balancer routes each LB
-// IP to the nodes that should receive it (lb-controller.ts). Pure: network.ts applies the
+// IP to the nodes that should receive it (lb-controller.ts). The pod network (`--pod-network`)
+// decides who carries pod traffic between nodes: kindnet (the default) the node routes above;
+// kubenet the hub, as a cloud router holding one route per podCIDR; flannel (VXLAN) only the
+// overlay `svcnet flannel` builds; flannel-host-gw the routes that agent programs. With kubenet
+// and flannel the nodes' hub ports are isolated (a private VLAN: no frame passes between two
+// nodes; the hub answers their ARP, RFC 3069, and routes between them), so nothing but the hub's
+// routes or the overlay carries pod traffic; host-gw needs one L2 segment, flannel's own
+// requirement, so its nodes share br0 as kindnet's do. Pure: network.ts applies the
 // script through the Ip seam (RealIp in the lab, FakeIp in unit tests).
 
 import { SvcnetError } from '../errors.js';
@@ -58,6 +65,8 @@ export interface LabPlan {
   /** Dual-stack: the hub's IPv6 address on the lab bridge (the nodes' IPv6 gateway). */
   readonly hubIP6?: string;
   readonly ipFamily: LabIpFamily;
+  /** How pod traffic crosses nodes (absent in plans written before it existed: kindnet). */
+  readonly podNetwork?: LabPodNetwork;
   readonly outside: LabOutsidePlan;
   /** The LoadBalancer address pool, CIDR or START-END (lb-pool.ts). */
   readonly lbPool: string;
@@ -77,6 +86,27 @@ export interface LabPlanOptions {
   readonly lbPool?: string;
   /** `--ip-family` (default ipv4). */
   readonly ipFamily?: LabIpFamily;
+  /** `--pod-network` (default kindnet). */
+  readonly podNetwork?: LabPodNetwork;
+}
+
+/** `lab up --pod-network`: how pods on different nodes reach each other. */
+export const POD_NETWORKS = ['kindnet', 'flannel', 'flannel-host-gw', 'kubenet'] as const;
+export type LabPodNetwork = (typeof POD_NETWORKS)[number];
+
+/** Pod networks whose node agents run `svcnet flannel`. */
+export function isFlannel(net: LabPodNetwork | undefined): boolean {
+  return net === 'flannel' || net === 'flannel-host-gw';
+}
+
+/** The pod network of a plan (plans of labs started before it existed: kindnet). */
+export function podNetworkOf(plan: Pick<LabPlan, 'podNetwork'>): LabPodNetwork {
+  return plan.podNetwork ?? 'kindnet';
+}
+
+/** Nodes on their own L2 segments behind the hub (isolated hub ports). */
+function segmented(net: LabPodNetwork): boolean {
+  return net === 'flannel' || net === 'kubenet';
 }
 
 const NAME_RE = /^[a-z]([-a-z0-9]{0,18}[a-z0-9])?$/;
@@ -101,7 +131,18 @@ export function planLab(opts: LabPlanOptions = {}): LabPlan {
       'INVALID_INPUT',
       `--ip-family: must be one of ${IP_FAMILIES.join(', ')}, got ${JSON.stringify(ipFamily)}`,
     );
+  const podNetwork = opts.podNetwork ?? 'kindnet';
+  if (!(POD_NETWORKS as readonly string[]).includes(podNetwork))
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `--pod-network: must be one of ${POD_NETWORKS.join(', ')}, got ${JSON.stringify(podNetwork)}`,
+    );
   const dual = ipFamily === 'dual';
+  if (dual && podNetwork !== 'kindnet')
+    throw new SvcnetError(
+      'INVALID_INPUT',
+      `--ip-family dual: not supported with --pod-network ${podNetwork} (the lab's flannel and kubenet networks are IPv4 only); use --pod-network kindnet`,
+    );
   const nodes: LabNodePlan[] = [];
   for (let i = 0; i < count; i++) {
     const role = i === 0 ? 'control-plane' : 'worker';
@@ -138,6 +179,7 @@ export function planLab(opts: LabPlanOptions = {}): LabPlan {
     hubIP: '172.18.0.1',
     ...(dual ? { hubIP6: `${NODE_NET6}1` } : {}),
     ipFamily,
+    podNetwork,
     outside: {
       netns: OUTSIDE_NETNS,
       ip: OUTSIDE_IP,
@@ -178,6 +220,15 @@ export function nodePodCIDRs(n: LabNodePlan): string[] {
 export function podGateway(node: LabNodePlan): string {
   return node.podCIDR.replace(/\.0\/24$/, '.1');
 }
+
+/**
+ * The hub of isolated node ports: it answers a node's ARP for another node (proxy_arp_pvlan,
+ * at once, without the proxy delay) and routes the packet back out of br0.
+ */
+const SEGMENTED_HUB_SYSCTLS = [
+  'net.ipv4.conf.br0.proxy_arp_pvlan=1',
+  'net.ipv4.neigh.br0.proxy_delay=0',
+];
 
 /** The hub's dead-end device where traffic leaving the lab is routed to be rejected. */
 const NOWHERE = 'nowhere';
@@ -243,19 +294,24 @@ export function networkScript(plan: LabPlan): NetworkScript {
       ],
     },
   ];
+  const net = podNetworkOf(plan);
   for (const n of plan.nodes) {
     hubOps.push(
       vethPair({ host: n.hubInterface, peer: 'eth0', netns: n.netns }),
       linkSet(n.hubInterface, { master: 'br0', up: true }),
+      ...(segmented(net) ? [linkSet(n.hubInterface, { isolated: true })] : []),
     );
   }
+  if (segmented(net)) sysctls[0]?.settings.push(...SEGMENTED_HUB_SYSCTLS);
   const out = plan.outside;
   hubOps.push(
     vethPair({ host: out.hubInterface, peer: 'eth0', netns: out.netns }),
     linkSet(out.hubInterface, { master: 'br0', up: true }),
   );
-  // Routes back to the Pods, so the hub's rejections find their way to them.
-  for (const n of plan.nodes) {
+  // Routes back to the Pods, so the hub's rejections find their way to them; with kubenet these
+  // are the cloud routes that carry pod traffic between nodes. Flannel's nodes masquerade what
+  // leaves the cluster network, and the hub must not carry their pod traffic.
+  for (const n of isFlannel(net) ? [] : plan.nodes) {
     hubOps.push(routeAdd(n.podCIDR, { via: n.ip, dev: 'br0' }));
     if (n.podCIDR6 !== undefined && n.ip6 !== undefined)
       hubOps.push(routeAdd(n.podCIDR6, { via: n.ip6, dev: 'br0' }));
@@ -269,7 +325,7 @@ export function networkScript(plan: LabPlan): NetworkScript {
       ...v6(n.ip6, 'eth0'),
       ...(plan.hubIP6 !== undefined ? [routeAdd('::/0', { via: plan.hubIP6, dev: 'eth0' })] : []),
     ];
-    for (const other of plan.nodes) {
+    for (const other of net === 'kindnet' ? plan.nodes : []) {
       if (other === n) continue;
       ops.push(routeAdd(other.podCIDR, { via: other.ip, dev: 'eth0' }));
       if (other.podCIDR6 !== undefined && other.ip6 !== undefined)
@@ -284,6 +340,9 @@ export function networkScript(plan: LabPlan): NetworkScript {
         'net.ipv4.conf.default.rp_filter=0',
         'net.ipv4.conf.eth0.rp_filter=0',
         ...(dual ? ['net.ipv6.conf.all.forwarding=1'] : []),
+        // Pods on a bridge (cbr0, cni0): Service replies between two of them must pass the
+        // node's conntrack, as kube-proxy requires of bridge networks (br_netfilter).
+        ...(net === 'kindnet' ? [] : ['net.bridge.bridge-nf-call-iptables=1']),
       ],
     });
   }

@@ -337,6 +337,7 @@ interface FakeLink {
   kind: string | undefined;
   master: string | undefined;
   hairpin: boolean;
+  isolated?: boolean;
   promisc?: boolean;
   addrs: IpAddress[];
   /** veth peer: namespace key and name. */
@@ -584,6 +585,11 @@ export class FakeIp implements Ip {
     return this.spaces.get(netns ?? HOST)?.links.get(dev)?.hairpin ?? false;
   }
 
+  /** True when bridge port `dev` in namespace `netns` is isolated. */
+  isolated(netns: NetnsPath, dev: string): boolean {
+    return this.spaces.get(netns ?? HOST)?.links.get(dev)?.isolated ?? false;
+  }
+
   /** True when `dev` in namespace `netns` is in promiscuous mode. */
   promisc(netns: NetnsPath, dev: string): boolean {
     return this.spaces.get(netns ?? HOST)?.links.get(dev)?.promisc ?? false;
@@ -698,6 +704,10 @@ export class FakeIp implements Ip {
     if (op.hairpin !== undefined) {
       if (!l.master) throw new Error('RTNETLINK answers: Operation not supported');
       l.hairpin = op.hairpin;
+    }
+    if (op.isolated !== undefined) {
+      if (!l.master) throw new Error('RTNETLINK answers: Operation not supported');
+      l.isolated = op.isolated;
     }
   }
 

@@ -55,6 +55,8 @@ export type IpOp =
       readonly up?: boolean | undefined;
       /** Bridge-port hairpin mode (`type bridge_slave hairpin on|off`). */
       readonly hairpin?: boolean | undefined;
+      /** Bridge-port isolation (`type bridge_slave isolated on|off`): isolated ports exchange no frames. */
+      readonly isolated?: boolean | undefined;
       /** Promiscuous mode (`promisc on|off`). */
       readonly promisc?: boolean | undefined;
     }
@@ -213,7 +215,10 @@ function renderLinkSet(o: LinkSetOp): string[] {
   else if (o.master !== undefined) w.push('master', o.master);
   if (o.up !== undefined) w.push(o.up ? 'up' : 'down');
   if (o.promisc !== undefined) w.push('promisc', o.promisc ? 'on' : 'off');
-  if (o.hairpin !== undefined) w.push('type', 'bridge_slave', 'hairpin', o.hairpin ? 'on' : 'off');
+  const port: string[] = [];
+  if (o.hairpin !== undefined) port.push('hairpin', o.hairpin ? 'on' : 'off');
+  if (o.isolated !== undefined) port.push('isolated', o.isolated ? 'on' : 'off');
+  if (port.length > 0) w.push('type', 'bridge_slave', ...port);
   return w;
 }
 

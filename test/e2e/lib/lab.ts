@@ -7,7 +7,9 @@
 // SVCNET_E2E_CNI=reference runs the same suite over Debian's reference CNI plugins;
 // SVCNET_E2E_PROXY_MODE=nftables runs it with every node's proxy in nftables mode;
 // SVCNET_E2E_IP_FAMILY=dual runs it in dual-stack labs (IPv4 first, so the suites' IPv4
-// checks hold; dual-stack.test.ts checks the IPv6 paths).
+// checks hold; dual-stack.test.ts checks the IPv6 paths);
+// SVCNET_E2E_POD_NETWORK=flannel|flannel-host-gw|kubenet runs it over that pod network
+// (pod-network.test.ts checks the network itself).
 
 import assert from 'node:assert/strict';
 import { parseAllDocuments } from 'yaml';
@@ -31,7 +33,7 @@ import { missingToolsReason } from '../../integration/lib/prereq.js';
 import { proxySettled } from '../../../src/lab/wait.js';
 import type { ExecResult } from '../../../src/os/exec.js';
 import type { ComponentStatus } from '../../../src/lab/keeper.js';
-import type { LabIpFamily } from '../../../src/lab/topology.js';
+import { POD_NETWORKS, type LabIpFamily, type LabPodNetwork } from '../../../src/lab/topology.js';
 
 export const E2E_CNI: 'svcnet' | 'reference' =
   process.env.SVCNET_E2E_CNI === 'reference' ? 'reference' : 'svcnet';
@@ -42,12 +44,22 @@ export const E2E_PROXY_MODE: 'iptables' | 'nftables' =
 export const E2E_IP_FAMILY: LabIpFamily =
   process.env.SVCNET_E2E_IP_FAMILY === 'dual' ? 'dual' : 'ipv4';
 
+function e2ePodNetwork(): LabPodNetwork {
+  const v = process.env.SVCNET_E2E_POD_NETWORK ?? 'kindnet';
+  if (!(POD_NETWORKS as readonly string[]).includes(v))
+    throw new Error(`SVCNET_E2E_POD_NETWORK: must be one of ${POD_NETWORKS.join(', ')}, got ${v}`);
+  return v as LabPodNetwork;
+}
+
+export const E2E_POD_NETWORK: LabPodNetwork = e2ePodNetwork();
+
 /** Why the e2e suite cannot run here, or false. */
 export function e2eSkipReason(): string | false {
   if (process.getuid?.() !== 0) return 'needs root (the lab creates network namespaces)';
   const tools = ['unshare', 'nsenter', 'ip', 'iptables-restore', 'curl', 'dig', 'conntrack'];
   if (E2E_CNI === 'reference') tools.push('/usr/lib/cni/ptp', '/usr/lib/cni/host-local');
   if (E2E_PROXY_MODE === 'nftables') tools.push('nft');
+  if (E2E_POD_NETWORK !== 'kindnet') tools.push('bridge');
   return missingToolsReason(tools) ?? false;
 }
 
@@ -110,22 +122,32 @@ export class E2eLab {
     tag: string,
     nodes = 3,
     timeoutMs = 180_000,
-    opts: { ipFamily?: LabIpFamily; objects?: readonly KubeObject[] } = {},
+    opts: {
+      ipFamily?: LabIpFamily;
+      podNetwork?: LabPodNetwork;
+      objects?: readonly KubeObject[];
+    } = {},
   ): Promise<E2eLab> {
     const name = `e2e${tag}${String(process.pid)}`.slice(0, 20);
     // A lab of this very name still up is a leftover of an earlier run whose pid was the same:
     // clear it. Labs of other names (other suites, a user's) are never touched. If labUp fails,
     // it kills the supervisor it started, so a failed start leaves no lab either.
     if (findLab(name)) await labDown(name);
+    const podNetwork = opts.podNetwork ?? (opts.ipFamily === 'dual' ? 'kindnet' : E2E_POD_NETWORK);
     const up = await labUp({
       name,
       nodes,
       cni: E2E_CNI,
       proxyMode: E2E_PROXY_MODE,
       lifeline: true,
-      timeoutMs,
+      // A flannel lab starts three more processes (the agents) and its Pods only once they
+      // have written subnet.env: on a loaded machine that is a minute more.
+      timeoutMs: timeoutMs + (podNetwork.startsWith('flannel') ? 60_000 : 0),
       ipFamily: opts.ipFamily ?? E2E_IP_FAMILY,
       ...(opts.objects === undefined ? {} : { objects: opts.objects }),
+      // A lab asked for dual-stack (dual-stack.test.ts) runs on kindnet, the one pod network
+      // the lab has with IPv6.
+      podNetwork,
     });
     return new E2eLab(name, up, up.timings);
   }
