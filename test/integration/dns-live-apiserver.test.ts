@@ -24,20 +24,15 @@ import {
 } from '../../src/kube/client.js';
 import { endpoint, service, slice } from '../../src/kube/testing.js';
 import type { EndpointSlice, KubeObject, Service } from '../../src/kube/types.js';
+import { apiRequest } from './lib/api-request.js';
 
 let api: RunningApiServer;
 let daemon: DnsDaemon;
 let dnsPort = 0;
 let dir: string;
 
-async function call(method: string, path: string, body?: unknown): Promise<number> {
-  const res = await fetch(`${api.url}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${api.token}`, 'Content-Type': 'application/json' },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  await res.text();
-  return res.status;
+function call(method: string, path: string, body?: unknown): Promise<number> {
+  return apiRequest(api, method, path, body);
 }
 
 async function answer(

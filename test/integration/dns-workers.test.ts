@@ -19,6 +19,7 @@ import { q, udp } from '../../src/dns/client.js';
 import { service } from '../../src/kube/testing.js';
 import { freePort } from '../../src/util/free-port.js';
 import { REPO } from './lib/cli.js';
+import { apiRequest } from './lib/api-request.js';
 
 let api: RunningApiServer;
 let dir: string;
@@ -30,14 +31,8 @@ let readyPort = 0;
 /** Every query this test sent to the daemon (each one is a request in the metrics). */
 let sent = 0;
 
-async function call(method: string, path: string, body?: unknown): Promise<number> {
-  const res = await fetch(`${api.url}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${api.token}`, 'Content-Type': 'application/json' },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  await res.text();
-  return res.status;
+function call(method: string, path: string, body?: unknown): Promise<number> {
+  return apiRequest(api, method, path, body);
 }
 
 async function eventually(fn: () => Promise<boolean>, what: string): Promise<void> {
