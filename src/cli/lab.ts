@@ -147,6 +147,7 @@ export function registerLabCommand(program: Command): void {
     addKubeconfig,
     addUi,
     addAgent,
+    addPodHost,
     addLoadBalancer,
     addSupervise,
   ])
@@ -456,6 +457,27 @@ function addAgent(lab: Command): void {
           process.exit(process.exitCode ?? 0);
         },
       ),
+    );
+}
+
+function addPodHost(lab: Command): void {
+  lab
+    .command('pod-host', { hidden: true })
+    .description(
+      "internal: serves the netexec containers of a lab node's Pods from one process, each inside its Pod's namespace",
+    )
+    .requiredOption('--socket <path>', 'the unix socket the node agent talks to')
+    .option('--node <name>', 'the node (for the log)')
+    .action(
+      action('lab pod-host', async (o: { socket: string; node?: string }) => {
+        const { runPodHost } = await import('../lab/pod-host-main.js');
+        await runPodHost(
+          o.socket,
+          pino({ base: { component: 'pod-host', node: o.node } }, pino.destination(2)),
+          waitForTermination(),
+        );
+        process.exit(0);
+      }),
     );
 }
 

@@ -23,3 +23,11 @@ export function openFifoReader(path: string): number {
 export function openFifoWriter(path: string): number {
   return openSync(path, constants.O_WRONLY);
 }
+
+/**
+ * A write end that never blocks (O_NONBLOCK), for a net.Socket to write: fails with ENXIO
+ * when no reader has the FIFO open, rather than waiting for one.
+ */
+export function openFifoNonblockingWriter(path: string): number {
+  return openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+}
