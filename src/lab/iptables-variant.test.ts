@@ -10,7 +10,8 @@ import type { ComponentOptions } from './components.js';
 import { planLab } from './topology.js';
 import { parse } from 'yaml';
 import type { ConfigMap } from '../kube/types.js';
-import { KUBE_PROXY_MANIFEST, kubeProxyObjects, readDeployManifest } from './kube-proxy-addon.js';
+import { readDeployManifest } from './deploy-manifest.js';
+import { KUBE_PROXY_MANIFEST, kubeProxyObjects } from './kube-proxy-addon.js';
 import {
   LAB_IPTABLES_VARIANT,
   chooseLabIptablesVariant,

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse } from 'yaml';
 import type { ConfigMap, DaemonSet } from '../kube/types.js';
-import { kubeProxyObjects, readDeployManifest } from './kube-proxy-addon.js';
+import { readDeployManifest } from './deploy-manifest.js';
+import { kubeProxyObjects } from './kube-proxy-addon.js';
 import { planLab } from './topology.js';
 import { resolveProxyConfig, parseKubeProxyConfiguration } from '../proxy/config.js';
 

@@ -10,12 +10,16 @@
 // namespace (hostNetwork), with `$(NODE_NAME)` expanded to the node's name and the config file
 // read through the configMap volume (configmap-volume.ts). Pure but for reading the manifest.
 
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { parse as parseYaml, parseAllDocuments, stringify } from 'yaml';
+import { parse as parseYaml, stringify } from 'yaml';
 import type { IptablesVariant } from '../netfilter/iptables/backend.js';
 import type { KubeObject } from '../kube/types.js';
-import { packageRoot } from './binaries.js';
+import {
+  isObject,
+  manifestDocs,
+  readDeployManifest,
+  withReadinessPeriod,
+  type Json,
+} from './deploy-manifest.js';
 import { clusterCIDRs, type LabPlan } from './topology.js';
 
 export const KUBE_PROXY_MANIFEST = 'kube-proxy.yaml';
@@ -26,17 +30,6 @@ export interface KubeProxyValues {
   readonly iptablesVariant?: IptablesVariant;
   /** The readiness probe's period (default 1 s). */
   readonly readinessPeriodSeconds?: number;
-}
-
-/** The text of a manifest of deploy/. */
-export function readDeployManifest(name: string, root = packageRoot()): string {
-  return readFileSync(join(root, 'deploy', name), 'utf8');
-}
-
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** The KubeProxyConfiguration text with the lab's values. */
@@ -68,13 +61,7 @@ export function kubeProxyObjects(
   plan: LabPlan,
   values: KubeProxyValues,
 ): KubeObject[] {
-  const docs = parseAllDocuments(manifest)
-    .map((d) => {
-      const json: unknown = d.toJSON();
-      return json;
-    })
-    .filter(isObject);
-  return docs.map((doc) => {
+  return manifestDocs(manifest).map((doc) => {
     const kind = doc.kind;
     if (kind === 'ConfigMap') {
       const data = isObject(doc.data) ? doc.data : {};
@@ -86,22 +73,6 @@ export function kubeProxyObjects(
     if (kind === 'DaemonSet') return withReadinessPeriod(doc, values.readinessPeriodSeconds ?? 1);
     return doc;
   });
-}
-
-function withReadinessPeriod(ds: Json, period: number): Json {
-  const spec = isObject(ds.spec) ? ds.spec : {};
-  const template = isObject(spec.template) ? spec.template : {};
-  const podSpec = isObject(template.spec) ? template.spec : {};
-  const containers = Array.isArray(podSpec.containers) ? (podSpec.containers as unknown[]) : [];
-  const faster = containers.map((c) =>
-    isObject(c) && isObject(c.readinessProbe)
-      ? { ...c, readinessProbe: { ...c.readinessProbe, periodSeconds: period } }
-      : c,
-  );
-  return {
-    ...ds,
-    spec: { ...spec, template: { ...template, spec: { ...podSpec, containers: faster } } },
-  };
 }
 
 /** The lab's kube-proxy objects, from the deploy/ manifest on disk. */

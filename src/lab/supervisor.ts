@@ -2,7 +2,8 @@
 // from the topology plan, starts the components in the node namespaces (components.ts), gives
 // the host an API endpoint on 127.0.0.1 (a TCP listener forwarding to the API server's unix
 // socket; nothing else touches the host's network namespace), writes the host kubeconfig,
-// installs the cluster DNS addon, and records its state for `lab status` / `lab exec`, each
+// applies the add-ons (deploy/coredns.yaml and deploy/kube-proxy.yaml with the lab's values,
+// and flannel's ConfigMap), and records its state for `lab status` / `lab exec`, each
 // record stamped with the run id `lab up` gave it (run.ts) and the fingerprint of the API
 // server certificate this run created, so no client takes a dead run's state for its own. Once
 // the lab is up, a component that exits is started again (keeper.ts, the kubelet's
@@ -38,7 +39,8 @@ import { startComponents, stopComponents, type RunningComponent } from './run-co
 import { startForwarder, type Forwarder } from './forward.js';
 import { ComponentKeeper, type ComponentStatus } from './keeper.js';
 import { applyObjects } from './apply.js';
-import { dnsAddon, flannelAddon } from './addons.js';
+import { flannelAddon } from './addons.js';
+import { corednsAddon } from './coredns-addon.js';
 import { kubeProxyAddon } from './kube-proxy-addon.js';
 import { writeSecretFile } from '../util/secret-file.js';
 
@@ -276,7 +278,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     const kubeconfig = join(stateDir, HOST_KUBECONFIG);
     writeSecretFile(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name));
     await applyObjects(loadKubeConfig(kubeconfig), [
-      ...dnsAddon(plan),
+      ...corednsAddon(plan),
       ...flannelAddon(plan),
       ...kubeProxyAddon(plan, {
         proxyMode: opts.components.proxyMode ?? 'iptables',

@@ -215,7 +215,8 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
       for (const proto of ['+notcp', '+tcp']) await digIs(from, [proto, name], ['10.96.0.1'], true);
     await digIs(from, [`kubernetes.default.svc.${ZONE}`], ['10.96.0.1']);
     await digIs(from, ['-x', '10.96.0.1'], [`kubernetes.default.svc.${ZONE}.`]);
-    // The answer as a client sees it: authoritative, CoreDNS's default TTL of 5 s.
+    // The answer as a client sees it: authoritative, with the TTL of kubeadm's Corefile
+    // (`ttl 30`), which the lab's DNS Pods read from the coredns ConfigMap.
     const full = await lab.exec(from, [
       'dig',
       '+noall',
@@ -226,7 +227,7 @@ describe('DNS (test/e2e/network/dns.go)', { skip }, () => {
     assert.match(full.stdout, /flags: qr aa rd ra;/);
     assert.match(
       full.stdout,
-      /^kubernetes\.default\.svc\.cluster\.local\.\s+5\s+IN\s+A\s+10\.96\.0\.1$/m,
+      /^kubernetes\.default\.svc\.cluster\.local\.\s+30\s+IN\s+A\s+10\.96\.0\.1$/m,
     );
     assert.equal(await getent(from, 'kubernetes.default'), '10.96.0.1');
     const ip = ipOf(await lab.pod(NS.cluster, 'client'));

@@ -6,16 +6,21 @@
 // lists the proxy Pods. Then the ConfigMap's minSyncPeriod is patched: the agents swap the
 // volume's `..data`, every proxy sees its config.conf change and exits, its container is
 // restarted (RESTARTS ≥ 1) within 30 s with the new setting in its /configz, and a curl loop
-// to a ClusterIP from a Pod loses no request meanwhile (the rules stay in the kernel).
+// to a ClusterIP from a Pod loses no request meanwhile (the rules stay in the kernel). The
+// cluster DNS likewise is deploy/coredns.yaml's Deployment: `kubectl -n kube-system get deploy
+// coredns` is ready, each DNS Pod's configMap volume holds exactly the ConfigMap's Corefile,
+// and patching the Corefile (`ttl 30` → `ttl 7`) reaches every DNS Pod through the volume:
+// svcnet dns's `reload` applies it and dig at each Pod sees the new TTL within 15 s.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import type { ConfigMap, KubeObject, Pod } from '../../src/kube/types.js';
 import { describeLabProxies } from '../../src/lab/lab.js';
+import { volumeDir } from '../../src/lab/configmap-volume.js';
 import { E2E_PROXY_MODE, E2eLab, e2eSkipReason, eventually, netexecPod } from './lib/lab.js';
 import { kubectlOk } from './lib/kubectl.js';
 import { skipOrFail } from '../integration/lib/prereq.js';
@@ -58,6 +63,24 @@ function web(replicas: number): KubeObject[] {
   ] as KubeObject[];
 }
 
+async function dnsPods(lab: E2eLab): Promise<Pod[]> {
+  return lab.client.list('Pod', { namespace: 'kube-system', labelSelector: 'k8s-app=kube-dns' });
+}
+
+/** The Corefile a DNS Pod's `svcnet dns --corefile` reads: its configMap volume's file. */
+function podCorefile(lab: E2eLab, pod: Pod): string {
+  const root = join(lab.lab.stateDir, 'nodes', pod.spec?.nodeName ?? '', 'volumes');
+  return readFileSync(join(volumeDir(root, pod, 'config-volume'), 'Corefile'), 'utf8');
+}
+
+/** A kubectl table's one row as column → value. */
+function tableRow(out: string): (name: string) => string {
+  const [header = '', row = ''] = out.trim().split('\n');
+  const cols = header.split(/\s+/);
+  const vals = row.split(/\s+/);
+  return (name) => vals[cols.indexOf(name)] ?? '';
+}
+
 async function proxyPods(lab: E2eLab): Promise<Pod[]> {
   return lab.client.list('Pod', { namespace: 'kube-system', labelSelector: 'k8s-app=kube-proxy' });
 }
@@ -80,10 +103,7 @@ describe('kube-system add-ons: kube-proxy as a DaemonSet with its ConfigMap', { 
 
   test('kubectl -n kube-system get ds kube-proxy: DESIRED = READY = 3', async () => {
     const out = await kubectlOk(lab, ['-n', 'kube-system', 'get', 'ds', 'kube-proxy']);
-    const [header = '', row = ''] = out.trim().split('\n');
-    const cols = header.split(/\s+/);
-    const vals = row.split(/\s+/);
-    const col = (name: string): string => vals[cols.indexOf(name)] ?? '';
+    const col = tableRow(out);
     assert.equal(col('NAME'), 'kube-proxy', out);
     assert.equal(col('DESIRED'), '3', out);
     assert.equal(col('READY'), '3', out);
@@ -93,6 +113,88 @@ describe('kube-system add-ons: kube-proxy as a DaemonSet with its ConfigMap', { 
     const status = await describeLabProxies(lab.lab);
     assert.deepEqual(status.down, [], status.text);
     assert.match(status.text, /proxy-\S+\s+ready/);
+  });
+
+  test("kubectl -n kube-system get deploy coredns: 2/2 ready; each DNS Pod reads the ConfigMap's Corefile", async () => {
+    const col = tableRow(await kubectlOk(lab, ['-n', 'kube-system', 'get', 'deploy', 'coredns']));
+    assert.equal(col('NAME'), 'coredns');
+    assert.equal(col('READY'), '2/2');
+    assert.equal(col('AVAILABLE'), '2');
+    const corefile = await kubectlOk(lab, [
+      '-n',
+      'kube-system',
+      'get',
+      'cm',
+      'coredns',
+      '-o',
+      'jsonpath={.data.Corefile}',
+    ]);
+    assert.match(corefile, /^\s+kubernetes cluster\.local in-addr\.arpa ip6\.arpa \{$/m);
+    const pods = await dnsPods(lab);
+    assert.equal(pods.length, 2);
+    for (const p of pods) assert.equal(podCorefile(lab, p), corefile, p.metadata?.name);
+  });
+
+  test('patching the Corefile (ttl 30 -> 7) reaches every DNS Pod: svcnet dns reloads it', async () => {
+    const name = 'kubernetes.default.svc.cluster.local';
+    const ttlAt = async (ip: string): Promise<string> => {
+      const r = await lab.exec(`${NS}/client`, [
+        'dig',
+        '+noall',
+        '+answer',
+        '+time=2',
+        `@${ip}`,
+        name,
+      ]);
+      return r.stdout.trim().split(/\s+/)[1] ?? '';
+    };
+    const pods = await dnsPods(lab);
+    const ips = pods.map((p) => p.status?.podIP ?? '');
+    for (const ip of ips) assert.equal(await ttlAt(ip), '30', `TTL at ${ip} before`);
+    const corefile = await kubectlOk(lab, [
+      '-n',
+      'kube-system',
+      'get',
+      'cm',
+      'coredns',
+      '-o',
+      'jsonpath={.data.Corefile}',
+    ]);
+    const edited = corefile.replace(/^(\s+)ttl 30$/m, '$1ttl 7');
+    assert.notEqual(edited, corefile);
+    const t0 = Date.now();
+    await kubectlOk(lab, [
+      '-n',
+      'kube-system',
+      'patch',
+      'configmap',
+      'coredns',
+      '--type',
+      'merge',
+      '-p',
+      JSON.stringify({ data: { Corefile: edited } }),
+    ]);
+    for (const ip of ips)
+      await eventually(
+        `dig @${ip} to answer with TTL 7`,
+        async () => ((await ttlAt(ip)) === '7' ? true : undefined),
+        15_000,
+      );
+    process.stdout.write(
+      `# Corefile patched -> both DNS Pods answer with the new TTL in ${String(Date.now() - t0)} ms\n`,
+    );
+    // Reloaded in place: the same Pods, no container restarted, each file the new Corefile.
+    const after = await dnsPods(lab);
+    assert.deepEqual(
+      after.map((p) => p.metadata?.name).sort(),
+      pods.map((p) => p.metadata?.name).sort(),
+    );
+    for (const p of after) {
+      assert.equal(p.status?.containerStatuses?.[0]?.restartCount ?? 0, 0);
+      assert.equal(podCorefile(lab, p), edited);
+    }
+    const logs = await kubectlOk(lab, ['logs', '-n', 'kube-system', 'deploy/coredns']);
+    assert.match(logs, /Reloaded Corefile/);
   });
 
   test('kubectl logs -n kube-system ds/kube-proxy --tail 5 prints the proxy log lines', async () => {
