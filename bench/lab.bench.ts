@@ -58,6 +58,7 @@ function roleOf(cmdline: string): string {
   if (sub.startsWith('lab supervise')) return 'supervisor';
   if (sub.startsWith('lab agent')) return 'agents (+CNI, ip)';
   if (sub.startsWith('lab forward')) return 'supervisor';
+  if (sub.startsWith('lab pod-host')) return 'Pod servers';
   if (sub.startsWith('netexec')) return 'Pod servers';
   if (sub.startsWith('dns')) return 'DNS Pods';
   if (sub.startsWith('proxy')) return 'proxies (+iptables)';
