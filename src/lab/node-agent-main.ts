@@ -394,6 +394,11 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   const sandboxes = join(nodeDir, 'sandboxes');
   mkdirSync(logDir, { recursive: true });
   mkdirSync(sandboxes, { recursive: true });
+  // Started while the node registers: its Node.js start-up is then off the first Pod's path.
+  const podHost = nodePodHost(opts, nodeDir);
+  podHost.warmUp().catch((e: unknown) => {
+    opts.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'Pod host not answering');
+  });
   const conflist = parseConflist(
     nodeConflist(opts.podNetwork ?? 'kindnet', opts.cni, opts.podCIDRs, {
       ipamDir: join(nodeDir, 'ipam'),
@@ -440,7 +445,7 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     await waitForSubnetEnv(flannelSubnetFile(opts.stateDir, opts.node), opts.log, realClock);
   const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
   const configMaps = createInformer<ConfigMap>(kc, CONFIG_MAPS);
-  const podHost = nodePodHost(opts, nodeDir);
+
   const runtime = new LabPodRuntime({
     podHost,
     ip: new RealIp(execer),

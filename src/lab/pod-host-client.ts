@@ -185,6 +185,11 @@ export class PodHostClient {
     };
   }
 
+  /** Connects now, starting the host if none answers (so the first Pod does not wait for it). */
+  async warmUp(): Promise<void> {
+    await this.connection(true);
+  }
+
   /** Starts a new run of the container; resolves once it listens. */
   async start(c: HostedContainer): Promise<HostedRun> {
     const { reply, conn } = await this.request({ op: 'start', container: c });
