@@ -6,8 +6,9 @@
 // from all that: `state` (running, waiting CrashLoopBackOff with the kubelet's message, or
 // terminated), `lastState.terminated` of the previous run, `restartCount`, `started`, and
 // the Pod's phase (Running; Succeeded or Failed once a container that will not be restarted
-// has ended). The lab runs one process per Pod (pod-servers.ts), so every container of a Pod
-// shares that process's lifecycle and each reports it. A run's containerID is
+// has ended). The lab runs one container run per Pod (pod-servers.ts: a process, or a run in
+// the node's pod host), so every container of a Pod shares that run's lifecycle and each
+// reports it. A run's containerID is
 // `svcnet://<pid>` (the pid in the lab's PID namespace), so a test can signal it; a netexec
 // container the node's pod host serves (pod-host.ts) is `svcnet://<host pid>/<sandbox>.<run>`,
 // no process of its own to signal. The agent
