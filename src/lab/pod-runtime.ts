@@ -439,18 +439,7 @@ export class LabPodRuntime implements PodRuntime {
       await clock.sleep(50);
     }
     const started = { ip, ips, startedAt };
-    const path = this.recordPath(netns);
-    if (path !== undefined) {
-      const rec: SandboxRecord = {
-        key,
-        uid: pod.metadata?.uid ?? '',
-        netns,
-        pid: proc.pid,
-        ...started,
-        ...(hostNetwork ? { hostNetwork } : {}),
-      };
-      writeFileSync(path, `${JSON.stringify(rec)}\n`);
-    }
+    this.record(pod, netns, proc.pid, started);
     return { ...started, pid: proc.pid, exited: proc.exited };
   }
 
@@ -488,25 +477,35 @@ export class LabPodRuntime implements PodRuntime {
     const hosted = { id: run.id, run: run.run };
     this.running.set(key, { pod, netns, ip: addrs.ip, ips: addrs.ips, proc, hosted });
     const started = { ip: addrs.ip, ips: addrs.ips, startedAt };
-    const path = this.recordPath(netns);
-    if (path !== undefined) {
-      const rec: SandboxRecord = {
-        key,
-        uid: pod.metadata?.uid ?? '',
-        netns,
-        pid: run.pid,
-        ...started,
-        ...(hostNetwork ? { hostNetwork } : {}),
-        hosted,
-      };
-      writeFileSync(path, `${JSON.stringify(rec)}\n`);
-    }
+    this.record(pod, netns, run.pid, started, hosted);
     return {
       ...started,
       pid: run.pid,
       containerID: hostedContainerID(run.pid, hosted),
       exited: run.exited,
     };
+  }
+
+  /** Writes the sandbox record a restarted agent adopts the Pod from. */
+  private record(
+    pod: Pod,
+    netns: string,
+    pid: number,
+    started: { ip: string; ips: readonly string[]; startedAt: string },
+    hosted?: HostedRef,
+  ): void {
+    const path = this.recordPath(netns);
+    if (path === undefined) return;
+    const rec: SandboxRecord = {
+      key: objectKey(pod),
+      uid: pod.metadata?.uid ?? '',
+      netns,
+      pid,
+      ...started,
+      ...(pod.spec?.hostNetwork === true ? { hostNetwork: true } : {}),
+      ...(hosted === undefined ? {} : { hosted }),
+    };
+    writeFileSync(path, `${JSON.stringify(rec)}\n`);
   }
 
   private volumeRoot(): string {
