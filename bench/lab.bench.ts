@@ -1,8 +1,10 @@
-// `lab up` with 3 nodes × 10 Pods (target: under 10 s): a Deployment of 30 netexec Pods
-// applied with the lab, timed until every Pod is Ready, every EndpointSlice current and every
-// proxy has programmed its rules (what `svcnet lab up -f` waits for). Memory is the resident
-// set of every process of the lab (its PID namespace: supervisor, API server, controllers,
-// agents, proxies, DNS and the 30 Pod servers), and CPU time is split by role. Needs root;
+// `lab up` with 3 nodes × 10 Pods (target: 10 s) and with 3 × 100 (target: 30 s, all of it
+// in 2 GiB, ≤ 10 MiB per Pod beyond the 3 × 10 lab): `lab up --pods-per-node N`'s Deployment,
+// timed until every Pod is Ready, every EndpointSlice current and every proxy has programmed
+// its rules (what `svcnet lab up` waits for). Memory is the resident set of every process of
+// the lab (its PID namespace: supervisor, API server, controllers, agents, the pod hosts that
+// serve the netexec Pods, proxies and DNS), and CPU time is split by role. With --json:
+// lab-30-up, lab-30-rss, lab-300-up, lab-300-rss, lab-rss-per-pod. Needs root;
 // the lab is torn down at the end. SVCNET_BENCH_CNI=reference uses the reference plugins;
 // SVCNET_BENCH_POD_NETWORK=flannel|flannel-host-gw|kubenet measures that pod network;
 // SVCNET_BENCH_TIMEOUT_S gives `lab up` longer than 300 s (a machine busy with other work).
@@ -10,38 +12,16 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { service as serviceOf } from '../src/kube/testing.js';
-import type { KubeObject } from '../src/kube/types.js';
 import { labDown, labUp } from '../src/lab/lab.js';
 import { ensureLabBinaries } from '../src/lab/binaries.js';
+import { podsPerNodeObjects } from '../src/lab/pods-per-node.js';
 import { POD_NETWORKS, type LabPodNetwork } from '../src/lab/topology.js';
 
 const NODES = 3;
-const PODS = 30;
 /** SVCNET_BENCH_CNI=reference measures the lab over Debian's reference plugins instead. */
 const CNI = process.env.SVCNET_BENCH_CNI === 'reference' ? 'reference' : 'svcnet';
 const POD_NETWORK: LabPodNetwork =
   POD_NETWORKS.find((n) => n === process.env.SVCNET_BENCH_POD_NETWORK) ?? 'kindnet';
-
-function deployment(replicas: number): KubeObject {
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'bench', namespace: 'default' },
-    spec: {
-      replicas,
-      selector: { matchLabels: { app: 'bench' } },
-      template: {
-        metadata: { labels: { app: 'bench' } },
-        spec: { containers: [{ name: 'web', image: 'nginx', ports: [{ containerPort: 80 }] }] },
-      },
-    },
-  } as KubeObject;
-}
-
-function service(): KubeObject {
-  return serviceOf('bench', { selector: { app: 'bench' }, ports: [{ port: 80 }] });
-}
 
 interface LabUsage {
   mib: number;
@@ -58,6 +38,7 @@ function roleOf(cmdline: string): string {
   if (sub.startsWith('lab supervise')) return 'supervisor';
   if (sub.startsWith('lab agent')) return 'agents (+CNI, ip)';
   if (sub.startsWith('lab forward')) return 'supervisor';
+  if (sub.startsWith('lab pod-host')) return 'Pod servers';
   if (sub.startsWith('netexec')) return 'Pod servers';
   if (sub.startsWith('dns')) return 'DNS Pods';
   if (sub.startsWith('proxy')) return 'proxies (+iptables)';
@@ -92,17 +73,8 @@ function labUsage(pid: number): LabUsage {
   return usage;
 }
 
-/** Runs the benchmark (see the file header); prints a skip message when it cannot run. */
-export async function run(): Promise<void> {
-  const tools = ['unshare', 'nsenter', 'ip', 'iptables-restore', 'curl'];
-  const missing = tools.filter((t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0);
-  if (process.getuid?.() !== 0 || missing.length > 0) {
-    process.stdout.write(
-      `skipped: ${missing.length > 0 ? `needs ${missing.join(', ')}` : 'needs root'}\n`,
-    );
-    return;
-  }
-  await ensureLabBinaries(); // bundling is a one-off, not part of `lab up`
+/** One lab of `perNode` netexec Pods per node: up time, memory and CPU, then torn down. */
+async function measure(perNode: number): Promise<{ upMs: number; mib: number }> {
   const name = `bench${String(process.pid)}`.slice(0, 20);
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   const t0 = performance.now();
@@ -111,7 +83,7 @@ export async function run(): Promise<void> {
     nodes: NODES,
     cni: CNI,
     podNetwork: POD_NETWORK,
-    objects: [service(), deployment(PODS)],
+    objects: podsPerNodeObjects(perNode, NODES),
     lifeline: true,
     timeoutMs: Number(process.env.SVCNET_BENCH_TIMEOUT_S ?? 300) * 1000,
   });
@@ -124,12 +96,14 @@ export async function run(): Promise<void> {
   const t1 = performance.now();
   await labDown(name);
   const down = performance.now() - t1;
-  const verdict = total < 10_000 ? 'met' : 'MISSED';
-  process.stdout.write(
+  const target = TARGET_UP_MS[perNode];
+  const verdict = target === undefined ? '' : total <= target ? 'met' : 'MISSED';
+  say(
     [
-      `lab up, ${String(NODES)} nodes x ${String(PODS / NODES)} Pods (+2 DNS Pods), pod network ${POD_NETWORK}, cni ${CNI}, load ${load}`,
+      `lab up, ${String(NODES)} nodes x ${String(perNode)} Pods (+2 DNS Pods), pod network ${POD_NETWORK}, cni ${CNI}, load ${load}`,
+      `  command: npm run bench -- lab (labUp with podsPerNodeObjects(${String(perNode)}, ${String(NODES)}), as svcnet lab up --pods-per-node ${String(perNode)})`,
       `  components up      ${(up.timings.components / 1000).toFixed(1)} s`,
-      `  all Pods serving   ${(total / 1000).toFixed(1)} s   (target < 10 s: ${verdict})`,
+      `  all Pods serving   ${(total / 1000).toFixed(1)} s${target === undefined ? '' : `   (target <= ${String(target / 1000)} s: ${verdict})`}`,
       `  memory             ${mem.mib.toFixed(0)} MiB RSS in ${String(mem.processes)} processes (${(mem.mib / mem.processes).toFixed(0)} MiB each)`,
       `  CPU of the lab      ${cpuTotal.toFixed(1)} s (on ${String(availableParallelism())} cores):`,
       ...cpuLines,
@@ -137,4 +111,60 @@ export async function run(): Promise<void> {
       '',
     ].join('\n'),
   );
+  return { upMs: total, mib: mem.mib };
+}
+
+/** Up-time targets by Pods per node: 3 × 10 in 10 s (#19), 3 × 100 in 30 s (#21). */
+const TARGET_UP_MS: Readonly<Record<number, number>> = { 10: 10_000, 100: 30_000 };
+/** 3 × 100 Pods: everything the lab runs in 2 GiB, and at most 10 MiB per Pod beyond 3 × 10. */
+const TARGET_300_MIB = 2048;
+const TARGET_MIB_PER_POD = 10;
+
+const JSON_OUT = process.argv.includes('--json');
+
+/** Text goes to stdout, or to stderr when stdout carries the JSON figures. */
+function say(text: string): void {
+  (JSON_OUT ? process.stderr : process.stdout).write(`${text}\n`);
+}
+
+function figure(name: string, value: number, unit: string, target?: number): void {
+  if (!JSON_OUT) return;
+  process.stdout.write(
+    `${JSON.stringify({ bench: 'lab', figure: name, value: Math.round(value), unit, ...(target !== undefined ? { target } : {}) })}\n`,
+  );
+}
+
+/**
+ * Runs the benchmark (see the file header): 3 × 10 Pods, then 3 × 100 (SVCNET_BENCH_LAB_SIZES
+ * picks, e.g. `10`); prints a skip message when it cannot run.
+ */
+export async function run(): Promise<void> {
+  const tools = ['unshare', 'nsenter', 'ip', 'iptables-restore', 'curl'];
+  const missing = tools.filter((t) => spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0);
+  if (process.getuid?.() !== 0 || missing.length > 0) {
+    say(`skipped: ${missing.length > 0 ? `needs ${missing.join(', ')}` : 'needs root'}`);
+    return;
+  }
+  await ensureLabBinaries(); // bundling is a one-off, not part of `lab up`
+  const sizes = (process.env.SVCNET_BENCH_LAB_SIZES ?? '10,100').split(',').map(Number);
+  const results = new Map<number, { upMs: number; mib: number }>();
+  for (const perNode of sizes) {
+    const r = await measure(perNode);
+    results.set(perNode, r);
+    const pods = perNode * NODES;
+    figure(`lab-${String(pods)}-up`, r.upMs, 'ms', TARGET_UP_MS[perNode]);
+    figure(`lab-${String(pods)}-rss`, r.mib, 'MiB', pods === 300 ? TARGET_300_MIB : undefined);
+  }
+  const small = results.get(10);
+  const big = results.get(100);
+  if (small !== undefined && big !== undefined) {
+    const perPod = (big.mib - small.mib) / (300 - 30);
+    say(
+      `  memory per Pod beyond 3 x 10: ${perPod.toFixed(2)} MiB (target <= ${String(TARGET_MIB_PER_POD)})`,
+    );
+    if (JSON_OUT)
+      process.stdout.write(
+        `${JSON.stringify({ bench: 'lab', figure: 'lab-rss-per-pod', value: Number(perPod.toFixed(2)), unit: 'MiB', target: TARGET_MIB_PER_POD })}\n`,
+      );
+  }
 }

@@ -20,6 +20,7 @@ import {
   type LabPodNetwork,
 } from '../lab/topology.js';
 import { DEFAULT_LB_POOL } from '../lab/lb-pool.js';
+import { podsPerNodeObjects } from '../lab/pods-per-node.js';
 import { action, collect, readSources } from './run.js';
 import { daemonAction } from './daemon.js';
 import { addUiFlags, runUi, type UiFlags } from './ui.js';
@@ -147,10 +148,20 @@ export function registerLabCommand(program: Command): void {
     addKubeconfig,
     addUi,
     addAgent,
+    addPodHost,
     addLoadBalancer,
     addSupervise,
   ])
     add(lab);
+}
+
+/** `--pods-per-node`'s objects; a bad count is an INVALID_INPUT error (exit 2). */
+function checkedPodsPerNode(perNode: number, nodes: number): KubeObject[] {
+  try {
+    return podsPerNodeObjects(perNode, nodes);
+  } catch (e) {
+    throw new SvcnetError('INVALID_INPUT', (e as Error).message, { cause: e });
+  }
 }
 
 function addUp(lab: Command): void {
@@ -172,6 +183,11 @@ function addUp(lab: Command): void {
     .addOption(lbPoolOption())
     .addOption(ipFamilyOption())
     .addOption(podNetworkOption())
+    .option(
+      '--pods-per-node <n>',
+      'also run Deployment netexec with N agnhost netexec Pods per node, behind Service netexec',
+      positiveInt,
+    )
     .option('--timeout <seconds>', 'give up after this long', positiveInt, 180)
     .action(
       action(
@@ -185,9 +201,12 @@ function addUp(lab: Command): void {
           lbPool: string;
           ipFamily: LabIpFamily;
           podNetwork: LabPodNetwork;
+          podsPerNode?: number;
           timeout: number;
         }) => {
           // validate before starting anything
+          const workload =
+            o.podsPerNode === undefined ? [] : checkedPodsPerNode(o.podsPerNode, o.nodes);
           planLab({
             name: o.name,
             nodes: o.nodes,
@@ -195,7 +214,7 @@ function addUp(lab: Command): void {
             ipFamily: o.ipFamily,
             podNetwork: o.podNetwork,
           });
-          const objects = await loadObjects(o.filename);
+          const objects = [...(await loadObjects(o.filename)), ...workload];
           const up = await (
             await labModule()
           ).labUp({
@@ -456,6 +475,27 @@ function addAgent(lab: Command): void {
           process.exit(process.exitCode ?? 0);
         },
       ),
+    );
+}
+
+function addPodHost(lab: Command): void {
+  lab
+    .command('pod-host', { hidden: true })
+    .description(
+      "internal: serves the netexec containers of a lab node's Pods from one process, each inside its Pod's namespace",
+    )
+    .requiredOption('--socket <path>', 'the unix socket the node agent talks to')
+    .option('--node <name>', 'the node (for the log)')
+    .action(
+      action('lab pod-host', async (o: { socket: string; node?: string }) => {
+        const { runPodHost } = await import('../lab/pod-host-main.js');
+        await runPodHost(
+          o.socket,
+          pino({ base: { component: 'pod-host', node: o.node } }, pino.destination(2)),
+          waitForTermination(),
+        );
+        process.exit(0);
+      }),
     );
 }
 

@@ -4,7 +4,8 @@
 
 import { hostname } from 'node:os';
 import { InvalidArgumentError, type Command } from 'commander';
-import { startNetexec } from '../lab/netexec.js';
+import { startNetexecContainer } from '../lab/netexec-container.js';
+import { goLogLine } from '../lab/netexec-go.js';
 
 function port(flag: string, allowDisabled: boolean): (v: string) => number {
   return (v) => {
@@ -27,13 +28,10 @@ function parseExtraPort(v: string): { port: number; protocol: 'tcp' | 'udp' } {
   return { port: n, protocol: (m[2] ?? 'tcp').toLowerCase() as 'tcp' | 'udp' };
 }
 
-/** A line on stderr as Go's log package prints it (`2006/01/02 15:04:05 msg`), as agnhost's are. */
+/** A line on stderr as Go's log package prints it, as agnhost's are. */
 function log(line: string): void {
-  const d = new Date();
-  const p = (n: number): string => String(n).padStart(2, '0');
-  const stamp = `${String(d.getFullYear())}/${p(d.getMonth() + 1)}/${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
   try {
-    process.stderr.write(`${stamp} ${line}\n`);
+    process.stderr.write(`${goLogLine(new Date(), line)}\n`);
   } catch {
     // a log nobody reads is no reason to stop serving
   }
@@ -88,50 +86,26 @@ export function registerNetexecCommand(program: Command): void {
       }) => {
         // stderr is the Pod's log; a reader gone away is no reason to stop serving.
         process.stderr.on('error', () => undefined);
-        const common = {
+        let interrupted = false;
+        const c = await startNetexecContainer({
           log,
           hostname: o.hostname ?? process.env.POD_NAME ?? hostname(),
           enableShell: o.enableShell,
           ...(o.uploadDir !== undefined ? { uploadDir: o.uploadDir } : {}),
           ...(o.listenAddress !== undefined ? { host: o.listenAddress } : {}),
-        };
-        const servers = [
-          await startNetexec({ ...common, httpPort: o.httpPort, udpPort: o.udpPort }),
-        ];
-        for (const extra of o.extraPort ?? []) {
-          servers.push(
-            await startNetexec({
-              ...common,
-              httpPort: extra.protocol === 'tcp' ? extra.port : -1,
-              udpPort: extra.protocol === 'udp' ? extra.port : -1,
-            }),
-          );
-        }
-        const tcp = servers.flatMap((s) => (s.httpPort !== undefined ? [s.httpPort] : []));
-        const udp = servers.flatMap((s) => (s.udpPort !== undefined ? [s.udpPort] : []));
-        process.stderr.write(
-          `netexec: serving HTTP on ${tcp.join(',') || '-'}, UDP on ${udp.join(',') || '-'}\n`,
-        );
-        for (const s of servers) {
-          if (s.httpPort !== undefined) log(`Started HTTP server on port ${String(s.httpPort)}`);
-          if (s.udpPort !== undefined) log(`Started UDP server on port ${String(s.udpPort)}`);
-        }
-        const stop = async (code: number): Promise<void> => {
-          await Promise.all(servers.map((s) => s.close()));
-          process.exit(code);
-        };
+          httpPort: o.httpPort,
+          udpPort: o.udpPort,
+          extraPorts: o.extraPort ?? [],
+          delayShutdownSeconds: o.delayShutdown,
+        });
         process.once('SIGTERM', () => {
-          for (const s of servers) s.markTerminating();
-          setTimeout(() => void stop(0), Math.max(0, o.delayShutdown) * 1000);
+          c.terminate();
         });
-        process.once('SIGINT', () => void stop(0));
-        // /exit with timeout 0 and /shutdown exit at once, as agnhost's os.Exit; /exit with a
-        // timeout stops accepting and gives open connections that long (Go's Shutdown).
-        void Promise.race(servers.map((s) => s.exitRequested)).then(async (r) => {
-          if (r.immediate) process.exit(r.code);
-          await Promise.all(servers.map((s) => s.shutdown(r.graceMs)));
-          process.exit(r.code);
+        process.once('SIGINT', () => {
+          interrupted = true;
+          c.kill();
         });
+        void c.exited.then((code) => process.exit(interrupted ? 0 : code));
       },
     );
 }

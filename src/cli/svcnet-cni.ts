@@ -54,11 +54,7 @@ async function main(): Promise<void> {
     return;
   }
   const stdin = await readStdin();
-  const out = await runPlugin(
-    process.env,
-    stdin,
-    realPluginDeps(new RealExecer(), { oneShot: true }),
-  );
+  const out = await runPlugin(process.env, stdin, realPluginDeps(new RealExecer()));
   if (out.stdout !== '') process.stdout.write(`${out.stdout}\n`);
   process.exitCode = out.exitCode;
 }

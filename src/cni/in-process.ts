@@ -13,15 +13,15 @@ import { FileIpamStore } from './ipam-store.js';
 import { runPlugin, type PluginDeps } from './plugin.js';
 
 /**
- * The plugin's edges on the real machine (iproute2, /proc/sys, host-local files). `oneShot`
- * (the binary) makes the IPAM files' calls blocking: nothing else runs in that process.
+ * The plugin's edges on the real machine (iproute2, /proc/sys, host-local files). The IPAM
+ * files' calls are blocking, in the binary and in the agent alike (ipam-store.ts says why).
  */
-export function realPluginDeps(execer: Execer, opts: { oneShot?: boolean } = {}): PluginDeps {
+export function realPluginDeps(execer: Execer): PluginDeps {
   return {
     ip: new RealIp(execer),
     sysctl: new RealSysctl(),
     files: new RealTextFiles(),
-    store: new FileIpamStore({ blocking: opts.oneShot === true }),
+    store: new FileIpamStore({ blocking: true }),
     execer,
     findPlugin: findPluginBinary,
   };

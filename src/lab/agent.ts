@@ -48,6 +48,8 @@ export interface StartedPod {
   readonly startedAt: string;
   /** The container process (in the lab's PID namespace): its containerID is svcnet://PID. */
   readonly pid?: number;
+  /** The containerID when the run is not a process of its own (a pod host's container). */
+  readonly containerID?: string;
   /** Resolves with the process's exit code (128+N after signal N) when it ends. */
   readonly exited?: Promise<number>;
 }
@@ -313,7 +315,7 @@ export class NodeAgent {
     delete entry.initAbort;
     this.attempts.delete(key);
     entry.started = started;
-    entry.life = firstRun(started.startedAt, started.pid);
+    entry.life = firstRun(started.startedAt, started.containerID ?? started.pid);
     this.log({ pod: key, ip: started.ip }, 'Pod started');
     await this.beginRun(key, entry, started);
   }
@@ -385,7 +387,7 @@ export class NodeAgent {
       await this.onExit(key, entry, run, 128);
       return;
     }
-    entry.life = afterRestart(entry.life, again.startedAt, again.pid);
+    entry.life = afterRestart(entry.life, again.startedAt, again.containerID ?? again.pid);
     // The Pod keeps its IP and startTime; the run is new.
     entry.started = { ...entry.started, ...(again.pid === undefined ? {} : { pid: again.pid }) };
     this.log(

@@ -54,8 +54,8 @@ function newestMtime(dir: string): number {
 const REQUIRE_BANNER =
   "import { createRequire as __svcnetCreateRequire } from 'node:module'; const require = __svcnetCreateRequire(import.meta.url);";
 
-/** What stays a runtime import: esbuild (only used here) and native addons. */
-const EXTERNAL = ['esbuild', 'better-sqlite3'];
+/** What stays a runtime import: esbuild (only used here) and native addons (better-sqlite3, koffi). */
+const EXTERNAL = ['esbuild', 'better-sqlite3', 'koffi'];
 
 /** What both bundles share: one self-contained file set for the Node this package requires. */
 const NODE_BUNDLE = {

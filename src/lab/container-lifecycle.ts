@@ -6,9 +6,12 @@
 // from all that: `state` (running, waiting CrashLoopBackOff with the kubelet's message, or
 // terminated), `lastState.terminated` of the previous run, `restartCount`, `started`, and
 // the Pod's phase (Running; Succeeded or Failed once a container that will not be restarted
-// has ended). The lab runs one process per Pod (pod-servers.ts), so every container of a Pod
-// shares that process's lifecycle and each reports it. A run's containerID is
-// `svcnet://<pid>` (the pid in the lab's PID namespace), so a test can signal it. The agent
+// has ended). The lab runs one container run per Pod (pod-servers.ts: a process, or a run in
+// the node's pod host), so every container of a Pod shares that run's lifecycle and each
+// reports it. A run's containerID is
+// `svcnet://<pid>` (the pid in the lab's PID namespace), so a test can signal it; a netexec
+// container the node's pod host serves (pod-host.ts) is `svcnet://<host pid>/<sandbox>.<run>`,
+// no process of its own to signal. The agent
 // (agent.ts) drives these with its clock and the PodRuntime.
 
 import type {
@@ -65,12 +68,14 @@ export interface Lifecycle {
   readonly last?: ContainerStateTerminated & { containerID?: string };
 }
 
-export function containerID(pid: number | undefined): string {
-  return pid === undefined ? '' : `svcnet://${String(pid)}`;
+/** A run's containerID: `svcnet://PID` for a process of its own, else the runtime's own ID. */
+export function containerID(run: number | string | undefined): string {
+  if (typeof run === 'string') return run;
+  return run === undefined ? '' : `svcnet://${String(run)}`;
 }
 
 /** The first run. */
-export function firstRun(startedAt: string, pid: number | undefined): Lifecycle {
+export function firstRun(startedAt: string, pid: number | string | undefined): Lifecycle {
   return {
     restartCount: 0,
     failures: 0,
@@ -121,7 +126,7 @@ export function afterExit(
 export function afterRestart(
   life: Lifecycle,
   startedAt: string,
-  pid: number | undefined,
+  pid: number | string | undefined,
 ): Lifecycle {
   return {
     ...life,

@@ -29,6 +29,8 @@ function fifoPath(runLog: string, stream: LogStream): string {
 /** A process's output prepared: hand `output` to startProcess, then call `spawned`. */
 export interface Capture {
   readonly path: string;
+  /** The run's FIFOs, for a writer that opens them itself (the pod host). */
+  readonly fifos: { readonly stdout: string; readonly stderr: string };
   readonly output: ProcessOutput;
   /** Closes the agent's copies of the child's descriptors (call once the child has them). */
   spawned(): void;
@@ -70,6 +72,7 @@ export class ContainerLogs {
     const keep = STREAMS.map((s) => openFifoReader(fifoPath(path, s)));
     return {
       path,
+      fifos: { stdout: fifoPath(path, 'stdout'), stderr: fifoPath(path, 'stderr') },
       output: { stdout: writers[0] ?? -1, stderr: writers[1] ?? -1, keep },
       spawned: () => {
         for (const fd of [...writers, ...keep]) closeSync(fd);

@@ -20,7 +20,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
-import { realClock, type Clock } from '../util/clock.js';
+import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
 import { ClientNodeKubeClient } from '../kube/api-client.js';
 import { loadKubeConfig } from '../kube/client.js';
 import type { EndpointSlice, KubeObject, Node, Service } from '../kube/types.js';
@@ -453,6 +453,22 @@ async function unprogrammedOnNode(
 }
 
 /** Polls until clusterProblems() is empty and every node's proxy has programmed all changes. */
+/** How long one round of waitForCluster's lists may take before it is tried again. */
+const LIST_ROUND_MS = 20_000;
+
+/** `p`, or a rejection with `why` once `ms` have passed (the timer keeps the process alive). */
+function withDeadline<T>(p: Promise<T>, ms: number, clock: Clock, why: string): Promise<T> {
+  let timer: TimerHandle | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = clock.setTimeout(() => {
+      reject(new Error(why));
+    }, ms);
+  });
+  return Promise.race([p, late]).finally(() => {
+    clock.clearTimeout(timer);
+  });
+}
+
 export async function waitForCluster(
   lab: RunningLab,
   kc: ReturnType<typeof loadKubeConfig>,
@@ -466,16 +482,24 @@ export async function waitForCluster(
     if (clock.now() > deadline)
       throw new SvcnetError('TIMEOUT', `cluster not ready: ${problems.slice(0, 8).join('; ')}`);
     try {
+      // A list that never answers (a connection the busy API server dropped under it, which
+      // client-node does not always report) must not hold `lab up` past its deadline: the
+      // round is given up after LIST_ROUND_MS and tried again.
       const [nodes, pods, deployments, statefulSets, daemonSets, services, endpointSlices] =
-        await Promise.all([
-          client.list('Node'),
-          client.list('Pod'),
-          client.list('Deployment'),
-          client.list('StatefulSet'),
-          client.list('DaemonSet'),
-          client.list('Service'),
-          client.list('EndpointSlice'),
-        ]);
+        await withDeadline(
+          Promise.all([
+            client.list('Node'),
+            client.list('Pod'),
+            client.list('Deployment'),
+            client.list('StatefulSet'),
+            client.list('DaemonSet'),
+            client.list('Service'),
+            client.list('EndpointSlice'),
+          ]),
+          LIST_ROUND_MS,
+          clock,
+          'listing the cluster took too long',
+        );
       problems = clusterProblems(
         { nodes, pods, deployments, statefulSets, daemonSets, services, endpointSlices },
         nodeNames,

@@ -17,10 +17,10 @@
 //   Go's client prints them (`Get "URL": dial tcp IP:PORT: connect: connection refused`).
 
 import { request as httpRequest, type ClientRequest } from 'node:http';
-import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { goAtoi, goJson, joinHostPort } from './netexec-go.js';
 import { dialUdp, errnoText } from './netexec-udp.js';
+import type { NetexecSockets } from './netexec-sockets.js';
 
 export interface DialParams {
   readonly host: string;
@@ -71,10 +71,13 @@ export function checkDialQuery(q: URLSearchParams): DialCheck {
  * Resolves /dial's host once, as Go's ResolveTCPAddr: '' stays '' (this machine), an IP is
  * itself, a name becomes its first IPv4 address (else its first address).
  */
-export async function resolveDialHost(host: string): Promise<string> {
+export async function resolveDialHost(
+  host: string,
+  lookup: NetexecSockets['lookup'],
+): Promise<string> {
   if (host === '' || isIP(host) !== 0) return host;
   try {
-    const all = await lookup(host, { all: true });
+    const all = await lookup(host);
     const pick = all.find((a) => a.family === 4) ?? all[0];
     if (pick === undefined) throw new Error('no such host');
     return pick.address;
@@ -108,8 +111,8 @@ interface Hop {
   readonly body: string;
 }
 
-/** One GET on a connection of its own (agent: false → `Connection: close`). */
-function getOnce(url: string, deadline: number): Promise<Hop> {
+/** One GET on a connection of its own (`Connection: close`), to `ip` (the URL's host resolved). */
+function getOnce(url: string, ip: string, deadline: number, sockets: NetexecSockets): Promise<Hop> {
   return new Promise((resolve, reject) => {
     let phase: 'headers' | 'body' = 'headers';
     let conn = '';
@@ -137,7 +140,11 @@ function getOnce(url: string, deadline: number): Promise<Hop> {
       else reject(new Error(`Get "${url}": EOF`));
     };
     try {
-      req = httpRequest(url, { agent: false, headers: { 'User-Agent': 'Go-http-client/1.1' } });
+      const port = Number(new URL(url).port || 80);
+      req = httpRequest(url, {
+        headers: { 'User-Agent': 'Go-http-client/1.1', Connection: 'close' },
+        createConnection: () => sockets.connectTcp(ip, port),
+      });
     } catch (e) {
       fail(e);
       return;
@@ -181,12 +188,13 @@ export async function dialHttp(
   port: number,
   request: string,
   timeoutMs: number,
+  sockets: NetexecSockets,
 ): Promise<string> {
   let url = `http://${joinHostPort(host, port)}/${request}`;
   if (host === '') throw new Error(`Get "${url}": http: no Host in request URL`);
   const deadline = Date.now() + timeoutMs;
   for (let hop = 0; ; hop++) {
-    const r = await getOnce(url, deadline);
+    const r = await getOnce(url, await hopAddress(url, sockets), deadline, sockets);
     if (!REDIRECTS.has(r.status) || r.location === undefined) return r.body;
     const next = new URL(r.location, url).toString();
     if (hop + 1 >= MAX_REDIRECTS) throw new Error(`Get "${next}": stopped after 10 redirects`);
@@ -194,8 +202,22 @@ export async function dialHttp(
   }
 }
 
+/** The address a hop's URL connects to: its host, or (a redirect to a name) the name looked up. */
+async function hopAddress(url: string, sockets: NetexecSockets): Promise<string> {
+  const name = new URL(url).hostname.replace(/^\[(.*)\]$/, '$1');
+  if (isIP(name) !== 0) return name;
+  const all = await sockets.lookup(name).catch(() => []);
+  const pick = all.find((a) => a.family === 4) ?? all[0];
+  if (pick === undefined) throw new Error(`Get "${url}": dial tcp: lookup ${name}: no such host`);
+  return pick.address;
+}
+
 /** Runs a checked /dial whose host is resolved: every try in turn, then agnhost's JSON body. */
-export async function runDial(p: DialParams, timeoutMs: number): Promise<string> {
+export async function runDial(
+  p: DialParams,
+  timeoutMs: number,
+  sockets: NetexecSockets,
+): Promise<string> {
   const host = p.host;
   const responses: string[] = [];
   const errors: string[] = [];
@@ -204,8 +226,8 @@ export async function runDial(p: DialParams, timeoutMs: number): Promise<string>
     try {
       last =
         p.protocol === 'http'
-          ? await dialHttp(host, p.port, p.request, timeoutMs)
-          : await dialUdp(host, p.port, p.request, timeoutMs);
+          ? await dialHttp(host, p.port, p.request, timeoutMs, sockets)
+          : await dialUdp(host, p.port, p.request, timeoutMs, (t) => sockets.dialUdp(t));
       responses.push(last);
     } catch (e) {
       last = '';

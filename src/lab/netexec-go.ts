@@ -107,6 +107,12 @@ export function redirectBody(location: string, code: number): string {
   return `<a href="${escaped}">${statusText(code)}</a>.\n\n`;
 }
 
+/** A line as Go's log package prints it with its default flags: `2006/01/02 15:04:05 msg`. */
+export function goLogLine(d: Date, msg: string): string {
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `${String(d.getFullYear())}/${p(d.getMonth() + 1)}/${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())} ${msg}`;
+}
+
 /** time.Time's default String(), in UTC, as `/` prints it: `2006-01-02 15:04:05.999 +0000 UTC`. */
 export function goTimeString(d: Date): string {
   const iso = d.toISOString(); // 2006-01-02T15:04:05.999Z

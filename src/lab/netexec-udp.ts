@@ -3,9 +3,10 @@
 // lower-cased, so `echo Hello` answers `hello`); unknown or empty commands get no answer.
 // A /dial try is one connected socket, one datagram out, one datagram back (at most 2048
 // bytes, as agnhost reads), with agnhost's error wording, so an ICMP port unreachable shows
-// as `connection refused` and silence as `i/o timeout`. No SCTP.
+// as `connection refused` and silence as `i/o timeout`. No SCTP. Sockets come from the
+// server's NetexecSockets (netexec-sockets.ts).
 
-import { createSocket, type Socket } from 'node:dgram';
+import type { Socket } from 'node:dgram';
 import { joinHostPort } from './netexec-go.js';
 
 /** Answers one UDP command as agnhost does: `hostname`, `echo <msg>`, `clientip`. */
@@ -15,29 +16,6 @@ export function answerUdp(command: string, hostname: string, peer: string): stri
   if (text === 'clientip') return peer;
   if (text.startsWith('echo ')) return text.slice(5);
   return undefined;
-}
-
-function bindOne(type: 'udp4' | 'udp6', port: number, host: string | undefined): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const sock = createSocket({ type, ipv6Only: false });
-    sock.once('error', (e) => {
-      sock.close();
-      reject(e);
-    });
-    sock.bind(port, host, () => {
-      resolve(sock);
-    });
-  });
-}
-
-/** Binds UDP on `host`, or dual-stack on all addresses (IPv4 only where IPv6 is off). */
-export async function bindUdp(port: number, host: string | undefined): Promise<Socket> {
-  if (host !== undefined) return bindOne(host.includes(':') ? 'udp6' : 'udp4', port, host);
-  try {
-    return await bindOne('udp6', port, undefined);
-  } catch {
-    return bindOne('udp4', port, undefined);
-  }
 }
 
 /** Serves the UDP commands on a bound socket. */
@@ -73,9 +51,10 @@ export function dialUdp(
   port: number,
   request: string,
   timeoutMs: number,
+  socket: (type: 'udp4' | 'udp6') => Socket,
 ): Promise<string> {
   return new Promise((resolve, reject) => {
-    const sock = createSocket(host.includes(':') ? 'udp6' : 'udp4');
+    const sock = socket(host.includes(':') ? 'udp6' : 'udp4');
     let conn = `udp ${joinHostPort(host, port)}`;
     let connected = false;
     let timer: NodeJS.Timeout | undefined;

@@ -46,7 +46,8 @@ import {
 } from './netexec-go.js';
 import { checkDialQuery, resolveDialHost, runDial } from './netexec-dial.js';
 import { parseGoDuration } from '../util/duration.js';
-import { bindUdp, serveUdp } from './netexec-udp.js';
+import { serveUdp } from './netexec-udp.js';
+import { processSockets, type NetexecSockets } from './netexec-sockets.js';
 import { handleUpload } from './netexec-upload.js';
 
 export { answerUdp } from './netexec-udp.js';
@@ -68,6 +69,8 @@ export interface NetexecOptions {
   readonly uploadDir?: string;
   /** Runs /shell commands (default RealExecer). */
   readonly execer?: Execer;
+  /** Where its sockets are opened (default: this process's namespace). */
+  readonly sockets?: NetexecSockets;
   /**
    * Told one line per request (`GET /hostname`), as agnhost logs them; the probe paths
    * /healthz and /readyz are left out, or a Pod's log would be mostly its kubelet's probes.
@@ -239,7 +242,11 @@ async function handleExit(ctx: RequestContext, state: ServerState): Promise<void
   state.requestExit({ code, immediate: false, graceMs: Math.max(0, timeoutMs) });
 }
 
-async function handleDial({ res, query }: RequestContext, timeoutMs: number): Promise<void> {
+async function handleDial(
+  { res, query }: RequestContext,
+  timeoutMs: number,
+  sockets: NetexecSockets,
+): Promise<void> {
   const checked = checkDialQuery(query);
   if (!checked.ok) {
     httpError(res, 400, checked.message);
@@ -247,7 +254,7 @@ async function handleDial({ res, query }: RequestContext, timeoutMs: number): Pr
   }
   let host: string;
   try {
-    host = await resolveDialHost(checked.params.host);
+    host = await resolveDialHost(checked.params.host, sockets.lookup);
   } catch (e) {
     httpError(
       res,
@@ -256,7 +263,7 @@ async function handleDial({ res, query }: RequestContext, timeoutMs: number): Pr
     );
     return;
   }
-  send(res, 200, await runDial({ ...checked.params, host }, timeoutMs));
+  send(res, 200, await runDial({ ...checked.params, host }, timeoutMs, sockets));
 }
 
 /** /shell: `/bin/sh -c CMD`; `output` is stdout then stderr, `error` Go's `exit status N`. */
@@ -290,6 +297,7 @@ async function handleShell(
 function netexecRoutes(opts: NetexecOptions, state: ServerState): Record<string, Handler> {
   const dialTimeout = opts.dialTimeoutMs ?? 5000;
   const execer = opts.execer ?? new RealExecer();
+  const sockets = opts.sockets ?? processSockets;
   const uploadDir = opts.uploadDir ?? join(tmpdir(), 'netexec-uploads');
   const ready = (): boolean => state.udpReady || opts.udpPort < 0;
   const hostname: Handler = ({ res }) => {
@@ -303,7 +311,7 @@ function netexecRoutes(opts: NetexecOptions, state: ServerState): Record<string,
       send(res, 200, joinHostPort(req.socket.remoteAddress, req.socket.remotePort));
     },
     '/header': handleHeader,
-    '/dial': (c) => handleDial(c, dialTimeout),
+    '/dial': (c) => handleDial(c, dialTimeout, sockets),
     '/echo': handleEcho,
     '/exit': (c) => handleExit(c, state),
     '/healthz': ({ res }) => {
@@ -340,15 +348,6 @@ function decodePath(raw: string): string {
   }
 }
 
-function listenHttp(http: Server, port: number, host: string | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    http.once('error', reject);
-    http.listen(port, host, () => {
-      resolve((http.address() as AddressInfo).port);
-    });
-  });
-}
-
 export async function startNetexec(opts: NetexecOptions): Promise<Netexec> {
   let udp: Socket | undefined;
   const state: ServerState = { udpReady: false, terminating: false, requestExit: () => undefined };
@@ -383,12 +382,13 @@ export async function startNetexec(opts: NetexecOptions): Promise<Netexec> {
       else res.destroy();
     });
   });
+  const sockets = opts.sockets ?? processSockets;
   const httpPort =
-    opts.httpPort >= 0 ? await listenHttp(http, opts.httpPort, opts.host) : undefined;
+    opts.httpPort >= 0 ? await sockets.listenTcp(http, opts.httpPort, opts.host) : undefined;
 
   let udpPort: number | undefined;
   if (opts.udpPort >= 0) {
-    const sock = await bindUdp(opts.udpPort, opts.host);
+    const sock = await sockets.bindUdp(opts.udpPort, opts.host);
     udp = sock;
     serveUdp(sock, opts.hostname);
     udpPort = sock.address().port;

@@ -40,6 +40,8 @@ import { startPiped } from '../os/piped-process.js';
 import { ensureKubeletChains, kubeletIptables } from './kubelet-chains.js';
 import { realClock, type Clock } from '../util/clock.js';
 import { LabPodRuntime, type PodNetwork, type PodNetworkRequest } from './pod-runtime.js';
+import { PodHostClient } from './pod-host-client.js';
+import { startProcess } from '../os/process.js';
 import { flannelSubnetFile } from './components.js';
 import type { LabPodNetwork } from './topology.js';
 
@@ -353,6 +355,35 @@ function kubeletHandlers(
   };
 }
 
+/**
+ * The node's pod host (pod-host.ts), started on first use as `svcnet lab pod-host` in this
+ * namespace. It is not the agent's child in spirit: it outlives the agent, like the Pods'
+ * own processes, and the next agent connects to the same socket.
+ */
+function nodePodHost(opts: LabAgentOptions, nodeDir: string): PodHostClient {
+  const socketPath = join(nodeDir, 'pod-host.sock');
+  const logs = join(opts.stateDir, 'logs');
+  const logFile = existsSync(logs)
+    ? join(logs, `pod-host-${opts.node}.log`)
+    : join(nodeDir, 'pod-host.log');
+  const [cmd, ...args] = opts.self;
+  return new PodHostClient({
+    socketPath,
+    spawn: () => {
+      if (cmd === undefined) throw new Error('lab agent: no svcnet command to start the pod host');
+      const proc = startProcess(
+        cmd,
+        [...args, 'lab', 'pod-host', '--socket', socketPath, '--node', opts.node],
+        logFile,
+      );
+      opts.log.info({ pid: proc.pid, socket: socketPath }, 'Started the pod host');
+    },
+    log: (fields, msg) => {
+      opts.log.warn(fields, msg);
+    },
+  });
+}
+
 /** Runs the agent until `stop` resolves; Pods keep running, like containers over a kubelet restart. */
 export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>): Promise<void> {
   const kc = loadKubeConfig(opts.kubeconfig);
@@ -363,6 +394,11 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   const sandboxes = join(nodeDir, 'sandboxes');
   mkdirSync(logDir, { recursive: true });
   mkdirSync(sandboxes, { recursive: true });
+  // Started while the node registers: its Node.js start-up is then off the first Pod's path.
+  const podHost = nodePodHost(opts, nodeDir);
+  podHost.warmUp().catch((e: unknown) => {
+    opts.log.warn({ err: e instanceof Error ? e.message : String(e) }, 'Pod host not answering');
+  });
   const conflist = parseConflist(
     nodeConflist(opts.podNetwork ?? 'kindnet', opts.cni, opts.podCIDRs, {
       ipamDir: join(nodeDir, 'ipam'),
@@ -409,7 +445,9 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     await waitForSubnetEnv(flannelSubnetFile(opts.stateDir, opts.node), opts.log, realClock);
   const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
   const configMaps = createInformer<ConfigMap>(kc, CONFIG_MAPS);
+
   const runtime = new LabPodRuntime({
+    podHost,
     ip: new RealIp(execer),
     network: new CniPodNetwork(rt, conflist),
     self: opts.self,
@@ -482,6 +520,7 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   await new Promise((r) => kubelet.close(r));
   // Pods keep running and writing; the next agent reads their output on (reattach).
   runtime.logs.detachAll();
+  podHost.close();
   await pods.stop();
   await configMaps.stop();
   opts.log.info({ node: opts.node, errors: agent.errors }, 'Agent stopped');

@@ -1,8 +1,10 @@
 // The real PodRuntime of the lab's node agent. A Pod's sandbox is a network namespace in the
 // lab's private /run/netns with its own /etc/netns/<ns>/{resolv.conf,hosts} (which
 // `ip netns exec` shows as /etc/... to the Pod's processes); its network comes from CNI
-// through the PodNetwork seam; its container process (pod-servers.ts: `svcnet netexec`, a
-// svcnet subcommand, or a shell command) is started inside the namespace with POD_NAME,
+// through the PodNetwork seam; its container (pod-servers.ts) is a netexec server run by the
+// node's pod host inside the Pod's namespace when the runtime has one (pod-host.ts: one
+// process for all of a node's Pods), else a process: `svcnet netexec`, a svcnet subcommand
+// or a shell command, started inside the namespace with POD_NAME,
 // HOSTNAME and the container's env set, and started again in the same sandbox when the agent
 // restarts the container (restartContainer; killContainer stops it for a failed liveness
 // probe). Its output goes to the container's log (container-log-capture.ts), removed with
@@ -50,7 +52,13 @@ import {
   runInitContainer,
   type ContainerRun,
 } from './pod-exec.js';
-import { isShellCommand, planPodServer } from './pod-servers.js';
+import {
+  hostedContainer,
+  isShellCommand,
+  planPodServer,
+  type PodServerPlan,
+} from './pod-servers.js';
+import type { PodHostClient } from './pod-host-client.js';
 import {
   configMapVolumes,
   containerMounts,
@@ -121,6 +129,11 @@ export interface PodRuntimeOptions {
   readonly configMap?: (namespace: string, name: string) => ConfigMap | undefined;
   /** Where Pods' volumes are materialised (`<root>/<uid>/volumes/...`); default logDir/../volumes. */
   readonly volumeRoot?: string;
+  /**
+   * The node's pod host: netexec containers run there, inside their Pod's namespace, instead
+   * of as a process each (absent: a process each).
+   */
+  readonly podHost?: PodHostClient;
 }
 
 /** Network namespace name of a Pod: short, stable, unique per Pod instance (uid). */
@@ -241,6 +254,14 @@ export interface SandboxRecord {
   readonly startedAt: string;
   /** A hostNetwork Pod: no namespace or CNI attachment of its own. */
   readonly hostNetwork?: boolean;
+  /** The container runs in the pod host (pid is the host's): its id and run there. */
+  readonly hosted?: HostedRef;
+}
+
+/** A container in the pod host: its id (the sandbox name) and run. */
+interface HostedRef {
+  readonly id: string;
+  readonly run: number;
 }
 
 /** The network namespace a process is in, as `net:[inode]`, or undefined. */
@@ -268,6 +289,12 @@ interface Running {
   readonly ip: string;
   readonly ips: readonly string[];
   proc: ManagedProcess;
+  hosted?: HostedRef;
+}
+
+/** The containerID of a pod host's run: no process of its own to signal. */
+function hostedContainerID(hostPid: number, ref: HostedRef): string {
+  return `svcnet://${String(hostPid)}/${ref.id}.${String(ref.run)}`;
 }
 
 export class LabPodRuntime implements PodRuntime {
@@ -370,6 +397,9 @@ export class LabPodRuntime implements PodRuntime {
       envOf: (c) => containerEnv(pod, c, nodeName),
       mountsOf: (c) => containerMounts(this.volumeRoot(), pod, c),
     });
+    const host = this.opts.podHost;
+    if (host !== undefined && plan.command === undefined && plan.args[0] === 'netexec')
+      return this.launchHosted(host, pod, netns, addrs, plan);
     const argv = plan.command ?? [...this.opts.self, ...plan.args];
     const [cmd, ...args] = hostNetwork ? argv : netnsExecArgv(netns, argv);
     if (cmd === undefined) throw new Error(`pod ${key}: no server command`);
@@ -409,19 +439,73 @@ export class LabPodRuntime implements PodRuntime {
       await clock.sleep(50);
     }
     const started = { ip, ips, startedAt };
-    const path = this.recordPath(netns);
-    if (path !== undefined) {
-      const rec: SandboxRecord = {
-        key,
-        uid: pod.metadata?.uid ?? '',
-        netns,
-        pid: proc.pid,
-        ...started,
-        ...(hostNetwork ? { hostNetwork } : {}),
-      };
-      writeFileSync(path, `${JSON.stringify(rec)}\n`);
-    }
+    this.record(pod, netns, proc.pid, started);
     return { ...started, pid: proc.pid, exited: proc.exited };
+  }
+
+  /** The netexec container as a run in the node's pod host; resolves once it listens. */
+  private async launchHosted(
+    host: PodHostClient,
+    pod: Pod,
+    netns: string,
+    addrs: PodAddresses,
+    plan: PodServerPlan,
+  ): Promise<StartedPod> {
+    const key = objectKey(pod);
+    const hostNetwork = pod.spec?.hostNetwork === true;
+    const startedAt = new Date((this.opts.clock ?? realClock).now()).toISOString();
+    const capture = this.logs.capture(pod, serverContainerName(pod));
+    const hostname = pod.spec?.hostname ?? pod.metadata?.name ?? '';
+    const spec = hostedContainer(
+      plan,
+      netns,
+      hostNetwork ? undefined : netns,
+      hostname,
+      capture.fifos,
+    );
+    if (spec === undefined) throw new Error(`pod ${key}: not a netexec container`);
+    let run;
+    try {
+      run = await host.start(spec);
+    } finally {
+      capture.spawned();
+    }
+    const proc: ManagedProcess = { pid: run.pid, exited: run.exited, signal: run.signal };
+    void run.exited.then(() => {
+      this.logs.exited(capture.path);
+    });
+    const hosted = { id: run.id, run: run.run };
+    this.running.set(key, { pod, netns, ip: addrs.ip, ips: addrs.ips, proc, hosted });
+    const started = { ip: addrs.ip, ips: addrs.ips, startedAt };
+    this.record(pod, netns, run.pid, started, hosted);
+    return {
+      ...started,
+      pid: run.pid,
+      containerID: hostedContainerID(run.pid, hosted),
+      exited: run.exited,
+    };
+  }
+
+  /** Writes the sandbox record a restarted agent adopts the Pod from. */
+  private record(
+    pod: Pod,
+    netns: string,
+    pid: number,
+    started: { ip: string; ips: readonly string[]; startedAt: string },
+    hosted?: HostedRef,
+  ): void {
+    const path = this.recordPath(netns);
+    if (path === undefined) return;
+    const rec: SandboxRecord = {
+      key: objectKey(pod),
+      uid: pod.metadata?.uid ?? '',
+      netns,
+      pid,
+      ...started,
+      ...(pod.spec?.hostNetwork === true ? { hostNetwork: true } : {}),
+      ...(hosted === undefined ? {} : { hosted }),
+    };
+    writeFileSync(path, `${JSON.stringify(rec)}\n`);
   }
 
   private volumeRoot(): string {
@@ -485,14 +569,18 @@ export class LabPodRuntime implements PodRuntime {
       rec = undefined;
     }
     const key = objectKey(pod);
+    if (rec?.hosted !== undefined && rec.uid === pod.metadata?.uid)
+      return this.adoptHosted(pod, netns, rec, rec.hosted);
     const live =
       rec !== undefined &&
+      rec.hosted === undefined &&
       rec.uid === pod.metadata?.uid &&
       !processGone(rec.pid) &&
       netnsOfFile(netns, rec.hostNetwork === true) !== undefined &&
       netnsOfPid(rec.pid) === netnsOfFile(netns, rec.hostNetwork === true);
     if (!live || rec === undefined) {
-      if (rec !== undefined && !processGone(rec.pid)) signalPid(rec.pid, 'SIGKILL');
+      if (rec !== undefined && rec.hosted === undefined && !processGone(rec.pid))
+        signalPid(rec.pid, 'SIGKILL');
       await this.stop(key, 0, netns, pod);
       return undefined;
     }
@@ -505,6 +593,39 @@ export class LabPodRuntime implements PodRuntime {
     const ips = rec.ips ?? [rec.ip];
     this.running.set(key, { pod, netns, ip: rec.ip, ips, proc });
     return { ip: rec.ip, ips, startedAt: rec.startedAt, pid: rec.pid, exited: proc.exited };
+  }
+
+  /** adopt() of a Pod whose container a pod host runs: taken over while the host runs it. */
+  private async adoptHosted(
+    pod: Pod,
+    netns: string,
+    rec: SandboxRecord,
+    ref: HostedRef,
+  ): Promise<StartedPod | undefined> {
+    const key = objectKey(pod);
+    const run = await this.opts.podHost?.find(ref.id, ref.run);
+    const hostNetwork = rec.hostNetwork === true;
+    if (run === undefined || netnsOfFile(netns, hostNetwork) === undefined) {
+      await this.opts.podHost?.forget(ref.id).catch(() => undefined);
+      await this.stop(key, 0, netns, pod);
+      return undefined;
+    }
+    const proc: ManagedProcess = { pid: run.pid, exited: run.exited, signal: run.signal };
+    const log = this.logs.reattach(pod, serverContainerName(pod));
+    if (log !== undefined)
+      void proc.exited.then(() => {
+        this.logs.exited(log);
+      });
+    const ips = rec.ips ?? [rec.ip];
+    this.running.set(key, { pod, netns, ip: rec.ip, ips, proc, hosted: ref });
+    return {
+      ip: rec.ip,
+      ips,
+      startedAt: rec.startedAt,
+      pid: run.pid,
+      containerID: hostedContainerID(run.pid, ref),
+      exited: proc.exited,
+    };
   }
 
   /**
@@ -524,7 +645,9 @@ export class LabPodRuntime implements PodRuntime {
         continue;
       }
       if (existingUids.has(rec.uid)) continue;
-      if (!processGone(rec.pid)) signalPid(rec.pid, 'SIGKILL');
+      if (rec.hosted !== undefined)
+        await this.opts.podHost?.forget(rec.hosted.id).catch(() => undefined);
+      else if (!processGone(rec.pid)) signalPid(rec.pid, 'SIGKILL');
       const [namespace = 'default', name = ''] = rec.key.split('/');
       const gone: Pod = {
         metadata: { namespace, name, uid: rec.uid },
@@ -558,6 +681,8 @@ export class LabPodRuntime implements PodRuntime {
     if (r) {
       await this.terminate(r.proc, graceSeconds);
       this.running.delete(key);
+      if (r.hosted !== undefined)
+        await this.opts.podHost?.forget(r.hosted.id).catch(() => undefined);
     }
     if (netns === undefined || pod === undefined) return;
     if (pod.metadata?.uid)

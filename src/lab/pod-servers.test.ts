@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { expandVars, isShellCommand, planPodServer } from './pod-servers.js';
+import { expandVars, hostedContainer, isShellCommand, planPodServer } from './pod-servers.js';
 import { containerEnv } from './pod-exec.js';
 import { containerMounts } from './configmap-volume.js';
 import type { Pod } from '../kube/types.js';
@@ -156,4 +156,34 @@ test('the kube-proxy container: $(NODE_NAME) from its env, --config read from it
     '/lab/kc',
   ]);
   assert.equal(expandVars('a$(B)c$$', { B: 'b' }), 'abc$');
+});
+
+test('a netexec plan becomes a pod host container; other plans do not', () => {
+  const fifos = { stdout: '/l/0.log.stdout', stderr: '/l/0.log.stderr' };
+  const plan = planPodServer(
+    pod([
+      {
+        name: 'c',
+        image: 'agnhost',
+        args: ['netexec', '--http-port=8080', '--udp-port=8081'],
+        ports: [{ containerPort: 9000, protocol: 'UDP' }],
+      },
+    ]),
+  );
+  assert.deepEqual(hostedContainer(plan, 'pod-1', 'pod-1', 'web-0', fifos), {
+    id: 'pod-1',
+    netns: '/run/netns/pod-1',
+    resolvConf: '/etc/netns/pod-1/resolv.conf',
+    hosts: '/etc/netns/pod-1/hosts',
+    hostname: 'web-0',
+    httpPort: 8080,
+    udpPort: 8081,
+    extraPorts: [{ port: 9000, protocol: 'udp' }],
+    delayShutdownSeconds: 0,
+    ...fifos,
+  });
+  const shell = planPodServer(
+    pod([{ name: 'c', image: 'busybox', command: ['sh', '-c', 'exit 1'] }]),
+  );
+  assert.equal(hostedContainer(shell, 'pod-1', 'pod-1', 'x', fifos), undefined);
 });

@@ -13,10 +13,15 @@
 // without a path) runs that command and its args as they are, on the machine's own sh, inside
 // the Pod's network namespace (as init containers and exec probes run): the lab's way to have
 // a container that exits on its own, e.g. `exit 1` for CrashLoopBackOff; it serves nothing
-// unless its script does, and counts as started once the process is. Pure.
+// unless its script does, and counts as started once the process is. In the lab a netexec
+// plan is not a process at all: `hostedContainer` turns it into the request the node's pod
+// host (pod-host.ts) serves inside the Pod's namespace. Pure.
 
 import type { Container, Pod } from '../kube/types.js';
+import { join } from 'node:path';
+import { netnsPath } from '../util/ip-ops.js';
 import { rewriteArg, type MountRewrite } from './configmap-volume.js';
+import type { HostedContainer } from './pod-host-protocol.js';
 
 export interface PodServerPlan {
   readonly tcpPorts: readonly number[];
@@ -140,4 +145,36 @@ export function planPodServer(pod: Pod, opts: PodServerOptions = {}): PodServerP
   for (const p of udpPorts.slice(1)) args.push('--extra-port', `${p}/udp`);
   if (delay > 0) args.push('--delay-shutdown', String(delay));
   return { tcpPorts, udpPorts, delayShutdownSeconds: delay, args };
+}
+
+/** The pod host's container for a netexec plan, or undefined for any other plan. */
+export function hostedContainer(
+  plan: PodServerPlan,
+  id: string,
+  netns: string | undefined,
+  hostname: string,
+  fifos: { stdout: string; stderr: string },
+): HostedContainer | undefined {
+  if (plan.command !== undefined || plan.args[0] !== 'netexec') return undefined;
+  const extra = [
+    ...plan.tcpPorts.slice(1).map((port) => ({ port, protocol: 'tcp' as const })),
+    ...plan.udpPorts.slice(1).map((port) => ({ port, protocol: 'udp' as const })),
+  ];
+  return {
+    id,
+    ...(netns === undefined
+      ? {}
+      : {
+          netns: netnsPath(netns),
+          resolvConf: join('/etc/netns', netns, 'resolv.conf'),
+          hosts: join('/etc/netns', netns, 'hosts'),
+        }),
+    hostname,
+    httpPort: plan.tcpPorts[0] ?? -1,
+    udpPort: plan.udpPorts[0] ?? -1,
+    extraPorts: extra,
+    delayShutdownSeconds: plan.delayShutdownSeconds,
+    stdout: fifos.stdout,
+    stderr: fifos.stderr,
+  };
 }
