@@ -68,6 +68,19 @@ async function dnsPods(lab: E2eLab): Promise<Pod[]> {
 }
 
 /** The Corefile a DNS Pod's `svcnet dns --corefile` reads: its configMap volume's file. */
+/** The coredns ConfigMap's Corefile, as `kubectl get cm coredns` shows it. */
+function corednsCorefile(lab: E2eLab): Promise<string> {
+  return kubectlOk(lab, [
+    '-n',
+    'kube-system',
+    'get',
+    'cm',
+    'coredns',
+    '-o',
+    'jsonpath={.data.Corefile}',
+  ]);
+}
+
 function podCorefile(lab: E2eLab, pod: Pod): string {
   const root = join(lab.lab.stateDir, 'nodes', pod.spec?.nodeName ?? '', 'volumes');
   return readFileSync(join(volumeDir(root, pod, 'config-volume'), 'Corefile'), 'utf8');
@@ -120,15 +133,7 @@ describe('kube-system add-ons: kube-proxy as a DaemonSet with its ConfigMap', { 
     assert.equal(col('NAME'), 'coredns');
     assert.equal(col('READY'), '2/2');
     assert.equal(col('AVAILABLE'), '2');
-    const corefile = await kubectlOk(lab, [
-      '-n',
-      'kube-system',
-      'get',
-      'cm',
-      'coredns',
-      '-o',
-      'jsonpath={.data.Corefile}',
-    ]);
+    const corefile = await corednsCorefile(lab);
     assert.match(corefile, /^\s+kubernetes cluster\.local in-addr\.arpa ip6\.arpa \{$/m);
     const pods = await dnsPods(lab);
     assert.equal(pods.length, 2);
@@ -151,15 +156,7 @@ describe('kube-system add-ons: kube-proxy as a DaemonSet with its ConfigMap', { 
     const pods = await dnsPods(lab);
     const ips = pods.map((p) => p.status?.podIP ?? '');
     for (const ip of ips) assert.equal(await ttlAt(ip), '30', `TTL at ${ip} before`);
-    const corefile = await kubectlOk(lab, [
-      '-n',
-      'kube-system',
-      'get',
-      'cm',
-      'coredns',
-      '-o',
-      'jsonpath={.data.Corefile}',
-    ]);
+    const corefile = await corednsCorefile(lab);
     const edited = corefile.replace(/^(\s+)ttl 30$/m, '$1ttl 7');
     assert.notEqual(edited, corefile);
     const t0 = Date.now();

@@ -68,6 +68,12 @@ const ONE_LINE: { name: string; args: () => string[]; line: RegExp | string }[] 
     args: () => ['dns', '--kubeconfig', NOT_KUBECONFIG, '--listen', '127.0.0.1:0'],
     line: `svcnet dns: --kubeconfig ${NOT_KUBECONFIG}: not a usable kubeconfig (no current-context)`,
   },
+  {
+    // Refused before anything is built: a node's /24 podCIDR holds at most 250 Pods.
+    name: 'lab up --pods-per-node out of range',
+    args: () => ['lab', 'up', '--name', 'svcnet-badppn', '--pods-per-node', '300'],
+    line: "svcnet lab up: --pods-per-node: must be 1-250 (a node's /24 podCIDR), got 300",
+  },
 ];
 
 for (const c of ONE_LINE)
