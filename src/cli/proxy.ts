@@ -265,7 +265,10 @@ export function registerProxyCommand(program: Command): void {
       '--iptables-variant <auto|legacy|nft>',
       "iptables backend (default: the config's iptables.svcnetVariant, else auto: detect like kube-proxy's image)",
     )
-    .option('--canary-interval <duration>', 'how often to check for flushed rules (default 1s)');
+    .option(
+      '--canary-interval <duration>',
+      'how often to check for flushed rules (default: the sync period, 30s)',
+    );
   addLogFlags(cmd).action(
     // --cleanup is a command (prints what it removed); otherwise a daemon.
     async (flags: ProxyFlags) =>

@@ -197,6 +197,13 @@ test("the daemon's view of kubeadm's config.conf: default periods, the file's va
   assert.equal(c.healthzBindAddress, '0.0.0.0:10256');
 });
 
+test('the canary is polled every sync period, as kube-proxy, unless --canary-interval says', () => {
+  assert.equal(resolveProxyConfig({}, undefined, 'h').canaryIntervalMs, 30_000);
+  const file = parseKubeProxyConfiguration(`${HEAD}iptables: {syncPeriod: 10s}\n`, 'kp.yaml');
+  assert.equal(resolveProxyConfig({}, file, 'h').canaryIntervalMs, 10_000);
+  assert.equal(resolveProxyConfig({ canaryInterval: '2s' }, file, 'h').canaryIntervalMs, 2_000);
+});
+
 test('the daemon mode: --proxy-mode wins over the file; nftables takes the nftables section', () => {
   const file = parseKubeProxyConfiguration(
     [

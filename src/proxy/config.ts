@@ -529,7 +529,7 @@ export interface ProxyDaemonConfig {
   readonly healthzBindAddress: string;
   readonly metricsBindAddress: string;
   readonly conntrack: ConntrackSettings;
-  /** How often the canary is checked. */
+  /** How often the canary is checked (default: the sync period, as kube-proxy). */
   readonly canaryIntervalMs: number;
   /** `auto` detects like kube-proxy's image (netfilter/iptables/variant.ts); otherwise forced. */
   readonly iptablesVariant: IptablesVariantSetting;
@@ -733,7 +733,10 @@ export function resolveProxyConfig(
     healthzBindAddress: flags.healthzBindAddress ?? f.healthzBindAddress,
     metricsBindAddress: flags.metricsBindAddress ?? f.metricsBindAddress,
     conntrack: resolveConntrack(flags, f.conntrack, read),
-    canaryIntervalMs: read.duration('--canary-interval', flags.canaryInterval) ?? 1_000,
+    // kube-proxy's iptables monitor polls the canary every syncPeriod (30 s by default); each
+    // round costs a few iptables processes per family, which a 1 s poll made a tenth of the
+    // proxy's CPU on a busy node.
+    canaryIntervalMs: read.duration('--canary-interval', flags.canaryInterval) ?? syncPeriodMs,
     iptablesVariant: variant as ProxyDaemonConfig['iptablesVariant'],
   };
   if (errors.length > 0) throw new ValidationError(errors);

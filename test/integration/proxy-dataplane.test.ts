@@ -27,7 +27,8 @@ describe('svcnet proxy programs a node (iptables mode)', { skip }, () => {
     lab.addPod('pod-b', PORT);
     lab.addPod('pod-c', PORT);
     await lab.waitForPods(PORT);
-    proxy = await startInProcessProxy(lab.node, NODE);
+    // The flush test below wants the canary polled every second, not every sync period.
+    proxy = await startInProcessProxy(lab.node, NODE, { canaryIntervalMs: 1000 });
     await proxy.startInformers();
   });
 
