@@ -25,6 +25,11 @@ import type { Informer } from '../kube/informer.js';
 import type { ConfigMap, Node, Pod } from '../kube/types.js';
 import { RealExecer } from '../os/exec.js';
 import { RealIp } from '../os/ip.js';
+import {
+  IpSandboxNamespaces,
+  KernelSandboxNamespaces,
+  type SandboxNamespaces,
+} from '../os/netns-named.js';
 import { FileResultCache } from '../cni/runtime/cache.js';
 import { parseConflist, type NetworkConfigList } from '../cni/runtime/parse-conflist.js';
 import { CniRuntime } from '../cni/runtime/runtime.js';
@@ -360,6 +365,22 @@ function kubeletHandlers(
  * namespace. It is not the agent's child in spirit: it outlives the agent, like the Pods'
  * own processes, and the next agent connects to the same socket.
  */
+/**
+ * The Pods' namespaces made in this process (no `ip netns add` and lo-up processes per Pod);
+ * through `ip` when libc cannot be bound (koffi missing).
+ */
+function sandboxNamespaces(ip: RealIp, log: pino.Logger): SandboxNamespaces {
+  try {
+    return new KernelSandboxNamespaces();
+  } catch (err) {
+    log.warn(
+      { err: err instanceof Error ? err.message : String(err) },
+      'Cannot bind libc: Pod namespaces through ip netns',
+    );
+    return new IpSandboxNamespaces(ip);
+  }
+}
+
 function nodePodHost(opts: LabAgentOptions, nodeDir: string): PodHostClient {
   const socketPath = join(nodeDir, 'pod-host.sock');
   const logs = join(opts.stateDir, 'logs');
@@ -446,9 +467,11 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
   const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
   const configMaps = createInformer<ConfigMap>(kc, CONFIG_MAPS);
 
+  const ip = new RealIp(execer);
   const runtime = new LabPodRuntime({
     podHost,
-    ip: new RealIp(execer),
+    ip,
+    namespaces: sandboxNamespaces(ip, opts.log),
     network: new CniPodNetwork(rt, conflist),
     self: opts.self,
     logDir,

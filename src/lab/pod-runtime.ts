@@ -30,9 +30,10 @@ import { connect } from 'node:net';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { Ip } from '../os/ip.js';
+import { IpSandboxNamespaces, type SandboxNamespaces } from '../os/netns-named.js';
 import { RealExecer, type Execer } from '../os/exec.js';
 import { netnsExecArgv } from '../os/netns.js';
-import { linkUp, netnsPath } from '../util/ip-ops.js';
+import { netnsPath } from '../util/ip-ops.js';
 import {
   adoptProcess,
   processGone,
@@ -93,8 +94,10 @@ export interface PodNetworkRequest {
 }
 
 export interface PodRuntimeOptions {
-  /** Creates and deletes the Pods' namespaces. */
+  /** The Pods' namespaces through iproute2 when `namespaces` is not given. */
   readonly ip: Ip;
+  /** Creates and deletes the Pods' namespaces (default: `ip netns` through `ip`). */
+  readonly namespaces?: SandboxNamespaces;
   readonly network: PodNetwork;
   /** argv that runs the svcnet CLI (node + flags + script). */
   readonly self: readonly string[];
@@ -300,11 +303,13 @@ function hostedContainerID(hostPid: number, ref: HostedRef): string {
 export class LabPodRuntime implements PodRuntime {
   private readonly running = new Map<string, Running>();
   private readonly opts: PodRuntimeOptions;
+  private readonly namespaces: SandboxNamespaces;
   /** The containers' output, per Pod and container (what `kubectl logs` reads). */
   readonly logs: ContainerLogs;
 
   constructor(opts: PodRuntimeOptions) {
     this.opts = opts;
+    this.namespaces = opts.namespaces ?? new IpSandboxNamespaces(opts.ip);
     this.logs = opts.logs ?? new ContainerLogs(opts.logDir);
   }
 
@@ -321,10 +326,8 @@ export class LabPodRuntime implements PodRuntime {
 
   /** The Pod's namespace with CNI attached and its /etc files; returns its IPs. */
   private async createSandbox(pod: Pod, netns: string): Promise<PodAddresses> {
-    const { ip: iproute, network } = this.opts;
-    await iproute.addNetns(netns);
-    await iproute.batch(netnsPath(netns), [linkUp('lo')]);
-    const added = await network.add(this.request(pod, netns));
+    await this.namespaces.create(netns);
+    const added = await this.opts.network.add(this.request(pod, netns));
     const { ip } = added;
     const ips = added.ips ?? [ip];
     const etc = join('/etc/netns', netns);
@@ -697,7 +700,7 @@ export class LabPodRuntime implements PodRuntime {
       await this.opts.network.del(this.request(pod, netns));
     } finally {
       // The namespace goes even when CNI DEL fails, so a retry starts from scratch.
-      await this.opts.ip.deleteNetns(netns).catch(() => false);
+      await this.namespaces.remove(netns).catch(() => false);
       rmSync(join('/etc/netns', netns), { recursive: true, force: true });
       const path = this.recordPath(netns);
       if (path !== undefined) rmSync(path, { force: true });

@@ -6,40 +6,17 @@
 
 import { spawnSync } from 'node:child_process';
 import { constants, openSync } from 'node:fs';
-import { createRequire } from 'node:module';
-
-type MkfifoFn = (path: string, mode: number) => number;
-interface Koffi {
-  load(lib: string): { func(signature: string): MkfifoFn };
-  errno(): number;
-}
-let libcMkfifo: { fn: MkfifoFn; koffi: Koffi } | null | undefined;
-
-/** libc's mkfifo through koffi (the lab's agent makes two per container), or null without it. */
-function mkfifoCall(): { fn: MkfifoFn; koffi: Koffi } | null {
-  if (libcMkfifo === undefined) {
-    try {
-      const koffi = createRequire(import.meta.url)('koffi') as Koffi;
-      libcMkfifo = {
-        fn: koffi.load('libc.so.6').func('int mkfifo(const char *path, uint32_t mode)'),
-        koffi,
-      };
-    } catch {
-      libcMkfifo = null;
-    }
-  }
-  return libcMkfifo;
-}
+import { libcOrNull } from './libc.js';
 
 /**
  * Creates a FIFO at `path` (mode 0600); throws naming the path when it cannot. Calls libc
  * directly when koffi loads (microseconds), else runs `mkfifo` (a process each).
  */
 export function makeFifo(path: string): void {
-  const libc = mkfifoCall();
+  const libc = libcOrNull();
   if (libc !== null) {
-    if (libc.fn(path, 0o600) === 0) return;
-    throw new Error(`mkfifo ${path}: errno ${String(libc.koffi.errno())}`);
+    if (libc.mkfifo(path, 0o600) === 0) return;
+    throw new Error(`mkfifo ${path}: errno ${String(libc.errno())}`);
   }
   const r = spawnSync('mkfifo', ['-m', '600', path], { encoding: 'utf8' });
   if (r.error !== undefined || r.status !== 0)

@@ -12,7 +12,7 @@
 // and anything asynchronous inside the window (rejected: it would run outside).
 
 import { closeSync, openSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { libc, type Libc } from './libc.js';
 
 /** Runs synchronous code inside a network namespace. */
 export interface NetnsEnterer {
@@ -28,28 +28,18 @@ export interface NetnsEnterer {
 /** CLONE_NEWNET from <linux/sched.h>: setns's nstype for a network namespace. */
 const CLONE_NEWNET = 0x40000000;
 
-type SetnsFn = (fd: number, nstype: number) => number;
-
-interface Koffi {
-  load(lib: string): { func(signature: string): SetnsFn };
-  errno(): number;
-}
-
 function isPromiseLike(v: unknown): boolean {
   return typeof (v as { then?: unknown } | null)?.then === 'function';
 }
 
 /** The real one: setns(2) through libc. Construct it once; it holds the thread's own namespace open. */
 export class RealNetnsEnterer implements NetnsEnterer {
-  private readonly setns: SetnsFn;
-  private readonly koffi: Koffi;
+  private readonly libc: Libc;
   /** The namespace the thread returns to (opened at construction). */
   private readonly home: number;
 
   constructor() {
-    const require = createRequire(import.meta.url);
-    this.koffi = require('koffi') as Koffi;
-    this.setns = this.koffi.load('libc.so.6').func('int setns(int fd, int nstype)');
+    this.libc = libc();
     this.home = openSync('/proc/thread-self/ns/net', 'r');
   }
 
@@ -57,8 +47,8 @@ export class RealNetnsEnterer implements NetnsEnterer {
     const fd = openSync(path, 'r');
     let out: T;
     try {
-      if (this.setns(fd, CLONE_NEWNET) !== 0)
-        throw new Error(`setns ${path}: errno ${String(this.koffi.errno())}`);
+      if (this.libc.setns(fd, CLONE_NEWNET) !== 0)
+        throw new Error(`setns ${path}: errno ${String(this.libc.errno())}`);
       try {
         out = fn();
       } finally {
@@ -74,11 +64,32 @@ export class RealNetnsEnterer implements NetnsEnterer {
     return out;
   }
 
+  /**
+   * Runs `fn` with the calling thread in a new, empty network namespace (unshare(2)), then
+   * returns to its own; the namespace lives on only if `fn` kept it (a bind mount of
+   * /proc/thread-self/ns/net, or a socket). Same rules as `run`.
+   */
+  runInNew<T>(fn: () => T): T {
+    if (this.libc.unshare(CLONE_NEWNET) !== 0)
+      throw new Error(`unshare(CLONE_NEWNET): errno ${String(this.libc.errno())}`);
+    let out: T;
+    try {
+      out = fn();
+    } finally {
+      this.goHome('a new namespace');
+    }
+    if (isPromiseLike(out))
+      throw new Error(
+        'new netns: the function returned a promise; only synchronous work runs inside',
+      );
+    return out;
+  }
+
   /** Back to the thread's own namespace; failing that would leave every later socket in the Pod. */
   private goHome(from: string): void {
-    if (this.setns(this.home, CLONE_NEWNET) !== 0) {
+    if (this.libc.setns(this.home, CLONE_NEWNET) !== 0) {
       process.stderr.write(
-        `setns back from ${from}: errno ${String(this.koffi.errno())}: cannot go on\n`,
+        `setns back from ${from}: errno ${String(this.libc.errno())}: cannot go on\n`,
       );
       process.abort();
     }
