@@ -21,7 +21,7 @@ import {
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
-import { ClientNodeKubeClient } from '../kube/api-client.js';
+import { ClientNodeKubeClient, listAll } from '../kube/api-client.js';
 import { loadKubeConfig } from '../kube/client.js';
 import type { EndpointSlice, KubeObject, Node, Service } from '../kube/types.js';
 import { RealExecer, type ExecResult, type Execer } from '../os/exec.js';
@@ -452,13 +452,18 @@ async function unprogrammedOnNode(
   return unprogrammedEndpoints(expected, nat.stdout);
 }
 
-/** Polls until clusterProblems() is empty and every node's proxy has programmed all changes. */
 /** How long one round of waitForCluster's lists may take before it is tried again. */
-const LIST_ROUND_MS = 20_000;
+const LIST_ROUND_MS = 10_000;
 
-/** `p`, or a rejection with `why` once `ms` have passed (the timer keeps the process alive). */
+/**
+ * `p`, or a rejection with `why` once `ms` of `clock` have passed. A list that never settles
+ * may hold no socket either, so something must keep the process alive meanwhile: realClock's
+ * timers are unref'd (they never do), and `lab up` exited 13 with nothing printed when the
+ * event loop ran dry under such a list. A ref'd Node timer of the same length holds it.
+ */
 function withDeadline<T>(p: Promise<T>, ms: number, clock: Clock, why: string): Promise<T> {
   let timer: TimerHandle | undefined;
+  const keepAlive = setTimeout(() => undefined, ms + 1000);
   const late = new Promise<never>((_, reject) => {
     timer = clock.setTimeout(() => {
       reject(new Error(why));
@@ -466,16 +471,17 @@ function withDeadline<T>(p: Promise<T>, ms: number, clock: Clock, why: string): 
   });
   return Promise.race([p, late]).finally(() => {
     clock.clearTimeout(timer);
+    clearTimeout(keepAlive);
   });
 }
 
+/** Polls until clusterProblems() is empty and every node's proxy has programmed all changes. */
 export async function waitForCluster(
   lab: RunningLab,
   kc: ReturnType<typeof loadKubeConfig>,
   deadline: number,
   clock: Clock = realClock,
 ): Promise<void> {
-  const client = new ClientNodeKubeClient(kc);
   const nodeNames = lab.state.plan.nodes.map((n) => n.name);
   let problems: string[] = ['not checked yet'];
   while (problems.length > 0) {
@@ -488,13 +494,13 @@ export async function waitForCluster(
       const [nodes, pods, deployments, statefulSets, daemonSets, services, endpointSlices] =
         await withDeadline(
           Promise.all([
-            client.list('Node'),
-            client.list('Pod'),
-            client.list('Deployment'),
-            client.list('StatefulSet'),
-            client.list('DaemonSet'),
-            client.list('Service'),
-            client.list('EndpointSlice'),
+            listAll(kc, 'Node', LIST_ROUND_MS),
+            listAll(kc, 'Pod', LIST_ROUND_MS),
+            listAll(kc, 'Deployment', LIST_ROUND_MS),
+            listAll(kc, 'StatefulSet', LIST_ROUND_MS),
+            listAll(kc, 'DaemonSet', LIST_ROUND_MS),
+            listAll(kc, 'Service', LIST_ROUND_MS),
+            listAll(kc, 'EndpointSlice', LIST_ROUND_MS),
           ]),
           LIST_ROUND_MS,
           clock,
