@@ -57,12 +57,20 @@ const REQUIRE_BANNER =
 /** What stays a runtime import: esbuild (only used here) and native addons (better-sqlite3, koffi). */
 const EXTERNAL = ['esbuild', 'better-sqlite3', 'koffi'];
 
-/** What both bundles share: one self-contained file set for the Node this package requires. */
+/**
+ * What both bundles share: one self-contained file set for the Node this package requires.
+ * Whitespace and syntax are minified (identifiers are kept, so stack traces and logs stay
+ * readable): every lab process that talks to the API server loads client-node's 830 modules,
+ * 14.5 MB as bundled, and reading and compiling that text was 0.78 s and 100 MiB per process;
+ * minified (5.4 MB) it is 0.55 s and 68 MiB.
+ */
 const NODE_BUNDLE = {
   bundle: true,
   platform: 'node',
   target: 'node20',
   logLevel: 'warning',
+  minifyWhitespace: true,
+  minifySyntax: true,
 } as const;
 
 /** Bundles the lab CLI (`build/lab/`) and/or the CNI plugin (`build/cni/`) from `<root>/src`. */
