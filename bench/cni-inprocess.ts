@@ -7,7 +7,8 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { inProcessSvcnetCni, realPluginDeps } from '../src/cni/in-process.js';
+import { inProcessSvcnetCni } from '../src/cni/in-process.js';
+import { inProcessPluginDeps } from '../src/cni/in-process-netlink.js';
 import { FileResultCache } from '../src/cni/runtime/cache.js';
 import { parseConflist } from '../src/cni/runtime/parse-conflist.js';
 import { CniRuntime, type Attachment } from '../src/cni/runtime/runtime.js';
@@ -19,7 +20,7 @@ const rt = new CniRuntime({
   execer,
   cniPath: [],
   cache: new FileResultCache(join(work, 'cni-cache')),
-  inProcess: new Map([['svcnet-cni', inProcessSvcnetCni(realPluginDeps(execer))]]),
+  inProcess: new Map([['svcnet-cni', inProcessSvcnetCni(inProcessPluginDeps(execer))]]),
 });
 const conflist = parseConflist(readFileSync(configFile, 'utf8'), 'bench network');
 const att = (i: number): Attachment => ({

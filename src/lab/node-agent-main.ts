@@ -33,7 +33,8 @@ import {
 import { FileResultCache } from '../cni/runtime/cache.js';
 import { parseConflist, type NetworkConfigList } from '../cni/runtime/parse-conflist.js';
 import { CniRuntime } from '../cni/runtime/runtime.js';
-import { inProcessSvcnetCni, realPluginDeps } from '../cni/in-process.js';
+import { inProcessSvcnetCni } from '../cni/in-process.js';
+import { inProcessPluginDeps } from '../cni/in-process-netlink.js';
 import type { IptablesVariant } from '../netfilter/iptables/backend.js';
 import { kubeletSocketPath } from '../apiserver/kubelet-proxy.js';
 import { NodeAgent, type PodStatusWriter } from './agent.js';
@@ -435,7 +436,7 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     // Our plugin runs as a function in this agent (it is in the node's namespace already):
     // no Node start-up per Pod. The reference plugins are still executed.
     ...(opts.cni === 'svcnet'
-      ? { inProcess: new Map([['svcnet-cni', inProcessSvcnetCni(realPluginDeps(execer))]]) }
+      ? { inProcess: new Map([['svcnet-cni', inProcessSvcnetCni(inProcessPluginDeps(execer))]]) }
       : {}),
   });
   await registerNode(

@@ -1,7 +1,7 @@
 // The few libc calls Node does not offer, bound once through koffi (an FFI package with
 // prebuilt binaries and no install script): setns and unshare for network namespaces, mount
 // and umount2 for the /run/netns files that name them, socket/ioctl/close for bringing a
-// device up, mkfifo for container logs. Loaded on first use, so commands that need none of
+// device up, send/recv/if_nametoindex for rtnetlink (netlink.ts), mkfifo for container logs. Loaded on first use, so commands that need none of
 // them never pay for it. Callers check the return value and read errno() at once (koffi keeps
 // the errno of the last call made through it). Not a general libc binding: only what src/os
 // needs, each with the C signature from its man page.
@@ -33,6 +33,10 @@ export interface Libc {
   /** ioctl with a pointer argument (the buffer is read and written in place). */
   ioctl(fd: number, request: number, arg: Buffer): number;
   close(fd: number): number;
+  send(fd: number, buf: Buffer, len: number, flags: number): number;
+  recv(fd: number, buf: Buffer, len: number, flags: number): number;
+  /** 0 when no device has that name in the calling thread's namespace. */
+  if_nametoindex(name: string): number;
   /** errno of the last call made through this binding. */
   errno(): number;
 }
@@ -57,6 +61,9 @@ export function libc(): Libc {
       socket: f('int socket(int domain, int type, int protocol)'),
       ioctl: f('int ioctl(int fd, unsigned long request, void *arg)'),
       close: f('int close(int fd)'),
+      send: f('long send(int fd, const void *buf, size_t len, int flags)'),
+      recv: f('long recv(int fd, void *buf, size_t len, int flags)'),
+      if_nametoindex: f('unsigned int if_nametoindex(const char *name)'),
       errno: () => koffi.errno(),
     };
   }
