@@ -1,14 +1,15 @@
 // An `Ip` whose batches are rtnetlink requests made from this process (netlink.ts), for the
 // lab's node agent, which runs the CNI plugin in-process: a Pod's ADD was one `ip -batch`
 // process that forked a second for the Pod's side, and starting processes from the agent was
-// most of its CPU in a 300-Pod lab. A batch for another namespace runs inside a setns window
+// most of its CPU in a 300-Pod lab. Link deletion (a Pod's DEL) goes the same way. A batch
+// for another namespace runs inside a setns window
 // (netns-enter.ts), with a netlink socket made there. Batches with an op netlink.ts does not
 // encode, and every other method (reading links, routes, neighbours; FDB; namespaces), go to
 // the RealIp it wraps, so results and errors are those of `ip`. Not for the `svcnet-cni`
 // binary: it is one file without node_modules, so it keeps running `ip`.
 
 import type { IPFamily } from '../util/ip.js';
-import { renderIpOp, type FdbOp, type IpOp } from '../util/ip-ops.js';
+import { linkDel, renderIpOp, type FdbOp, type IpOp } from '../util/ip-ops.js';
 import {
   IpError,
   type FdbEntry,
@@ -85,7 +86,15 @@ export class NetlinkIp implements Ip {
   }
 
   deleteLink(netns: NetnsPath, name: string): Promise<boolean> {
-    return this.fallback.deleteLink(netns, name);
+    return new Promise((resolve) => {
+      try {
+        this.runSync(netns, [linkDel(name)]);
+        resolve(true);
+      } catch (e) {
+        if (!(e instanceof IpError && /Cannot find device|No such device/.test(e.message))) throw e;
+        resolve(false);
+      }
+    });
   }
   ensureBridge(netns: NetnsPath, name: string, mtu?: number): Promise<void> {
     return this.fallback.ensureBridge(netns, name, mtu);

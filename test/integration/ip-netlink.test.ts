@@ -166,4 +166,11 @@ describe('rtnetlink from this process does what ip does', { skip }, () => {
     assert.doesNotMatch(await lab.ip(node, 'link', 'show'), /veth1a2b3c4d/);
     assert.doesNotMatch(await lab.ip(pod, 'link', 'show'), /eth0/);
   });
+
+  test('deleteLink: true when it removed the link, false when there was none', async () => {
+    const { node, pod } = await attach(netlink, 'k');
+    assert.equal(await netlink.deleteLink(netnsPath(node), 'veth1a2b3c4d'), true);
+    assert.doesNotMatch(await lab.ip(pod, 'link', 'show'), /eth0/);
+    assert.equal(await netlink.deleteLink(netnsPath(node), 'veth1a2b3c4d'), false);
+  });
 });
