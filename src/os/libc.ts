@@ -82,5 +82,15 @@ export function libcOrNull(): Libc | null {
   return bound;
 }
 
+/** <sys/socket.h> values the callers share. */
+export const SOCK = {
+  AF_INET: 2,
+  AF_INET6: 10,
+  AF_NETLINK: 16,
+  DGRAM: 2,
+  RAW: 3,
+  CLOEXEC: 0o2000000,
+} as const;
+
 /** Linux errno values the callers tell apart. */
 export const ERRNO = { ENOENT: 2, EEXIST: 17, EINVAL: 22 } as const;

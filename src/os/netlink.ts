@@ -15,12 +15,9 @@
 import { closeSync, openSync } from 'node:fs';
 import { parseIP, type IPFamily, type ParsedIP } from '../util/ip.js';
 import type { IpOp } from '../util/ip-ops.js';
-import type { Libc } from './libc.js';
+import { SOCK, type Libc } from './libc.js';
 
 // <linux/netlink.h>, <linux/rtnetlink.h>, <linux/if_link.h>, <linux/if_addr.h>, <linux/veth.h>
-const AF_NETLINK = 16;
-const SOCK_RAW = 3;
-const SOCK_CLOEXEC = 0o2000000;
 const NETLINK_ROUTE = 0;
 const NLM_F_REQUEST = 0x1;
 const NLM_F_ACK = 0x4;
@@ -61,8 +58,6 @@ const RT_SCOPE_HOST = 254;
 const RT_SCOPE_NOWHERE = 255;
 const RTN_UNICAST = 1;
 const RTNH_F_ONLINK = 4;
-const AF_INET = 2;
-const AF_INET6 = 10;
 
 /** strerror() of the errnos rtnetlink answers with, as iproute2 prints them. */
 const STRERROR: Readonly<Record<number, string>> = {
@@ -131,7 +126,7 @@ function ipBytes(ip: ParsedIP): Buffer {
   return out;
 }
 
-const familyCode = (f: IPFamily): number => (f === 'IPv4' ? AF_INET : AF_INET6);
+const familyCode = (f: IPFamily): number => (f === 'IPv4' ? SOCK.AF_INET : SOCK.AF_INET6);
 
 /** `ip[/prefix]` → address and prefix (a bare address is a host prefix). */
 function addrAndPrefix(text: string): { ip: ParsedIP; prefix: number } {
@@ -327,7 +322,7 @@ export class RtnetlinkSocket {
 
   constructor(libc: Libc) {
     this.libc = libc;
-    this.fd = libc.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    this.fd = libc.socket(SOCK.AF_NETLINK, SOCK.RAW | SOCK.CLOEXEC, NETLINK_ROUTE);
     if (this.fd < 0) throw new Error(`netlink socket: errno ${String(libc.errno())}`);
   }
 

@@ -17,7 +17,7 @@
 import { closeSync, mkdirSync, openSync, unlinkSync } from 'node:fs';
 import { linkUp, netnsPath } from '../util/ip-ops.js';
 import { IpError, type Ip } from './ip.js';
-import { ERRNO, libc, type Libc } from './libc.js';
+import { ERRNO, libc, SOCK, type Libc } from './libc.js';
 import { RealNetnsEnterer } from './netns-enter.js';
 
 /** A Pod sandbox's network namespace: created with lo up, removed with its name. */
@@ -45,14 +45,11 @@ export class IpSandboxNamespaces implements SandboxNamespaces {
   }
 }
 
-// <sys/mount.h>, <linux/sockios.h>, <net/if.h>, <sys/socket.h>
+// <sys/mount.h>, <linux/sockios.h>, <net/if.h>
 const MS_BIND = 0x1000;
 const MS_REC = 0x4000;
 const MS_SHARED = 0x100000;
 const MNT_DETACH = 2;
-const AF_INET = 2;
-const SOCK_DGRAM = 2;
-const SOCK_CLOEXEC = 0o2000000;
 const SIOCGIFFLAGS = 0x8913;
 const SIOCSIFFLAGS = 0x8914;
 const IFF_UP = 0x1;
@@ -139,7 +136,7 @@ export class KernelSandboxNamespaces implements SandboxNamespaces {
 
   /** lo up in the namespace the thread is in (inside runInNew's window). */
   private loUp(name: string): void {
-    const fd = this.libc.socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    const fd = this.libc.socket(SOCK.AF_INET, SOCK.DGRAM | SOCK.CLOEXEC, 0);
     if (fd < 0) throw this.fail('socket', name);
     try {
       const ifr = Buffer.alloc(IFREQ_SIZE);
