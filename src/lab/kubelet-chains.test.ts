@@ -4,7 +4,7 @@ import { FakeIptables } from '../netfilter/iptables/fake.js';
 import { chooseIptablesVariant } from '../netfilter/iptables/variant.js';
 import { FakeExecer } from '../os/exec.js';
 import { LAB_IPTABLES_VARIANT } from './iptables-variant.js';
-import { ensureKubeletChains, kubeletIptables } from './kubelet-chains.js';
+import { ensureKubeletChains, kubeletChainsRestore, kubeletIptables } from './kubelet-chains.js';
 
 test('the hint chain in mangle and the canary in mangle, nat and filter, both families', async () => {
   const v4 = new FakeIptables('IPv4');
@@ -19,7 +19,9 @@ test('the hint chain in mangle and the canary in mangle, nat and filter, both fa
     assert.doesNotMatch(ipt.saveSync(), /^-A /m, 'the chains are empty');
   }
   // Idempotent: a restarted agent finds them and changes nothing.
+  const before = v4.saveSync();
   assert.deepEqual(await ensureKubeletChains([v4], () => undefined), ['IPv4']);
+  assert.equal(v4.saveSync(), before);
 });
 
 test("a proxy's auto detection picks the backend the agent wrote its hint with", async () => {
@@ -35,16 +37,15 @@ test("the agent's iptables are the lab variant's binaries, e.g. iptables-legacy"
   const [v4, v6] = kubeletIptables(new FakeExecer(), 'legacy');
   assert.equal(v4?.commands.iptables, 'iptables-legacy');
   assert.equal(v6?.commands.iptables, 'ip6tables-legacy');
-  const execer = new FakeExecer().expect(
-    {
-      cmd: 'iptables-legacy',
-      args: ['-w', '5', '-t', 'mangle', '-S', 'KUBE-IPTABLES-HINT', '1'],
-      result: { code: 1 },
+  const execer = new FakeExecer().expect({
+    cmd: 'iptables-legacy-restore',
+    args: ['-w', '5', '--noflush'],
+    check: (req) => {
+      assert.equal(req.stdin, kubeletChainsRestore());
     },
-    { cmd: 'iptables-legacy', args: ['-w', '5', '-t', 'mangle', '-N', 'KUBE-IPTABLES-HINT'] },
-  );
+  });
   const [real] = kubeletIptables(execer, 'legacy');
-  assert.equal(await real?.ensureChain('mangle', 'KUBE-IPTABLES-HINT'), false);
+  assert.deepEqual(await ensureKubeletChains(real ? [real] : [], () => undefined), ['IPv4']);
   execer.verify();
   const [plain] = kubeletIptables(new FakeExecer(), undefined);
   assert.equal(plain?.commands.iptables, 'iptables');
@@ -54,7 +55,7 @@ test('a family that cannot be written is logged and the other still gets its cha
   const v4 = new FakeIptables('IPv4');
   const broken = {
     family: 'IPv6' as const,
-    ensureChain: () => Promise.reject(new Error('ip6tables-legacy: not installed')),
+    restore: () => Promise.reject(new Error('ip6tables-legacy: not installed')),
   } as unknown as FakeIptables;
   const logs: string[] = [];
   const done = await ensureKubeletChains([broken, v4], (f) => {

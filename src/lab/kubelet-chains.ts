@@ -34,8 +34,26 @@ export function kubeletIptables(
 }
 
 /**
- * Ensures the kubelet's chains in each family; returns the families done. A failing family
- * (no ip6tables, IPv6 off in the kernel) is logged and the others still get theirs.
+ * The `iptables-restore --noflush` input that makes every kubelet chain: declaring a chain
+ * creates it when missing and empties it otherwise, and these chains are always empty.
+ */
+export function kubeletChainsRestore(): string {
+  const tables = [...new Set(KUBELET_CHAINS.map((c) => c.table))];
+  return tables
+    .map(
+      (t) =>
+        `*${t}\n${KUBELET_CHAINS.filter((c) => c.table === t)
+          .map((c) => `:${c.chain} - [0:0]\n`)
+          .join('')}COMMIT\n`,
+    )
+    .join('');
+}
+
+/**
+ * Ensures the kubelet's chains in each family with one iptables-restore each (not a check
+ * and a create per chain: sixteen processes at every agent start); returns the families done.
+ * A failing family (no ip6tables, IPv6 off in the kernel) is logged and the others still get
+ * theirs.
  */
 export async function ensureKubeletChains(
   families: readonly Iptables[],
@@ -44,7 +62,7 @@ export async function ensureKubeletChains(
   const done: string[] = [];
   for (const ipt of families) {
     try {
-      for (const { table, chain } of KUBELET_CHAINS) await ipt.ensureChain(table, chain);
+      await ipt.restore(kubeletChainsRestore(), { noflush: true });
       done.push(ipt.family);
     } catch (e) {
       log(
