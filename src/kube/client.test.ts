@@ -157,3 +157,24 @@ test('an informer whose watch reopens after failures starts the next outage from
     await new Promise((resolve) => server.close(resolve));
   }
 });
+
+test('one keep-alive agent per KubeConfig: requests reuse connections instead of a TLS handshake each', async () => {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: 'https://127.0.0.1:6443', skipTLSVerify: false }],
+    users: [{ name: 'u', token: 't' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
+  const agentOf = async (k: k8s.KubeConfig): Promise<unknown> => {
+    const opts: { agent?: unknown } = {};
+    await k.applyToHTTPSOptions(opts);
+    return opts.agent;
+  };
+  const before = [await agentOf(kc), await agentOf(kc)];
+  assert.notEqual(before[0], before[1], "client-node's own: a new agent per request");
+  client.reuseConnections(kc);
+  const a = (await agentOf(kc)) as { keepAlive?: boolean };
+  assert.equal(await agentOf(kc), a);
+  assert.equal(a.keepAlive, true);
+});

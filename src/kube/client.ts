@@ -7,6 +7,7 @@
 
 import * as k8s from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
+import type { AgentOptions } from 'node:https';
 import { SvcnetError } from '../errors.js';
 import { hintFor, InformerError, summarizeApiError } from './api-errors.js';
 import type { ApiClientOrigin, ApiFailureReason } from './api-errors.js';
@@ -26,6 +27,46 @@ export function loadKubeConfig(path?: string): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
   if (path !== undefined) kc.loadFromFile(path);
   else kc.loadFromDefault();
+  return reuseConnections(kc);
+}
+
+type CreateAgent = (cluster: k8s.Cluster | null, opts: AgentOptions) => unknown;
+
+/**
+ * client-node 1.4 makes a new HTTP agent for every request (KubeConfig's
+ * applySecurityAuthentication), without keep-alive: every list, status write and watch was a
+ * TCP connect and a TLS handshake on both ends, a tenth of a 300-Pod lab's CPU. This keeps one
+ * keep-alive agent per KubeConfig and TLS material (ca, cert, key are re-read per request,
+ * so rotated files still take effect), as client-go keeps one transport. Requests through a
+ * proxy (cluster.proxyUrl) keep client-node's own agents.
+ */
+export function reuseConnections(kc: k8s.KubeConfig): k8s.KubeConfig {
+  const target = kc as unknown as { createAgent: CreateAgent };
+  const make = target.createAgent.bind(kc);
+  const agents = new Map<string, unknown>();
+  const text = (v: unknown): string =>
+    v === undefined || v === null
+      ? ''
+      : Buffer.isBuffer(v)
+        ? v.toString('base64')
+        : JSON.stringify(v);
+  target.createAgent = (cluster, opts) => {
+    if (cluster === null || (cluster.proxyUrl ?? '') !== '') return make(cluster, opts);
+    const key = [
+      cluster.server,
+      text(opts.ca),
+      text(opts.cert),
+      text(opts.key),
+      String(opts.rejectUnauthorized),
+      text(opts.servername),
+    ].join('|');
+    let agent = agents.get(key);
+    if (agent === undefined) {
+      agent = make(cluster, { ...opts, keepAlive: true });
+      agents.set(key, agent);
+    }
+    return agent;
+  };
   return kc;
 }
 
@@ -107,7 +148,7 @@ export function resolveKubeConfig(
     user: kc.getCurrentUser()?.name ?? '',
     explained: new Set(),
   });
-  return kc;
+  return reuseConnections(kc);
 }
 
 function describeSource(flag: string | undefined, env: KubeConfigEnv): string {
