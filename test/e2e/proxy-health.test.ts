@@ -382,9 +382,14 @@ describe('kube-proxy health and restart', { skip }, () => {
       t.diagnostic(
         `${n.name}: ${String(rounds)} rounds of 1→10→1 in ${String(seconds)} s: ${String(count)} syncs (mean ${meanMs.toFixed(1)} ms), ${String(a.full - b.full)} full`,
       );
+      // Every round changes the endpoints, so the proxy syncs at least once per round, unless
+      // rounds come faster than its minSyncPeriod (1 s in deploy/kube-proxy.yaml), which folds
+      // them together: then it must still have synced about once a second (half of that, for
+      // a busy machine). Since Pods start in a fraction of a second, rounds often do.
+      const expected = Math.min(rounds, Math.floor(seconds / 2));
       assert.ok(
-        count >= rounds,
-        `${n.name}: only ${String(count)} syncs in ${String(rounds)} rounds`,
+        count >= expected,
+        `${n.name}: only ${String(count)} syncs in ${String(rounds)} rounds of ${String(seconds)} s (expected ${String(expected)})`,
       );
       assert.equal(a.full - b.full, 0, `${n.name}: full syncs during pod churn`);
     }
