@@ -1,7 +1,7 @@
 // `svcnet controller --kubeconfig FILE [--fake-kubelet]`: the control-plane daemon (EndpointSlice,
 // Endpoints and mirroring controllers, Deployment/ReplicaSet/StatefulSet controllers, a
 // least-loaded scheduler, and optionally a fake kubelet). Wires real informers and the
-// client-node KubeClient into the ControllerManager, logs to stderr (text on a terminal, JSON
+// HTTP KubeClient into the ControllerManager, logs to stderr (text on a terminal, JSON
 // otherwise), serves /healthz on --healthz-bind-address when given (bound before anything
 // else starts, the client library included: a taken port exits 1 with one line at once), and
 // runs until SIGINT/SIGTERM.
@@ -77,7 +77,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
       ? undefined
       : await listenHealthz(opts.healthzBindAddress, () => running);
   const kc = await daemonKubeConfig(opts.kubeconfig);
-  const { ClientNodeKubeClient } = await import('../kube/api-client.js');
+  const { HttpKubeClient } = await import('../kube/api-client.js');
   const {
     CONTROLLER_REVISIONS,
     createInformer,
@@ -105,7 +105,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
     ControllerRevision: CONTROLLER_REVISIONS,
   };
   const manager = new ControllerManager({
-    client: new ClientNodeKubeClient(kc),
+    client: new HttpKubeClient(kc),
     informers: controllerInformers((kind) => createInformer(kc, specs[kind])),
     log,
     fakeKubelet: opts.fakeKubelet === true,
@@ -113,7 +113,7 @@ async function runController(opts: ControllerOptions): Promise<undefined> {
     controllers,
   });
   log.info(
-    { server: kc.getCurrentCluster()?.server, fakeKubelet: opts.fakeKubelet === true },
+    { server: kc.getCurrentCluster().server, fakeKubelet: opts.fakeKubelet === true },
     'Starting controllers',
   );
   await manager.start();

@@ -7,7 +7,7 @@
 
 import type { Command } from 'commander';
 import type { Logger } from 'pino';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../kube/kubeconfig.js';
 import { createLogger, LOG_LEVELS, resolveLogSettings } from '../util/log.js';
 import type { LogFlags } from '../util/log.js';
 import { exitCodeFor, formatCommandError, verbosityFromArgv } from './run.js';
@@ -45,11 +45,12 @@ export function daemonLogger(component: string, flags: LogFlags): Logger {
 }
 
 /** The client configuration from `--kubeconfig`, $KUBECONFIG or in-cluster (INVALID_INPUT if none). */
-export async function daemonKubeConfig(flag: string | undefined): Promise<KubeConfig> {
-  // Loaded on demand: client-node costs a second and ~100 MB to load, which a bad flag or
-  // config file, refused before this, should not pay.
-  const { resolveKubeConfig } = await import('../kube/client.js');
-  return resolveKubeConfig(flag);
+export async function daemonKubeConfig(
+  flag: string | undefined,
+  context?: string,
+): Promise<KubeConfig> {
+  const { resolveKubeConfig } = await import('../kube/kubeconfig.js');
+  return resolveKubeConfig(flag, process.env, undefined, context);
 }
 
 /**

@@ -167,15 +167,11 @@ async function runDns(opts: DnsOptions): Promise<undefined> {
     ...(config.metrics ? [{ what: '/metrics', ...config.metrics, flag: '--metrics-listen' }] : []),
   ]);
   const fromCorefile = corefile?.settings.kubeconfig;
-  const kc = await daemonKubeConfig(opts.kubeconfig ?? fromCorefile?.file);
-  if (opts.kubeconfig === undefined && fromCorefile?.context !== undefined) {
-    if (kc.getContextObject(fromCorefile.context) === null)
-      throw new SvcnetError(
-        'INVALID_INPUT',
-        `--corefile ${opts.corefile ?? ''}: kubernetes kubeconfig: no context ${JSON.stringify(fromCorefile.context)} in ${fromCorefile.file}`,
-      );
-    kc.setCurrentContext(fromCorefile.context);
-  }
+  // The Corefile's `kubeconfig FILE CONTEXT` (an error names the file and the context).
+  const kc = await daemonKubeConfig(
+    opts.kubeconfig ?? fromCorefile?.file,
+    opts.kubeconfig === undefined ? fromCorefile?.context : undefined,
+  );
   // The daemon and the client library load only once the flags and files are known good.
   const { createInformer, ENDPOINT_SLICES, NAMESPACES, PODS, SERVICES } =
     await import('../kube/client.js');

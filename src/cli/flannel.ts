@@ -63,8 +63,8 @@ async function runFlannel(opts: FlannelOptions): Promise<undefined> {
       : parseNetConf(await readInput(opts.netConf), opts.netConf, backend);
   const log = daemonLogger('flannel', opts);
   const kc = await daemonKubeConfig(opts.kubeconfig);
-  const k8s = await import('@kubernetes/client-node');
-  const { ClientNodeKubeClient } = await import('../kube/api-client.js');
+  const { kubeRequest } = await import('../kube/rest.js');
+  const { HttpKubeClient } = await import('../kube/api-client.js');
   const { createInformer, NODES } = await import('../kube/client.js');
   const { FlannelAgent } = await import('../podnet/flannel-agent.js');
   let conf = fileConf;
@@ -73,7 +73,10 @@ async function runFlannel(opts: FlannelOptions): Promise<undefined> {
     const where = `ConfigMap ${namespace}/${name}`;
     let cm;
     try {
-      cm = await kc.makeApiClient(k8s.CoreV1Api).readNamespacedConfigMap({ name, namespace });
+      cm = await kubeRequest<{ data?: Record<string, string> }>(
+        kc,
+        `/api/v1/namespaces/${namespace}/configmaps/${name}`,
+      );
     } catch (e) {
       throw new SvcnetError('API_FAILED', `${where}: ${(e as Error).message}`, { cause: e });
     }
@@ -83,7 +86,7 @@ async function runFlannel(opts: FlannelOptions): Promise<undefined> {
     conf = parseNetConf(text, `${where} data.${key}`, backend);
   }
   const execer = new RealExecer();
-  const client = new ClientNodeKubeClient(kc);
+  const client = new HttpKubeClient(kc);
   const agent = new FlannelAgent({
     nodeName,
     conf,

@@ -2,7 +2,7 @@
 // returns once the lab is ready and leaves the supervisor running in its sandbox; `supervise`
 // is that supervisor's own entry point (internal, started by `up`). The lab's modules load
 // inside each action, after the flags and manifests are checked, so bad input is refused
-// without loading the lab, client-node and the API server.
+// without loading the lab and the API server.
 
 import { join } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';

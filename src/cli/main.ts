@@ -4,7 +4,7 @@
 // 0 ok, 1 runtime failure, 2 bad usage or bad input.
 //
 // Only the invoked subcommand's module is loaded: the lab starts a `svcnet netexec` process
-// per Pod, and loading the API server, client-node and the proxy for each would cost most of
+// per Pod, and loading the API server, the UI and the proxy for each would cost most of
 // a second of CPU apiece. `svcnet --help` (or an unknown command) loads them all.
 //
 // Usage errors are one line, as kubectl's are: `svcnet trace: unknown option '--source' (did

@@ -58,7 +58,7 @@ export async function runUi(
   const kc = await daemonKubeConfig(flags.kubeconfig);
   let token = flags.token;
   if (token === undefined && !isLoopback(host))
-    token = kc.getCurrentUser()?.token ?? randomBytes(24).toString('base64url');
+    token = kc.getCurrentUser().token ?? randomBytes(24).toString('base64url');
   const { createInformer, ENDPOINT_SLICES, NODES, PODS, SERVICES } =
     await import('../kube/client.js');
   const { InformerCluster } = await import('../ui/cluster.js');

@@ -35,7 +35,7 @@ export const INFORMER_KINDS = {
 
 export type InformerField = keyof typeof INFORMER_KINDS;
 
-/** One informer per kind the controllers read (client-node backed, or following a Store). */
+/** One informer per kind the controllers read (over HTTP, or following a Store). */
 export type ControllerInformers = {
   readonly [F in InformerField]: Informer<ApiKindMap[(typeof INFORMER_KINDS)[F]]>;
 };

@@ -1,16 +1,13 @@
 // The write side of the Kubernetes API as the controllers need it: get/list/create/update/
 // updateStatus/patch/delete (plus pod binding) for a closed set of kinds, on plain wire-JSON
-// objects. `ClientNodeKubeClient` talks to a real API server through @kubernetes/client-node
-// ~1.4 typed APIs (CoreV1Api, DiscoveryV1Api, AppsV1Api). The in-memory implementation for
+// objects. `HttpKubeClient` talks to a real API server over HTTP (rest.ts). The in-memory implementation for
 // tests and dry runs is apiserver/store-kube-client.ts: the API server's own Store, so fakes
 // and the real server share one set of semantics. Reading with list+watch is
 // informer.ts/client.ts's job.
 
-import * as k8s from '@kubernetes/client-node';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { SvcnetError } from '../errors.js';
-import { toWire } from './wire.js';
+import type { KubeConfig } from './kubeconfig.js';
+import { KubeApiError, kubeRequest, type RequestOptions } from './rest.js';
 import type {
   ControllerRevision,
   DaemonSet,
@@ -95,25 +92,7 @@ export interface KubeClient {
   bind(namespace: string, name: string, nodeName: string): Promise<void>;
 }
 
-/** An API error with its HTTP status and Kubernetes reason. */
-export class KubeApiError extends SvcnetError {
-  readonly status: number;
-  readonly reason: string;
-
-  constructor(status: number, reason: string, message: string, options?: { cause?: unknown }) {
-    super(codeForStatus(status), message, options);
-    this.status = status;
-    this.reason = reason;
-    this.name = 'KubeApiError';
-  }
-}
-
-function codeForStatus(status: number): SvcnetError['code'] {
-  if (status === 404) return 'NOT_FOUND';
-  if (status === 409) return 'CONFLICT';
-  if (status === 400 || status === 422) return 'INVALID_INPUT';
-  return 'INTERNAL';
-}
+export { KubeApiError };
 
 export function isConflict(e: unknown): boolean {
   return e instanceof SvcnetError && e.code === 'CONFLICT';
@@ -124,65 +103,34 @@ export function isNotFound(e: unknown): boolean {
 }
 
 interface KindInfo {
-  readonly api: 'core' | 'discovery' | 'apps';
   readonly apiVersion: string;
-  readonly model: string;
   /** Resource name as in URLs and Status messages. */
   readonly resource: string;
-  /** Stem of client-node's method names, e.g. `Pod` in `readNamespacedPod`. */
-  readonly stem: string;
   readonly namespaced: boolean;
   readonly hasStatus: boolean;
 }
 
-export const KIND_INFO: Readonly<Record<ApiKind, KindInfo>> = {
-  Pod: info('core', 'v1', 'V1Pod', 'pods', 'Pod', true, true),
-  Service: info('core', 'v1', 'V1Service', 'services', 'Service', true, true),
-  Endpoints: info('core', 'v1', 'V1Endpoints', 'endpoints', 'Endpoints', true, false),
-  EndpointSlice: info(
-    'discovery',
-    'discovery.k8s.io/v1',
-    'V1EndpointSlice',
-    'endpointslices.discovery.k8s.io',
-    'EndpointSlice',
-    true,
-    false,
-  ),
-  Node: info('core', 'v1', 'V1Node', 'nodes', 'Node', false, true),
-  Deployment: info('apps', 'apps/v1', 'V1Deployment', 'deployments.apps', 'Deployment', true, true),
-  ReplicaSet: info('apps', 'apps/v1', 'V1ReplicaSet', 'replicasets.apps', 'ReplicaSet', true, true),
-  StatefulSet: info(
-    'apps',
-    'apps/v1',
-    'V1StatefulSet',
-    'statefulsets.apps',
-    'StatefulSet',
-    true,
-    true,
-  ),
-  DaemonSet: info('apps', 'apps/v1', 'V1DaemonSet', 'daemonsets.apps', 'DaemonSet', true, true),
-  ControllerRevision: info(
-    'apps',
-    'apps/v1',
-    'V1ControllerRevision',
-    'controllerrevisions.apps',
-    'ControllerRevision',
-    true,
-    false,
-  ),
-};
-
 function info(
-  api: KindInfo['api'],
   apiVersion: string,
-  model: string,
   resource: string,
-  stem: string,
   namespaced: boolean,
   hasStatus: boolean,
 ): KindInfo {
-  return { api, apiVersion, model, resource, stem, namespaced, hasStatus };
+  return { apiVersion, resource, namespaced, hasStatus };
 }
+
+export const KIND_INFO: Readonly<Record<ApiKind, KindInfo>> = {
+  Pod: info('v1', 'pods', true, true),
+  Service: info('v1', 'services', true, true),
+  Endpoints: info('v1', 'endpoints', true, false),
+  EndpointSlice: info('discovery.k8s.io/v1', 'endpointslices.discovery.k8s.io', true, false),
+  Node: info('v1', 'nodes', false, true),
+  Deployment: info('apps/v1', 'deployments.apps', true, true),
+  ReplicaSet: info('apps/v1', 'replicasets.apps', true, true),
+  StatefulSet: info('apps/v1', 'statefulsets.apps', true, true),
+  DaemonSet: info('apps/v1', 'daemonsets.apps', true, true),
+  ControllerRevision: info('apps/v1', 'controllerrevisions.apps', true, false),
+};
 
 /** The collection path of a kind across all namespaces (`/api/v1/pods`, `/apis/apps/v1/…`). */
 export function collectionPath(kind: ApiKind): string {
@@ -191,101 +139,57 @@ export function collectionPath(kind: ApiKind): string {
   return ki.apiVersion === 'v1' ? `/api/v1/${plural}` : `/apis/${ki.apiVersion}/${plural}`;
 }
 
-/**
- * Lists every object of a kind with one plain GET on a connection of its own, the kubeconfig's
- * credentials applied, failing after `timeoutMs`. For callers that poll the whole cluster
- * (`lab up`'s readiness rounds): client-node's fetch path, under 7 concurrent lists of a
- * 300-Pod cluster on a loaded machine, sometimes never settled the Pod list and held no socket
- * either, so no timer of its own could fire; this one always settles.
- */
+/** Lists every object of a kind with one GET, failing after `timeoutMs` of silence. */
 export async function listAll<K extends ApiKind>(
-  kc: k8s.KubeConfig,
+  kc: KubeConfig,
   kind: K,
   timeoutMs: number,
 ): Promise<ApiKindMap[K][]> {
-  const server = new URL(kc.getCurrentCluster()?.server ?? '');
-  const opts: RequestOptions = {
-    method: 'GET',
-    hostname: server.hostname.replace(/^\[|\]$/g, ''),
-    port: server.port,
-    path: collectionPath(kind),
-    headers: { Accept: 'application/json' },
-    timeout: timeoutMs,
-  };
-  // CA, client certificate or token from the kubeconfig; then a connection of its own rather
-  // than the keep-alive agent client-node makes.
-  await kc.applyToHTTPSOptions(opts);
-  opts.agent = false;
-  const body = await new Promise<string>((resolve, reject) => {
-    const req = (server.protocol === 'http:' ? httpRequest : httpsRequest)(opts, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode === 200) resolve(text);
-        else
-          reject(
-            new SvcnetError(
-              'INTERNAL',
-              `GET ${opts.path ?? ''}: ${String(res.statusCode)} ${text.slice(0, 200)}`,
-            ),
-          );
-      });
-    });
-    req.on('timeout', () => {
-      req.destroy(new Error(`GET ${opts.path ?? ''}: no answer in ${String(timeoutMs)} ms`));
-    });
-    req.on('error', reject);
-    req.end();
+  const list = await kubeRequest<{ items?: ApiKindMap[K][] }>(kc, collectionPath(kind), {
+    timeoutMs,
   });
-  return (JSON.parse(body) as { items?: ApiKindMap[K][] }).items ?? [];
+  return list.items ?? [];
 }
 
-type ApiMethod = (param: object, options?: k8s.ConfigurationOptions) => Promise<unknown>;
-type ApiObject = Record<string, ApiMethod | undefined>;
+/** The path of a kind's collection in a namespace, or of one object when `name` is given. */
+function objectPath(kind: ApiKind, namespace: string, name?: string, sub?: string): string {
+  const ki = KIND_INFO[kind];
+  const plural = ki.resource.split('.')[0] ?? '';
+  const prefix = ki.apiVersion === 'v1' ? '/api/v1' : `/apis/${ki.apiVersion}`;
+  const ns =
+    ki.namespaced && namespace !== '' ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  const obj = name !== undefined ? `/${encodeURIComponent(name)}` : '';
+  return `${prefix}${ns}/${plural}${obj}${sub !== undefined ? `/${sub}` : ''}`;
+}
 
-/** KubeClient on @kubernetes/client-node's typed APIs. */
-export class ClientNodeKubeClient implements KubeClient {
-  private readonly apis: Record<KindInfo['api'], ApiObject>;
+/** KubeClient over HTTP (rest.ts). */
+export class HttpKubeClient implements KubeClient {
+  private readonly kc: KubeConfig;
 
-  constructor(kc: k8s.KubeConfig) {
-    this.apis = {
-      core: kc.makeApiClient(k8s.CoreV1Api) as unknown as ApiObject,
-      discovery: kc.makeApiClient(k8s.DiscoveryV1Api) as unknown as ApiObject,
-      apps: kc.makeApiClient(k8s.AppsV1Api) as unknown as ApiObject,
-    };
+  constructor(kc: KubeConfig) {
+    this.kc = kc;
   }
 
-  private async call(
-    kind: ApiKind,
-    verb: string,
-    suffix: string,
-    param: object,
-    options?: k8s.ConfigurationOptions,
-  ): Promise<unknown> {
-    const ki = KIND_INFO[kind];
-    const scope = ki.namespaced && verb !== 'listAll' ? 'Namespaced' : '';
-    const method =
-      verb === 'listAll' && ki.namespaced
-        ? `list${ki.stem}ForAllNamespaces`
-        : `${verb === 'listAll' ? 'list' : verb}${scope}${ki.stem}${suffix}`;
-    const api = this.apis[ki.api];
-    const fn = api[method];
-    if (fn === undefined)
-      throw new SvcnetError('INTERNAL', `client-node has no method ${method} for ${kind}`);
-    try {
-      return await fn.call(api, param, options);
-    } catch (e) {
-      throw toKubeApiError(e, kind, param);
-    }
-  }
-
-  private toWire<K extends ApiKind>(kind: K, obj: unknown): ApiKindMap[K] {
-    const wire = toWire(obj, KIND_INFO[kind].model) as ApiKindMap[K];
+  private wire<K extends ApiKind>(kind: K, obj: unknown): ApiKindMap[K] {
+    const wire = obj as ApiKindMap[K];
     wire.kind ??= kind as never;
     wire.apiVersion ??= KIND_INFO[kind].apiVersion;
     return wire;
+  }
+
+  private async call<K extends ApiKind>(
+    kind: K,
+    path: string,
+    opts: RequestOptions,
+    name: string,
+  ): Promise<ApiKindMap[K]> {
+    try {
+      return this.wire(kind, await kubeRequest<unknown>(this.kc, path, opts));
+    } catch (e) {
+      if (e instanceof KubeApiError && e.status === 0)
+        throw new KubeApiError(0, e.reason, `${kind} ${name}: ${e.message}`, { cause: e.cause });
+      throw e;
+    }
   }
 
   async get<K extends ApiKind>(
@@ -294,7 +198,7 @@ export class ClientNodeKubeClient implements KubeClient {
     name: string,
   ): Promise<ApiKindMap[K] | undefined> {
     try {
-      return this.toWire(kind, await this.call(kind, 'read', '', { name, namespace }));
+      return await this.call(kind, objectPath(kind, namespace, name), {}, name);
     } catch (e) {
       if (isNotFound(e)) return undefined;
       throw e;
@@ -302,33 +206,46 @@ export class ClientNodeKubeClient implements KubeClient {
   }
 
   async list<K extends ApiKind>(kind: K, opts: ListOptions = {}): Promise<ApiKindMap[K][]> {
-    const param = {
-      ...(opts.namespace !== undefined ? { namespace: opts.namespace } : {}),
-      ...(opts.labelSelector !== undefined ? { labelSelector: opts.labelSelector } : {}),
-    };
-    const verb = opts.namespace !== undefined || !KIND_INFO[kind].namespaced ? 'list' : 'listAll';
-    const res = (await this.call(kind, verb, '', param)) as { items?: unknown[] };
-    return (res.items ?? []).map((i) => this.toWire(kind, i));
+    const path =
+      opts.namespace !== undefined && KIND_INFO[kind].namespaced
+        ? objectPath(kind, opts.namespace)
+        : collectionPath(kind);
+    const res = await kubeRequest<{ items?: unknown[] }>(this.kc, path, {
+      query: { labelSelector: opts.labelSelector },
+    });
+    return (res.items ?? []).map((i) => this.wire(kind, i));
   }
 
   async create<K extends ApiKind>(kind: K, obj: ApiKindMap[K]): Promise<ApiKindMap[K]> {
-    const namespace = obj.metadata?.namespace ?? '';
-    const body = withTypeMeta(kind, obj);
-    return this.toWire(kind, await this.call(kind, 'create', '', { namespace, body }));
+    const { name, namespace } = nameOf(obj);
+    return this.call(
+      kind,
+      objectPath(kind, namespace),
+      { method: 'POST', body: withTypeMeta(kind, obj) },
+      name,
+    );
   }
 
   async update<K extends ApiKind>(kind: K, obj: ApiKindMap[K]): Promise<ApiKindMap[K]> {
     const { name, namespace } = nameOf(obj);
-    const body = withTypeMeta(kind, obj);
-    return this.toWire(kind, await this.call(kind, 'replace', '', { name, namespace, body }));
+    return this.call(
+      kind,
+      objectPath(kind, namespace, name),
+      { method: 'PUT', body: withTypeMeta(kind, obj) },
+      name,
+    );
   }
 
   async updateStatus<K extends ApiKind>(kind: K, obj: ApiKindMap[K]): Promise<ApiKindMap[K]> {
     if (!KIND_INFO[kind].hasStatus)
       throw new SvcnetError('UNSUPPORTED', `${kind} has no status subresource`);
     const { name, namespace } = nameOf(obj);
-    const body = withTypeMeta(kind, obj);
-    return this.toWire(kind, await this.call(kind, 'replace', 'Status', { name, namespace, body }));
+    return this.call(
+      kind,
+      objectPath(kind, namespace, name, 'status'),
+      { method: 'PUT', body: withTypeMeta(kind, obj) },
+      name,
+    );
   }
 
   async patch<K extends ApiKind>(
@@ -337,10 +254,11 @@ export class ClientNodeKubeClient implements KubeClient {
     name: string,
     patch: Record<string, unknown>,
   ): Promise<ApiKindMap[K]> {
-    const options = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
-    return this.toWire(
+    return this.call(
       kind,
-      await this.call(kind, 'patch', '', { name, namespace, body: patch }, options),
+      objectPath(kind, namespace, name),
+      { method: 'PATCH', body: patch, contentType: 'application/merge-patch+json' },
+      name,
     );
   }
 
@@ -350,11 +268,11 @@ export class ClientNodeKubeClient implements KubeClient {
     name: string,
     opts: DeleteOptions = {},
   ): Promise<void> {
-    const body: Record<string, unknown> = {};
+    const body: Record<string, unknown> = { apiVersion: 'v1', kind: 'DeleteOptions' };
     if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds;
     if (opts.uid !== undefined) body.preconditions = { uid: opts.uid };
     if (opts.propagationPolicy !== undefined) body.propagationPolicy = opts.propagationPolicy;
-    await this.call(kind, 'delete', '', { name, namespace, body });
+    await this.call(kind, objectPath(kind, namespace, name), { method: 'DELETE', body }, name);
   }
 
   async bind(namespace: string, name: string, nodeName: string): Promise<void> {
@@ -365,7 +283,10 @@ export class ClientNodeKubeClient implements KubeClient {
       target: { apiVersion: 'v1', kind: 'Node', name: nodeName },
     };
     try {
-      await this.call('Pod', 'create', 'Binding', { name, namespace, body });
+      await kubeRequest(this.kc, objectPath('Pod', namespace, name, 'binding'), {
+        method: 'POST',
+        body,
+      });
     } catch (e) {
       // An API server without pods/binding (404 or 405): set spec.nodeName directly.
       if (!(e instanceof KubeApiError) || (e.status !== 404 && e.status !== 405)) throw e;
@@ -381,28 +302,4 @@ function withTypeMeta<K extends ApiKind>(kind: K, obj: ApiKindMap[K]): ApiKindMa
 
 function nameOf(obj: KubeObject): { name: string; namespace: string } {
   return { name: obj.metadata?.name ?? '', namespace: obj.metadata?.namespace ?? '' };
-}
-
-function toKubeApiError(e: unknown, kind: ApiKind, param: object): KubeApiError {
-  if (e instanceof KubeApiError) return e;
-  const name = 'name' in param ? String(param.name) : '';
-  if (e instanceof k8s.ApiException) {
-    const status = e.code;
-    let reason = '';
-    let message = `${kind} ${name}: HTTP ${status}`;
-    const body: unknown = e.body;
-    try {
-      const parsed = (typeof body === 'string' ? JSON.parse(body) : body) as {
-        reason?: string;
-        message?: string;
-      };
-      reason = parsed.reason ?? '';
-      if (parsed.message !== undefined) message = parsed.message;
-    } catch {
-      // Body was not a Status; keep the generic message.
-    }
-    return new KubeApiError(status, reason, message, { cause: e });
-  }
-  const msg = e instanceof Error ? e.message : String(e);
-  return new KubeApiError(0, 'ConnectionError', `${kind} ${name}: ${msg}`, { cause: e });
 }

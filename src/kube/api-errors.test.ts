@@ -1,17 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiException } from '@kubernetes/client-node';
 import { hintFor, InformerError, summarizeApiError } from './api-errors.js';
+import { KubeApiError } from './rest.js';
 
 const origin = { source: '--kubeconfig /tmp/kc', server: 'https://127.0.0.1:6443', user: 'admin' };
 
-test('client-node failures become one line and a reason', () => {
-  const unauthorized = new ApiException(
-    401,
-    'Unauthorized',
-    '{"kind":"Status","message":"Unauthorized","reason":"Unauthorized","code":401}',
-    { 'content-type': 'application/json', date: 'x' },
-  );
+test('request failures become one line and a reason', () => {
+  const unauthorized = new KubeApiError(401, 'Unauthorized', 'Unauthorized');
   assert.deepEqual(summarizeApiError(unauthorized), {
     reason: 'Unauthorized',
     text: 'HTTP 401 Unauthorized: Unauthorized',
@@ -21,7 +16,7 @@ test('client-node failures become one line and a reason', () => {
     reason: 'Forbidden',
     text: 'HTTP 403 Forbidden',
   });
-  const refused = new Error('request to https://127.0.0.1:1/api failed', {
+  const refused = new KubeApiError(0, 'ConnectionError', 'GET /api/v1/pods: connect ECONNREFUSED', {
     cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
   });
   assert.deepEqual(summarizeApiError(refused), {

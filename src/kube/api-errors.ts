@@ -1,7 +1,6 @@
-// Kubernetes API failures for people: what client-node throws (an ApiException whose message
-// is four lines with every response header, a fetch error with a stack, a watch's bare
-// `Error('Unauthorized')`) turned into one line and a reason to branch on, plus the hint a
-// user needs the first time (which token, which server, which kubeconfig to check). The
+// Kubernetes API failures for people: what a request or watch throws (rest.ts's KubeApiError
+// with the server's status and message, or a socket error underneath one) turned into one
+// line and a reason to branch on, plus the hint a user needs the first time (which token, which server, which kubeconfig to check). The
 // informers retry with backoff and count failures; they log these lines, never stacks.
 // Pure: no I/O.
 
@@ -55,7 +54,13 @@ function statusMessage(body: unknown): string {
 
 /** The error's system code (`ECONNREFUSED`, ...) from it or its causes. */
 function systemCode(e: unknown): string | undefined {
-  for (let c: unknown = e, depth = 0; c !== undefined && depth < 5; c = prop(c, 'cause'), depth++) {
+  // Our own errors' codes (INTERNAL, ...) are not system codes: look beneath them.
+  const start = e instanceof SvcnetError ? e.cause : e;
+  for (
+    let c: unknown = start, depth = 0;
+    c !== undefined && depth < 5;
+    c = prop(c, 'cause'), depth++
+  ) {
     const code = prop(c, 'code');
     if (typeof code === 'string' && code !== '') return code;
     const errno = prop(c, 'errno');
@@ -64,12 +69,18 @@ function systemCode(e: unknown): string | undefined {
   return undefined;
 }
 
-/** Classifies any error a client-node list, watch or request can raise. */
+/** Classifies any error a list, watch or request can raise. */
 export function summarizeApiError(e: unknown): ApiFailure {
+  const own = prop(e, 'status');
   const status =
-    prop(e, 'statusCode') ?? (typeof prop(e, 'code') === 'number' ? prop(e, 'code') : undefined);
+    typeof own === 'number' && own > 0
+      ? own
+      : (prop(e, 'statusCode') ??
+        (typeof prop(e, 'code') === 'number' ? prop(e, 'code') : undefined));
   if (typeof status === 'number') {
-    const msg = statusMessage(prop(e, 'body'));
+    // rest.ts's KubeApiError carries the Status message as its own; others keep the body.
+    const msg =
+      typeof own === 'number' && e instanceof Error ? e.message : statusMessage(prop(e, 'body'));
     const name = status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : '';
     const text = `HTTP ${status}${name !== '' ? ` ${name}` : ''}${msg !== '' ? `: ${msg}` : ''}`;
     return {

@@ -1,16 +1,16 @@
-// The resource table of client.ts against a loopback HTTP server: every spec's list method
-// asks for the spec's own watch path (with the selectors), and its model name reads the
-// answer back, so a row whose kind, plural or group disagree fails here. A server without
-// ServiceCIDRs (404) gives an informer error that isResourceNotServed recognises.
+// client.ts's informer against a loopback HTTP server: the resource table's paths, list then
+// watch with the selectors and resourceVersion, events in order with the old object, resuming
+// after the server ends a watch, relisting after 410 Gone, the backoff and its reset, and a
+// server without ServiceCIDRs (404) as an error that isResourceNotServed recognises.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import * as k8s from '@kubernetes/client-node';
 import * as client from './client.js';
+import { serverKubeConfig, type KubeConfig } from './kubeconfig.js';
 import { isResourceNotServed } from './service-cidr.js';
-import { toWire } from './wire.js';
+import type { KubeObject } from './types.js';
 
 const SPECS = {
   SERVICES: client.SERVICES,
@@ -25,55 +25,135 @@ const SPECS = {
   SERVICE_CIDRS: client.SERVICE_CIDRS,
 };
 
-/** A kubeconfig for the loopback test server (plain HTTP, as client-node allows it). */
-function kubeConfigFor(server: Server): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [
-      {
-        name: 'c',
-        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-        skipTLSVerify: true,
-      },
-    ],
-    users: [{ name: 'u', token: 't' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
+/** A config for the loopback test server. */
+function kubeConfigFor(server: Server): KubeConfig {
+  return serverKubeConfig(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, {
+    token: 't',
   });
-  return kc;
 }
 
-test('each ResourceSpec lists its own path with the selectors and reads items as its model', async () => {
+test("each ResourceSpec is its kind's collection path", () => {
+  assert.deepEqual(Object.fromEntries(Object.entries(SPECS).map(([k, v]) => [k, v.path])), {
+    SERVICES: '/api/v1/services',
+    ENDPOINT_SLICES: '/apis/discovery.k8s.io/v1/endpointslices',
+    NODES: '/api/v1/nodes',
+    PODS: '/api/v1/pods',
+    ENDPOINTS: '/api/v1/endpoints',
+    DEPLOYMENTS: '/apis/apps/v1/deployments',
+    REPLICA_SETS: '/apis/apps/v1/replicasets',
+    STATEFUL_SETS: '/apis/apps/v1/statefulsets',
+    NAMESPACES: '/api/v1/namespaces',
+    SERVICE_CIDRS: '/apis/networking.k8s.io/v1/servicecidrs',
+  });
+});
+
+const obj = (name: string, rv: string, extra: object = {}): object => ({
+  metadata: { name, namespace: 'default', resourceVersion: rv },
+  ...extra,
+});
+
+test('an informer lists with its selectors, watches from the list, follows events and relists after 410 Gone', async () => {
   const seen: string[] = [];
+  let lists = 0;
+  let watches = 0;
   const server = createServer((req, res) => {
-    seen.push(req.url ?? '');
+    const url = req.url ?? '';
+    seen.push(url);
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        metadata: { resourceVersion: '7' },
-        items: [{ metadata: { name: 'x', creationTimestamp: '2026-01-02T03:04:05.000Z' } }],
-      }),
-    );
+    if (!url.includes('watch=1')) {
+      lists++;
+      res.end(
+        JSON.stringify(
+          lists === 1
+            ? { metadata: { resourceVersion: '7' }, items: [obj('a', '5'), obj('b', '6')] }
+            : { metadata: { resourceVersion: '20' }, items: [obj('a', '9'), obj('c', '19')] },
+        ),
+      );
+      return;
+    }
+    watches++;
+    const ev = (type: string, o: object): string => `${JSON.stringify({ type, object: o })}\n`;
+    if (watches === 1) {
+      // A modification split across writes, a deletion, then the server ends the watch.
+      const m = ev('MODIFIED', obj('a', '8', { spec: { x: 1 } }));
+      res.write(m.slice(0, 10));
+      setTimeout(() => {
+        res.write(
+          m.slice(10) +
+            ev('DELETED', obj('b', '9')) +
+            ev('BOOKMARK', { metadata: { resourceVersion: '10' } }),
+        );
+        res.end();
+      }, 20).unref();
+    } else if (watches === 2) {
+      res.end(
+        ev('ERROR', {
+          kind: 'Status',
+          code: 410,
+          reason: 'Expired',
+          message: 'too old resource version',
+        }),
+      );
+    } else res.flushHeaders(); // open until the informer stops
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const kc = kubeConfigFor(server);
+  const informer = client.createInformer<KubeObject>(kubeConfigFor(server), client.SERVICES, {
+    labelSelector: 'app=web',
+    fieldSelector: 'metadata.name=x',
+  });
+  const events: string[] = [];
+  let watching!: () => void;
+  const third = new Promise<void>((r) => (watching = r));
+  informer.addHandlers({
+    onAdd: (o) => {
+      events.push(`add ${o.metadata?.name ?? ''}@${o.metadata?.resourceVersion ?? ''}`);
+      if (o.metadata?.name === 'c') watching();
+    },
+    onUpdate: (o, n) =>
+      events.push(
+        `update ${n.metadata?.name ?? ''} ${o.metadata?.resourceVersion ?? ''}->${n.metadata?.resourceVersion ?? ''}`,
+      ),
+    onDelete: (o) => events.push(`delete ${o.metadata?.name ?? ''}`),
+    onSynced: () => events.push('synced'),
+    onError: (e) => events.push(`error ${String(e)}`),
+  });
   try {
-    for (const [name, spec] of Object.entries(SPECS)) {
-      seen.length = 0;
-      const list = await spec.list(kc, 'app=web', 'metadata.name=x');
-      assert.deepEqual(
-        seen,
-        [`${spec.path}?fieldSelector=metadata.name%3Dx&labelSelector=app%3Dweb`],
-        name,
-      );
-      assert.equal(list.metadata?.resourceVersion, '7', name);
-      assert.deepEqual(
-        JSON.parse(JSON.stringify(list.items.map((i) => toWire(i, spec.model)))),
-        [{ metadata: { name: 'x', creationTimestamp: '2026-01-02T03:04:05.000Z' } }],
-        name,
-      );
-    }
+    await informer.start();
+    assert.equal(informer.hasSynced(), true);
+    await third;
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(events, [
+      'add a@5',
+      'add b@6',
+      'synced',
+      'update a 5->8',
+      'delete b',
+      // 410: relisted at once, no error, no backoff; a is newer, c is new, b stays gone
+      'update a 8->9',
+      'add c@19',
+    ]);
+    const sel = 'labelSelector=app%3Dweb&fieldSelector=metadata.name%3Dx';
+    assert.equal(seen[0], `/api/v1/services?${sel}`);
+    assert.match(
+      seen[1] ?? '',
+      new RegExp(
+        `^/api/v1/services\\?${sel}&resourceVersion=7&allowWatchBookmarks=true&timeoutSeconds=\\d+&watch=1$`,
+      ),
+    );
+    // The server's end of the first watch resumes from the bookmark, without a list.
+    assert.match(seen[2] ?? '', /resourceVersion=10&/);
+    assert.equal(seen[3], `/api/v1/services?${sel}`);
+    assert.match(seen[4] ?? '', /resourceVersion=20&/);
+    assert.deepEqual(
+      informer
+        .list()
+        .map((o) => o.metadata?.name)
+        .sort(),
+      ['a', 'c'],
+    );
   } finally {
+    await informer.stop();
+    server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
 });
@@ -112,7 +192,7 @@ test('an informer whose watch reopens after failures starts the next outage from
   // watch that opens (no list: it resumes from its resourceVersion) and ends, then refusals.
   let watches = 0;
   const server = createServer((req, res) => {
-    if (!(req.url ?? '').includes('watch=true')) {
+    if (!(req.url ?? '').includes('watch=1')) {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ metadata: { resourceVersion: '7' }, items: [] }));
       return;
@@ -156,25 +236,4 @@ test('an informer whose watch reopens after failures starts the next outage from
     server.closeAllConnections();
     await new Promise((resolve) => server.close(resolve));
   }
-});
-
-test('one keep-alive agent per KubeConfig: requests reuse connections instead of a TLS handshake each', async () => {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: 'c', server: 'https://127.0.0.1:6443', skipTLSVerify: false }],
-    users: [{ name: 'u', token: 't' }],
-    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-    currentContext: 'x',
-  });
-  const agentOf = async (k: k8s.KubeConfig): Promise<unknown> => {
-    const opts: { agent?: unknown } = {};
-    await k.applyToHTTPSOptions(opts);
-    return opts.agent;
-  };
-  const before = [await agentOf(kc), await agentOf(kc)];
-  assert.notEqual(before[0], before[1], "client-node's own: a new agent per request");
-  client.reuseConnections(kc);
-  const a = (await agentOf(kc)) as { keepAlive?: boolean };
-  assert.equal(await agentOf(kc), a);
-  assert.equal(a.keepAlive, true);
 });

@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
-import { resolveKubeConfig } from './client.js';
-import { inClusterKubeConfig, readInClusterConfig } from './in-cluster.js';
+import { readInClusterConfig } from './in-cluster.js';
+import { inClusterKubeConfig, resolveKubeConfig, type KubeConfig } from './kubeconfig.js';
 
 function serviceAccount(files: Record<string, string>): string {
   const dir = mkdtempSync(join(tmpdir(), 'svcnet-sa-'));
@@ -14,10 +14,8 @@ function serviceAccount(files: Record<string, string>): string {
 }
 const env = { KUBERNETES_SERVICE_HOST: '10.96.0.1', KUBERNETES_SERVICE_PORT: '443' };
 
-async function bearer(kc: ReturnType<typeof inClusterKubeConfig>): Promise<string | undefined> {
-  const opts: { headers: Record<string, string> } = { headers: {} };
-  await kc.applyToHTTPSOptions(opts);
-  return opts.headers.Authorization;
+async function bearer(kc: KubeConfig): Promise<string | undefined> {
+  return (await kc.transport()).headers.Authorization;
 }
 
 test('in-cluster: server from the environment, CA, token and namespace from the directory', async () => {
@@ -30,9 +28,9 @@ test('in-cluster: server from the environment, CA, token and namespace from the 
     namespace: 'kube-system',
   });
   const kc = resolveKubeConfig(undefined, env, dir);
-  assert.equal(kc.getCurrentCluster()?.server, 'https://10.96.0.1:443');
-  assert.equal(kc.getCurrentCluster()?.caFile, join(dir, 'ca.crt'));
-  assert.equal(kc.getContextObject(kc.getCurrentContext())?.namespace, 'kube-system');
+  assert.equal(kc.getCurrentCluster().server, 'https://10.96.0.1:443');
+  assert.deepEqual(kc.cluster.ca, { file: join(dir, 'ca.crt') });
+  assert.equal(kc.namespace, 'kube-system');
   assert.equal(await bearer(kc), 'Bearer tok-1');
   assert.equal(
     readInClusterConfig({ ...env, KUBERNETES_SERVICE_HOST: 'fd00::1' }, dir).server,

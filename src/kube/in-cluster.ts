@@ -3,12 +3,11 @@
 // (an IPv6 host in brackets), trusted through the ServiceAccount's `ca.crt`, authenticated by
 // its `token`, in the namespace its `namespace` file names. The token is not read once: a
 // projected ServiceAccount token rotates (the kubelet rewrites it well before it expires), so
-// the client is handed the file, which client-node's tokenFile authenticator re-reads when its
-// copy is a minute old (client-go's cached file token source has the same period). The
+// the client is handed the file, which kubeconfig.ts re-reads when its copy is a minute old
+// (client-go's cached file token source has the same period). The
 // directory is a parameter so tests use a temporary one; nothing here writes anywhere.
-// Not here: choosing between a kubeconfig and this (resolveKubeConfig in client.ts does).
+// Not here: choosing between a kubeconfig and this (resolveKubeConfig in kubeconfig.ts does).
 
-import * as k8s from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { isIPv6 } from 'node:net';
 import { join } from 'node:path';
@@ -74,33 +73,4 @@ export function readInClusterConfig(
     tokenFile,
     namespace: namespace === '' ? undefined : namespace,
   };
-}
-
-/** A KubeConfig for `cfg`: the token is read from its file at use, re-read each minute. */
-export function inClusterKubeConfig(cfg: InClusterConfig): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
-  const cluster = {
-    name: 'inCluster',
-    server: cfg.server,
-    caFile: cfg.caFile,
-    skipTLSVerify: false,
-  };
-  const user = {
-    name: 'inClusterUser',
-    authProvider: { name: 'tokenFile', config: { tokenFile: cfg.tokenFile } },
-  };
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [user],
-    contexts: [
-      {
-        name: 'inClusterContext',
-        cluster: cluster.name,
-        user: user.name,
-        ...(cfg.namespace !== undefined ? { namespace: cfg.namespace } : {}),
-      },
-    ],
-    currentContext: 'inClusterContext',
-  });
-  return kc;
 }

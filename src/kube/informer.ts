@@ -1,6 +1,6 @@
 // The Informer seam: a cache of one kind of API object kept in step by list+watch, with
 // add/update/delete handlers and a synced signal. Consumers (proxy, dns, controllers) depend
-// only on this interface; client.ts backs it with @kubernetes/client-node, and FakeInformer
+// only on this interface; client.ts backs it with list+watch over HTTP, and FakeInformer
 // (here) is the in-memory implementation for tests, dry runs and the tracer. Both keep their
 // cache and handlers in InformerCache, so both deliver events the same way.
 

@@ -30,10 +30,10 @@ function invalid(re: RegExp): (e: unknown) => boolean {
 }
 
 test('--kubeconfig, then $KUBECONFIG, then in-cluster, as client-go', () => {
-  assert.equal(resolveKubeConfig(good, {}).getCurrentCluster()?.server, 'https://127.0.0.1:6443');
+  assert.equal(resolveKubeConfig(good, {}).getCurrentCluster().server, 'https://127.0.0.1:6443');
   assert.equal(
     resolveKubeConfig(undefined, { KUBECONFIG: `${join(dir, 'absent')}:${good}` }).getCurrentUser()
-      ?.name,
+      .name,
     'u',
   );
   assert.throws(

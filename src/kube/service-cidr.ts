@@ -75,7 +75,7 @@ export function isResourceNotServed(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
     if (typeof e !== 'object') return false;
     const o = e as Record<string, unknown>;
-    if (o.statusCode === 404 || o.code === 404) return true;
+    if (o.status === 404 || o.statusCode === 404 || o.code === 404) return true;
     e = o.cause;
   }
   return false;

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import * as k8s from '@kubernetes/client-node';
+import { serverKubeConfig } from '../kube/kubeconfig.js';
 import type { KubeObject } from '../kube/types.js';
 import { applyObjects, carryOver } from './apply.js';
 
@@ -94,13 +94,7 @@ test('a replace that conflicts with a controller write is read and tried again',
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   try {
     const { port } = server.address() as AddressInfo;
-    const kc = new k8s.KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: `http://127.0.0.1:${String(port)}`, skipTLSVerify: true }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
-    });
+    const kc = serverKubeConfig(`http://127.0.0.1:${String(port)}`);
     const done = await applyObjects(kc, [
       {
         apiVersion: 'apps/v1',

@@ -1,11 +1,12 @@
 // `kubectl apply`, as much of it as the lab needs: each manifest object is created, or
 // replaced when it already exists (keeping the server's resourceVersion, and a Service's
 // allocated clusterIP and nodePorts the manifest leaves out), in file order. Any kind the API
-// server serves works (Namespaces, Deployments, StatefulSets, Services, ...), through
-// client-node's generic object API.
+// server serves works (Namespaces, Deployments, StatefulSets, Services, ...): its resource
+// name and scope come from the server's discovery document for the object's apiVersion.
 
-import * as k8s from '@kubernetes/client-node';
 import { SvcnetError } from '../errors.js';
+import type { KubeConfig } from '../kube/kubeconfig.js';
+import { KubeApiError, kubeRequest } from '../kube/rest.js';
 import type { KubeObject } from '../kube/types.js';
 
 export interface Applied {
@@ -19,21 +20,49 @@ function refOf(o: KubeObject & { kind?: string }): string {
 }
 
 function statusOf(e: unknown): number | undefined {
-  return e instanceof k8s.ApiException ? e.code : undefined;
+  return e instanceof KubeApiError && e.status !== 0 ? e.status : undefined;
 }
 
 function messageOf(e: unknown): string {
-  if (e instanceof k8s.ApiException) {
-    try {
-      const body: unknown = typeof e.body === 'string' ? JSON.parse(e.body) : e.body;
-      const m = (body as { message?: unknown } | undefined)?.message;
-      if (typeof m === 'string') return m;
-    } catch {
-      // not a Status body
-    }
-    return `HTTP ${String(e.code)}`;
-  }
   return e instanceof Error ? e.message : String(e);
+}
+
+interface APIResource {
+  readonly name: string;
+  readonly kind: string;
+  readonly namespaced: boolean;
+}
+
+/** Kind → resource name and scope per apiVersion, from discovery, each version read once. */
+class Resources {
+  private readonly kc: KubeConfig;
+  private readonly lists = new Map<string, Promise<APIResource[]>>();
+
+  constructor(kc: KubeConfig) {
+    this.kc = kc;
+  }
+
+  /** The collection path an object of this apiVersion and kind is created in. */
+  async collection(obj: KubeObject & { apiVersion?: string; kind?: string }): Promise<string> {
+    const apiVersion = obj.apiVersion ?? '';
+    const kind = obj.kind ?? '';
+    const prefix = apiVersion === 'v1' ? '/api/v1' : `/apis/${apiVersion}`;
+    let list = this.lists.get(apiVersion);
+    if (list === undefined) {
+      list = kubeRequest<{ resources?: APIResource[] }>(this.kc, prefix).then(
+        (l) => l.resources ?? [],
+      );
+      this.lists.set(apiVersion, list);
+    }
+    const r = (await list).find((x) => x.kind === kind && !x.name.includes('/'));
+    if (r === undefined)
+      throw new SvcnetError(
+        'INVALID_INPUT',
+        `the server serves no kind ${JSON.stringify(kind)} in apiVersion ${JSON.stringify(apiVersion)}`,
+      );
+    const ns = obj.metadata?.namespace ?? 'default';
+    return `${prefix}${r.namespaced ? `/namespaces/${encodeURIComponent(ns)}` : ''}/${r.name}`;
+  }
 }
 
 type Plain = Record<string, unknown>;
@@ -83,17 +112,19 @@ const REPLACE_ATTEMPTS = 5;
 
 /** Creates or replaces each object; stops at the first refusal, naming the object. */
 export async function applyObjects(
-  kc: k8s.KubeConfig,
+  kc: KubeConfig,
   objects: readonly KubeObject[],
 ): Promise<Applied[]> {
-  const api = k8s.KubernetesObjectApi.makeApiClient(kc);
+  const resources = new Resources(kc);
   const done: Applied[] = [];
   for (const obj of objects) {
-    const want = obj as unknown as k8s.KubernetesObject;
+    const want = obj as unknown as Plain;
     const ref = refOf(obj);
     try {
+      const collection = await resources.collection(obj);
+      const path = `${collection}/${encodeURIComponent(obj.metadata?.name ?? '')}`;
       try {
-        await api.create(want);
+        await kubeRequest(kc, collection, { method: 'POST', body: want });
         done.push({ ref, action: 'created' });
         continue;
       } catch (e) {
@@ -102,13 +133,9 @@ export async function applyObjects(
       // Read-modify-replace, again on a conflict (client-go's RetryOnConflict): a controller
       // writing the object's status between our read and replace is not the user's error.
       for (let attempt = 1; ; attempt++) {
-        const live = await api.read({
-          apiVersion: want.apiVersion ?? '',
-          kind: want.kind ?? '',
-          metadata: { name: want.metadata?.name ?? '', namespace: want.metadata?.namespace ?? '' },
-        });
+        const live = await kubeRequest<Plain>(kc, path);
         try {
-          await api.replace(carryOver(plain(JSON.parse(JSON.stringify(live))), plain(want)));
+          await kubeRequest(kc, path, { method: 'PUT', body: carryOver(live, want) });
           break;
         } catch (e) {
           if (statusOf(e) !== 409 || attempt >= REPLACE_ATTEMPTS) throw e;

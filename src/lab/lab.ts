@@ -21,7 +21,7 @@ import {
 import { join } from 'node:path';
 import { SvcnetError } from '../errors.js';
 import { realClock, type Clock, type TimerHandle } from '../util/clock.js';
-import { ClientNodeKubeClient, listAll } from '../kube/api-client.js';
+import { HttpKubeClient, listAll } from '../kube/api-client.js';
 import { loadKubeConfig } from '../kube/client.js';
 import type { EndpointSlice, KubeObject, Node, Service } from '../kube/types.js';
 import { RealExecer, type ExecResult, type Execer } from '../os/exec.js';
@@ -488,9 +488,9 @@ export async function waitForCluster(
     if (clock.now() > deadline)
       throw new SvcnetError('TIMEOUT', `cluster not ready: ${problems.slice(0, 8).join('; ')}`);
     try {
-      // A list that never answers (a connection the busy API server dropped under it, which
-      // client-node does not always report) must not hold `lab up` past its deadline: the
-      // round is given up after LIST_ROUND_MS and tried again.
+      // A list that never answers (a connection the busy API server dropped under it) must
+      // not hold `lab up` past its deadline: the round is given up after LIST_ROUND_MS and
+      // tried again.
       const [nodes, pods, deployments, statefulSets, daemonSets, services, endpointSlices] =
         await withDeadline(
           Promise.all([
@@ -608,7 +608,7 @@ export async function resolveTarget(lab: RunningLab, target: string): Promise<st
   const pod =
     lab.state.kubeconfig === undefined
       ? undefined
-      : await new ClientNodeKubeClient(labKubeConfig(lab)).get('Pod', namespace, name);
+      : await new HttpKubeClient(labKubeConfig(lab)).get('Pod', namespace, name);
   if (pod?.status?.podIP) {
     // A hostNetwork Pod has no namespace of its own: it runs in its node's.
     const host = pod.spec?.hostNetwork === true ? pod.spec.nodeName : undefined;
@@ -657,7 +657,7 @@ export async function describeLabProxies(
 ): Promise<{ text: string; down: string[] }> {
   const nodes = lab.state.plan.nodes.map((n) => n.name);
   try {
-    const pods = await new ClientNodeKubeClient(labKubeConfig(lab)).list('Pod', {
+    const pods = await new HttpKubeClient(labKubeConfig(lab)).list('Pod', {
       namespace: PROXY_NAMESPACE,
       labelSelector: PROXY_SELECTOR,
     });
@@ -685,7 +685,7 @@ export async function labRestart(name: string, component: string): Promise<strin
     lab.state.plan.nodes.map((n) => n.name),
   );
   if (proxyNodes !== undefined)
-    return (await restartProxyPods(new ClientNodeKubeClient(labKubeConfig(lab)), proxyNodes)).join(
+    return (await restartProxyPods(new HttpKubeClient(labKubeConfig(lab)), proxyNodes)).join(
       '\n',
     );
   const { request } = await import('node:http');

@@ -3,7 +3,7 @@
 // runs in (the hub: RealIp), and runs it until SIGTERM/SIGINT.
 
 import type { Logger } from 'pino';
-import { ClientNodeKubeClient } from '../kube/api-client.js';
+import { HttpKubeClient } from '../kube/api-client.js';
 import { createInformer, loadKubeConfig, NODES, SERVICES } from '../kube/client.js';
 import type { Node, Service } from '../kube/types.js';
 import { RealExecer } from '../os/exec.js';
@@ -26,7 +26,7 @@ export async function runLabLoadBalancer(opts: LabLoadBalancerMainOptions): Prom
   const lb = new LabLoadBalancer({
     services: createInformer<Service>(kc, SERVICES),
     nodes: createInformer<Node>(kc, NODES),
-    client: new ClientNodeKubeClient(kc),
+    client: new HttpKubeClient(kc),
     ip: new RealIp(new RealExecer()),
     dev: opts.dev,
     pool,

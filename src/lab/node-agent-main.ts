@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { release } from 'node:os';
 import type pino from 'pino';
 import {
-  ClientNodeKubeClient,
+  HttpKubeClient,
   isConflict,
   isNotFound,
   type KubeClient,
@@ -409,7 +409,7 @@ function nodePodHost(opts: LabAgentOptions, nodeDir: string): PodHostClient {
 /** Runs the agent until `stop` resolves; Pods keep running, like containers over a kubelet restart. */
 export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>): Promise<void> {
   const kc = loadKubeConfig(opts.kubeconfig);
-  const client = new ClientNodeKubeClient(kc);
+  const client = new HttpKubeClient(kc);
   const execer = new RealExecer();
   const nodeDir = join(opts.stateDir, 'nodes', opts.node);
   const logDir = join(nodeDir, 'pods');

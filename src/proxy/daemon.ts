@@ -48,7 +48,7 @@ export const SERVICE_LABEL_SELECTOR = `!${LABEL_SERVICE_PROXY_NAME},!${LABEL_HEA
 export const ENDPOINT_SLICE_LABEL_SELECTOR = `!${LABEL_HEADLESS}`;
 
 /**
- * The informers the daemon needs (client-node backed in production, Fakes in tests); the
+ * The informers the daemon needs (list+watch over HTTP in production, Fakes in tests); the
  * ServiceCIDR one is started in nftables mode only (iptables mode ignores ServiceCIDRs).
  */
 export type ProxyInformers = Required<Omit<ProxierInformers, 'serviceCIDRs'>> &

@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { service } from '../../src/kube/testing.js';
 import type { KubeObject } from '../../src/kube/types.js';
-import { ClientNodeKubeClient } from '../../src/kube/api-client.js';
+import { HttpKubeClient } from '../../src/kube/api-client.js';
 import { loadKubeConfig } from '../../src/kube/client.js';
 import { ensureLabBinaries } from '../../src/lab/binaries.js';
 import { verifyApiServer } from '../../src/lab/lab.js';
@@ -97,7 +97,7 @@ describe('the lab API server killed with SIGKILL', { skip }, () => {
       if (r.code !== 0) throw new Error(`kubectl: ${r.stderr.trim()}`);
       return r.stdout.trim().split(/\s+/).filter(Boolean).sort();
     }
-    const client = new ClientNodeKubeClient(loadKubeConfig(kubeconfigPath));
+    const client = new HttpKubeClient(loadKubeConfig(kubeconfigPath));
     return (await client.list('Service', { namespace: NS }))
       .map((s) => s.metadata?.name ?? '')
       .sort();

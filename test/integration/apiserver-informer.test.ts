@@ -1,4 +1,4 @@
-// @kubernetes/client-node informers (src/kube/client.ts) against `svcnet apiserver` over
+// svcnet's informers (src/kube/client.ts) against `svcnet apiserver` over
 // HTTPS with its bearer token: list+watch, surviving an API server restart on a --data-dir,
 // and relisting after 410 Expired when changes happened beyond the server's watch history.
 // Loopback only.
@@ -27,7 +27,7 @@ const svc = (name: string) => ({
   spec: { selector: { app: name }, ports: [{ port: 80 }] },
 });
 
-describe('client-node informers against svcnet apiserver', () => {
+describe('informers against svcnet apiserver', () => {
   let dir: string;
   let server: RunningApiServer | undefined;
   let informer: Informer<Service> | undefined;

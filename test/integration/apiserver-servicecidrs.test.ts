@@ -1,5 +1,5 @@
 // ServiceCIDRs through `svcnet apiserver` with the machine's default kubectl and the
-// client-node informer the proxy uses: the default `kubernetes` ServiceCIDR holds
+// informer the proxy uses: the default `kubernetes` ServiceCIDR holds
 // --service-cluster-ip-range and prints as NAME, CIDRS, AGE; kubectl applies another (and
 // the server refuses a non-canonical one with 422); the SERVICE_CIDRS informer lists and
 // watches them. Loopback only.

@@ -1,5 +1,5 @@
 // Live: `svcnet apiserver` (in-process, plain HTTP on loopback) and the DNS daemon with the
-// real client-node informers. Objects created through the API show up in DNS answers (an
+// real informers. Objects created through the API show up in DNS answers (an
 // existing namespace is NODATA, a new Service resolves, its EndpointSlice's hostnames too,
 // and a deleted Service goes back to NXDOMAIN). Loopback only; no root needed.
 

@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { parseAllDocuments } from 'yaml';
 import { loadKubeConfig } from '../../../src/kube/client.js';
-import { ClientNodeKubeClient, isNotFound } from '../../../src/kube/api-client.js';
+import { HttpKubeClient, isNotFound } from '../../../src/kube/api-client.js';
 import type { KubeObject, Pod, Service } from '../../../src/kube/types.js';
 import {
   findLab,
@@ -101,7 +101,7 @@ export interface CurlResult {
 export class E2eLab {
   readonly name: string;
   readonly lab: RunningLab;
-  readonly client: ClientNodeKubeClient;
+  readonly client: HttpKubeClient;
   readonly kc: ReturnType<typeof loadKubeConfig>;
   /** `lab up`'s timings (ms from the call: components up, cluster ready). */
   readonly timings: { readonly components: number; readonly ready: number } | undefined;
@@ -111,7 +111,7 @@ export class E2eLab {
     this.lab = lab;
     this.timings = timings;
     this.kc = loadKubeConfig(lab.state.kubeconfig);
-    this.client = new ClientNodeKubeClient(this.kc);
+    this.client = new HttpKubeClient(this.kc);
   }
 
   /**
