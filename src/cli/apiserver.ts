@@ -132,7 +132,7 @@ export function registerApiserverCommand(program: Command): void {
     .option('--log-requests', 'log every request')
     .option(
       '--insecure-http',
-      'serve plain HTTP (kubectl then sends no token: only client-node can authenticate)',
+      "serve plain HTTP (kubectl then sends no token: only svcnet's daemons and client-node authenticate)",
     );
   addLogFlags(cmd).action(
     daemonAction('apiserver', async (flags: ApiServerFlags) => {
