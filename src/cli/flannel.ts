@@ -5,7 +5,7 @@
 // anything in the kernel changes. Runs in the node's network namespace until SIGINT/SIGTERM
 // (the device and entries stay, as flanneld leaves them).
 
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { SvcnetError } from '../errors.js';
@@ -97,9 +97,11 @@ async function runFlannel(opts: FlannelOptions): Promise<undefined> {
     execer,
     nodes: createInformer<Node>(kc, NODES),
     patchNode: (name, patch) => client.patch('Node', '', name, patch),
+    // Whole or not at all, as flanneld writes it: the node's CNI plugin may read it any time.
     writeFile: async (path, text) => {
       await mkdir(dirname(path), { recursive: true });
-      await writeFile(path, text);
+      await writeFile(`${path}.tmp`, text);
+      await rename(`${path}.tmp`, path);
     },
     log,
   });

@@ -8,20 +8,16 @@
 // its node's network namespace, and waits for each one's readiness signal. The API server keeps
 // its objects, bearer token and serving certificate (its own CA) in a data dir under the lab's
 // state directory, so one restarted by the supervisor serves the same objects to clients that
-// still trust it. With a flannel pod network (`--pod-network flannel|flannel-host-gw`) each
-// node also runs `svcnet flannel` (flanneld with the Kubernetes subnet manager), started once
-// the lab has created its kube-flannel-cfg ConfigMap (addons.ts), as kube-flannel's DaemonSet
-// reads it from its mount. Pure.
+// still trust it. A flannel pod network's agents (`svcnet flannel`) are no supervisor processes
+// either: they are the Pods of the kube-system/kube-flannel DaemonSet (flannel-addon.ts). Pure.
 
 import { join } from 'node:path';
 import type { IptablesVariant } from '../netfilter/iptables/backend.js';
 import {
-  isFlannel,
   nodeIPs,
   nodePodCIDRs,
   podNetworkOf,
   serviceCIDRs,
-  type LabNodePlan,
   type LabPlan,
 } from './topology.js';
 
@@ -35,35 +31,11 @@ export interface ComponentSpec {
   /** Arguments after the svcnet CLI. */
   readonly args: readonly string[];
   readonly ready: Readiness;
-  /** Started after the lab's addons are applied (it reads one of their objects at start). */
-  readonly after?: 'addons';
 }
 
 /** Where a node's flannel agent writes subnet.env and its flannel CNI network reads it. */
 export function flannelSubnetFile(stateDir: string, node: string): string {
   return join(stateDir, 'nodes', node, 'flannel', 'subnet.env');
-}
-
-/** A node's `svcnet flannel`: the uplink eth0, ipMasq on as kube-flannel's manifest runs it. */
-function flannelSpec(n: LabNodePlan, paths: LabPaths): ComponentSpec {
-  return {
-    name: `flannel-${n.name}`,
-    netns: n.netns,
-    args: [
-      'flannel',
-      '--kubeconfig',
-      paths.clusterKubeconfig,
-      '--node',
-      n.name,
-      '--iface',
-      'eth0',
-      '--subnet-file',
-      flannelSubnetFile(paths.stateDir, n.name),
-      '--ip-masq',
-    ],
-    ready: { kind: 'none' },
-    after: 'addons',
-  };
 }
 
 export interface LabPaths {
@@ -187,7 +159,6 @@ export function planComponents(
       ],
       ready: { kind: 'none' },
     });
-    if (isFlannel(plan.podNetwork)) specs.push(flannelSpec(n, paths));
   }
   return specs;
 }

@@ -14,12 +14,7 @@ import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { release } from 'node:os';
 import type pino from 'pino';
-import {
-  HttpKubeClient,
-  isConflict,
-  isNotFound,
-  type KubeClient,
-} from '../kube/api-client.js';
+import { HttpKubeClient, isConflict, isNotFound, type KubeClient } from '../kube/api-client.js';
 import { CONFIG_MAPS, createInformer, loadKubeConfig, PODS } from '../kube/client.js';
 import type { Informer } from '../kube/informer.js';
 import type { ConfigMap, Node, Pod } from '../kube/types.js';
@@ -162,8 +157,9 @@ function nodeCniPath(opts: LabAgentOptions, nodeDir: string): string[] {
 
 /**
  * Waits until the node's flannel agent has written subnet.env: until then flannel's CNI
- * network fails every ADD, and the kubelet keeps the node's NetworkReady false rather than
- * start sandboxes into a back-off (our agent's would reach 30 s between tries).
+ * network fails every ADD, so Pods on the pod network wait for it (the kubelet's NetworkReady
+ * false) rather than start sandboxes into a back-off (our agent's would reach 30 s between
+ * tries). hostNetwork Pods, the flannel agent's own among them, start meanwhile.
  */
 async function waitForSubnetEnv(path: string, log: pino.Logger, clock: Clock): Promise<void> {
   const t0 = clock.now();
@@ -182,10 +178,17 @@ async function waitForSubnetEnv(path: string, log: pino.Logger, clock: Clock): P
 export class CniPodNetwork implements PodNetwork {
   private readonly rt: CniRuntime;
   private readonly conflist: NetworkConfigList;
+  private readonly ready: Promise<void>;
 
-  constructor(rt: CniRuntime, conflist: NetworkConfigList) {
+  /** `ready`: settles once the network can take an ADD (flannel: subnet.env written). */
+  constructor(
+    rt: CniRuntime,
+    conflist: NetworkConfigList,
+    ready: Promise<void> = Promise.resolve(),
+  ) {
     this.rt = rt;
     this.conflist = conflist;
+    this.ready = ready;
   }
 
   private attachment(req: PodNetworkRequest): Parameters<CniRuntime['add']>[0] {
@@ -205,6 +208,7 @@ export class CniPodNetwork implements PodNetwork {
   }
 
   async add(req: PodNetworkRequest): Promise<{ ip: string; ips: string[] }> {
+    await this.ready;
     const result = await this.rt.add(this.attachment(req));
     // IPv4 first, as the kubelet orders a dual-stack Pod's podIPs.
     const ips = (result.ips ?? [])
@@ -463,8 +467,11 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     { families, variant: opts.iptablesVariant ?? 'iptables' },
     'Created the kubelet iptables hint and canary chains',
   );
-  if (opts.podNetwork === 'flannel' || opts.podNetwork === 'flannel-host-gw')
-    await waitForSubnetEnv(flannelSubnetFile(opts.stateDir, opts.node), opts.log, realClock);
+  // Written by this node's kube-flannel Pod, which this agent starts (hostNetwork) meanwhile.
+  const networkReady =
+    opts.podNetwork === 'flannel' || opts.podNetwork === 'flannel-host-gw'
+      ? waitForSubnetEnv(flannelSubnetFile(opts.stateDir, opts.node), opts.log, realClock)
+      : Promise.resolve();
   const pods = createInformer<Pod>(kc, PODS, { fieldSelector: `spec.nodeName=${opts.node}` });
   const configMaps = createInformer<ConfigMap>(kc, CONFIG_MAPS);
 
@@ -473,7 +480,7 @@ export async function runLabAgent(opts: LabAgentOptions, stop: Promise<unknown>)
     podHost,
     ip,
     namespaces: sandboxNamespaces(ip, opts.log),
-    network: new CniPodNetwork(rt, conflist),
+    network: new CniPodNetwork(rt, conflist, networkReady),
     self: opts.self,
     logDir,
     clusterDNS: opts.clusterDNS,

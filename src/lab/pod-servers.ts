@@ -53,7 +53,7 @@ export function expandVars(word: string, env: Readonly<Record<string, string>>):
 }
 
 /** svcnet subcommands that take `--kubeconfig`. */
-const NEEDS_KUBECONFIG = new Set(['dns', 'proxy', 'controller']);
+const NEEDS_KUBECONFIG = new Set(['dns', 'proxy', 'controller', 'flannel']);
 
 function flagValue(words: readonly string[], flag: string): string | undefined {
   for (let i = 0; i < words.length; i++) {

@@ -39,7 +39,7 @@ import { startComponents, stopComponents, type RunningComponent } from './run-co
 import { startForwarder, type Forwarder } from './forward.js';
 import { ComponentKeeper, type ComponentStatus } from './keeper.js';
 import { applyObjects } from './apply.js';
-import { flannelAddon } from './addons.js';
+import { flannelAddon } from './flannel-addon.js';
 import { corednsAddon } from './coredns-addon.js';
 import { kubeProxyAddon } from './kube-proxy-addon.js';
 import { writeSecretFile } from '../util/secret-file.js';
@@ -265,11 +265,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     await applyNetworkScript(opts.ip, execer, script);
     log(`network ready: ${plan.nodes.length} nodes`);
     const specs = planComponents(plan, paths, opts.components);
-    running = await startComponents(
-      specs.filter((s) => s.after === undefined),
-      opts.self,
-      logDir,
-    );
+    running = await startComponents(specs, opts.self, logDir);
     const clusterKc = await waitForKubeconfig(paths.clusterKubeconfig, 30_000);
     const apiServerCA = kubeconfigCA(clusterKc, paths.clusterKubeconfig);
     forwarder = await startForwarder({ host: '127.0.0.1', port: 0 }, { path: paths.apiSocket });
@@ -279,7 +275,7 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
     writeSecretFile(kubeconfig, hostKubeconfig(clusterKc, apiServer, plan.name));
     await applyObjects(loadKubeConfig(kubeconfig), [
       ...corednsAddon(plan),
-      ...flannelAddon(plan),
+      ...flannelAddon(plan, stateDir),
       ...kubeProxyAddon(plan, {
         proxyMode: opts.components.proxyMode ?? 'iptables',
         ...(opts.components.iptablesVariant === undefined
@@ -287,14 +283,6 @@ export async function superviseLab(opts: SupervisorOptions): Promise<void> {
           : { iptablesVariant: opts.components.iptablesVariant }),
       }),
     ]);
-    // What reads the addons' objects at start (the flannel agents: kube-flannel-cfg).
-    running.push(
-      ...(await startComponents(
-        specs.filter((s) => s.after === 'addons'),
-        opts.self,
-        logDir,
-      )),
-    );
     ready = { apiServer, kubeconfig, apiServerCA };
     log(`components started; API server ${apiServer}`);
   } catch (e) {

@@ -105,9 +105,9 @@ describe(`pod network ${NET} in a live lab`, { skip }, () => {
     });
 
     test('without the overlay pods cannot cross nodes; the agent brings it back', async () => {
-      const pid = lab.component(`flannel-${worker2}`).pid;
-      assert.ok(pid !== undefined, 'the flannel agent runs');
-      // Stopped, not killed: the supervisor would restart an agent that exits.
+      // The agent is worker2's Pod of the kube-flannel DaemonSet.
+      const pid = await lab.daemonPodPid('kube-system', 'app=flannel', worker2);
+      // Stopped, not killed: the node agent would restart a container that exits.
       await lab.exec(worker2, ['kill', '-STOP', String(pid)]);
       try {
         await lab.exec(worker2, ['ip', 'link', 'del', 'flannel.1']);

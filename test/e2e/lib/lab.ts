@@ -12,6 +12,8 @@
 // (pod-network.test.ts checks the network itself).
 
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { loadKubeConfig } from '../../../src/kube/client.js';
 import { HttpKubeClient, isNotFound } from '../../../src/kube/api-client.js';
@@ -192,6 +194,23 @@ export class E2eLab {
 
   async pod(namespace: string, name: string): Promise<Pod | undefined> {
     return this.client.get('Pod', namespace, name);
+  }
+
+  /**
+   * The node and container pid of the Pod of a DaemonSet (by label selector) on a node, from
+   * that node agent's sandbox record (a pid in the lab's PID namespace, for `exec ... kill`).
+   */
+  async daemonPodPid(namespace: string, selector: string, node: string): Promise<number> {
+    const pods = await this.client.list('Pod', { namespace, labelSelector: selector });
+    const pod = pods.find((p) => p.spec?.nodeName === node);
+    if (pod === undefined) throw new Error(`no Pod ${selector} on ${node}`);
+    const key = `${namespace}/${pod.metadata?.name ?? ''}`;
+    const dir = join(this.lab.stateDir, 'nodes', node, 'sandboxes');
+    for (const f of readdirSync(dir)) {
+      const r = JSON.parse(readFileSync(join(dir, f), 'utf8')) as { key?: string; pid?: number };
+      if (r.key === key && r.pid !== undefined) return r.pid;
+    }
+    throw new Error(`Pod ${key}: no sandbox record with a pid in ${dir}`);
   }
 
   async service(namespace: string, name: string): Promise<Service | undefined> {
