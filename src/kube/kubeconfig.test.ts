@@ -131,7 +131,9 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
   const soon = resolveKubeConfig(write(at(now + 1000)), {});
   assert.equal((await soon.transport()).headers.Authorization, 'Bearer tok-2-hi');
   assert.equal((await soon.transport()).headers.Authorization, 'Bearer tok-3-hi');
-  t.after(() => rmSync(count, { force: true }));
+  t.after(() => {
+    rmSync(count, { force: true });
+  });
 });
 
 test('what svcnet cannot honour is refused by name: auth-provider, proxy-url, a failing plugin', async () => {
