@@ -13,13 +13,7 @@
 
 import { join } from 'node:path';
 import type { IptablesVariant } from '../netfilter/iptables/backend.js';
-import {
-  nodeIPs,
-  nodePodCIDRs,
-  podNetworkOf,
-  serviceCIDRs,
-  type LabPlan,
-} from './topology.js';
+import { nodeIPs, nodePodCIDRs, podNetworkOf, serviceCIDRs, type LabPlan } from './topology.js';
 
 export type Readiness =
   { readonly kind: 'file'; readonly path: string } | { readonly kind: 'none' };

@@ -685,9 +685,7 @@ export async function labRestart(name: string, component: string): Promise<strin
     lab.state.plan.nodes.map((n) => n.name),
   );
   if (proxyNodes !== undefined)
-    return (await restartProxyPods(new HttpKubeClient(labKubeConfig(lab)), proxyNodes)).join(
-      '\n',
-    );
+    return (await restartProxyPods(new HttpKubeClient(labKubeConfig(lab)), proxyNodes)).join('\n');
   const { request } = await import('node:http');
   return new Promise((resolve, reject) => {
     const req = request(
