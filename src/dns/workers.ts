@@ -132,6 +132,13 @@ export class DnsWorkerPool {
         } else if (m.t === 'failed') reject(Object.assign(new Error(m.message), { code: m.code }));
         else this.scrapes.get(m.id)?.(m.metrics);
       });
+      // A message written while the worker dies (killed with the daemon's process group, or
+      // crashed) fails with EPIPE on the IPC channel; the exit handler deals with the worker.
+      // Unhandled, that error would take the whole daemon down with a stack.
+      w.on('error', (err: Error) => {
+        if (!this.stopping)
+          this.opts.log.warn({ pid: w.process.pid, err: err.message }, 'DNS worker channel error');
+      });
       w.on('exit', (code, signal) => {
         this.workers.delete(w);
         // One that never listened failed to start (start() rejects); only a serving one is
