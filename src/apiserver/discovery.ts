@@ -149,7 +149,7 @@ export function legacyAPIGroup(group: string): Record<string, unknown> | undefin
   return gv ? { kind: 'APIGroup', apiVersion: 'v1', ...apiGroup(gv.group, gv.version) } : undefined;
 }
 
-/** APIResourceList for one group version (client-node's KubernetesObjectApi reads it). */
+/** APIResourceList for one group version (kubectl, client-node's KubernetesObjectApi and svcnet's own apply read it). */
 export function apiResourceList(
   group: string,
   version: string,
