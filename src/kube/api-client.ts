@@ -134,9 +134,7 @@ export const KIND_INFO: Readonly<Record<ApiKind, KindInfo>> = {
 
 /** The collection path of a kind across all namespaces (`/api/v1/pods`, `/apis/apps/v1/…`). */
 export function collectionPath(kind: ApiKind): string {
-  const ki = KIND_INFO[kind];
-  const plural = ki.resource.split('.')[0] ?? '';
-  return ki.apiVersion === 'v1' ? `/api/v1/${plural}` : `/apis/${ki.apiVersion}/${plural}`;
+  return objectPath(kind, '');
 }
 
 /** Lists every object of a kind with one GET, failing after `timeoutMs` of silence. */
@@ -151,7 +149,10 @@ export async function listAll<K extends ApiKind>(
   return list.items ?? [];
 }
 
-/** The path of a kind's collection in a namespace, or of one object when `name` is given. */
+/**
+ * The path of a kind's collection in a namespace (across namespaces for ''), or of one object
+ * when `name` is given.
+ */
 function objectPath(kind: ApiKind, namespace: string, name?: string, sub?: string): string {
   const ki = KIND_INFO[kind];
   const plural = ki.resource.split('.')[0] ?? '';
